@@ -1,0 +1,67 @@
+"""The library entry point: problem -> candidates -> model -> solve -> Plan."""
+
+from __future__ import annotations
+
+from planner.candidates import Candidates, build_candidates
+from planner.errors import InfeasibleError, SolverError
+from planner.extract import extract_plan
+from planner.model import PlannerModel, build_model
+from planner.plan import Plan
+from planner.problem import Inputs
+from planner.solve import SolveResult, solve_model
+
+
+def check_candidates(inputs: Inputs, cands: Candidates) -> None:
+    """A workload no allowed GPU can run makes the problem infeasible before any solve."""
+    lines = []
+    for kind, table in (("training job", cands.train), ("serving workload", cands.serve)):
+        for name, clist in table.items():
+            if clist:
+                continue
+            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == name]
+            lines.append(
+                f"{kind} {name!r}: no allowed GPU can run it:\n      " + "\n      ".join(reasons)
+            )
+    if lines:
+        raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)
+
+
+def solve_inputs(
+    inputs: Inputs,
+    solver: str = "cbc",
+    time_limit: float | None = None,
+    gap: float | None = None,
+    cands: Candidates | None = None,
+) -> tuple[PlannerModel, SolveResult]:
+    cands = cands or build_candidates(inputs)
+    check_candidates(inputs, cands)
+    m = build_model(inputs, cands)
+    opts = inputs.problem.solver
+    result = solve_model(
+        m,
+        solver=solver,
+        time_limit=time_limit if time_limit is not None else opts.time_limit_s,
+        gap=gap if gap is not None else opts.gap,
+    )
+    return m, result
+
+
+def plan_problem(
+    inputs: Inputs,
+    solver: str = "cbc",
+    time_limit: float | None = None,
+    gap: float | None = None,
+    diagnose: bool = True,
+) -> Plan:
+    """Solve a problem and return its Plan; an infeasible problem raises InfeasibleError."""
+    m, result = solve_inputs(inputs, solver, time_limit, gap)
+    if result.status == "infeasible":
+        diagnosis: list[str] = []
+        if diagnose:
+            from planner.diagnose import diagnose_infeasible
+
+            diagnosis = diagnose_infeasible(inputs, solver=solver)
+        raise InfeasibleError("infeasible: no plan meets every constraint", diagnosis)
+    if not result.has_solution:
+        raise SolverError(f"{result.solver}: {result.status}: {result.message}")
+    return extract_plan(m, result)

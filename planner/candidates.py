@@ -1,0 +1,221 @@
+"""Candidate configurations: which (GPU, count, layout) can run each workload at all.
+
+Stage 2 of the flow (inputs -> **physics/candidates** -> model -> solve -> plan). For every
+workload and every allowed GPU type the physics gives the configurations that fit in memory
+and meet the deadline or SLO, with their coefficients; the rest are dropped here with the
+reason kept (``Dropped``), so an infeasible problem can say why. Offers are pruned to the
+ones that can matter: for each GPU and kind, the cheapest offer without an availability cap
+plus capped offers cheaper than it (a dearer offer never needs a variable).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.catalog import GpuSpec, Offer
+from planner.demand import (
+    HOURS_PER_MONTH,
+    LoadSlice,
+    load_slices,
+    mean_request_rate,
+    peak_request_rate,
+)
+from planner.physics.calibration import Calibration, default_calibration
+from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.physics.train import TrainEstimate, estimate_train
+from planner.plan import Dropped
+from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
+
+# GPU counts tried for a training job (whole nodes of 8 beyond 8).
+TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
+# Larger configurations kept beside the smallest that meets the deadline: more GPUs finish
+# sooner (useful when owned GPUs are free only part of the window) at a higher GPU-hour cost.
+TRAIN_EXTRA_SIZES = 2
+TP_SIZES = (1, 2, 4, 8)
+SERVE_KEEP_PER_GPU = 2
+
+
+@dataclass(frozen=True)
+class TrainCandidate:
+    job: str
+    gpu: str
+    gpus: int
+    wall_hours: float
+    estimate: TrainEstimate
+
+    @property
+    def key(self) -> str:
+        return f"{self.gpu}_x{self.gpus}"
+
+
+@dataclass(frozen=True)
+class ServeCandidate:
+    workload: str
+    gpu: str
+    tp: int
+    rate_rps: float
+    capacity: ReplicaCapacity
+
+    @property
+    def key(self) -> str:
+        return f"{self.gpu}_tp{self.tp}"
+
+
+@dataclass
+class Candidates:
+    months: list[str]
+    slices: list[LoadSlice]  # hours per slice (loads here are of utilization 1: use serve_loads)
+    train: dict[str, list[TrainCandidate]] = field(default_factory=dict)
+    serve: dict[str, list[ServeCandidate]] = field(default_factory=dict)
+    window: dict[str, list[int]] = field(default_factory=dict)  # training job -> month indexes
+    window_hours: dict[str, float] = field(default_factory=dict)
+    active: dict[str, list[int]] = field(default_factory=dict)  # serving workload -> months
+    demand: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (w, t, s) -> req/s
+    serve_loads: dict[str, list[float]] = field(default_factory=dict)
+    offers: dict[str, Offer] = field(default_factory=dict)
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+def train_window(job: TrainJob, horizon_start: str) -> list[int]:
+    a = month_index(horizon_start, job.window.start)
+    b = month_index(horizon_start, job.window.deadline)
+    return list(range(a, b + 1))
+
+
+def train_candidates(
+    job: TrainJob, inputs: Inputs, calib: Calibration, window_hours: float
+) -> tuple[list[TrainCandidate], list[Dropped]]:
+    model = inputs.models[job.model]
+    out: list[TrainCandidate] = []
+    dropped: list[Dropped] = []
+    for gid, gpu in inputs.gpus.items():
+        first: TrainCandidate | None = None
+        last_reason = "no configuration tried"
+        for k in TRAIN_COUNTS:
+            if gpu.node_gpus > 1 and k > gpu.node_gpus and k % gpu.node_gpus:
+                continue
+            est = estimate_train(model, gpu, k, job.tokens, job.method, calib, seq_len=job.seq_len)
+            if not est.fits:
+                last_reason = est.reason or "does not fit"
+                continue
+            if est.wall_hours > window_hours:
+                last_reason = (
+                    f"{est.wall_hours:,.0f} h on {k} GPUs > {window_hours:,.0f} h in the window"
+                )
+                continue
+            cand = TrainCandidate(job.name, gid, k, est.wall_hours, est)
+            if first is None:
+                first = cand
+                out.append(cand)
+                extra = 0
+            else:
+                extra += 1
+                out.append(cand)
+            if extra >= TRAIN_EXTRA_SIZES:
+                break
+        if first is None:
+            dropped.append(Dropped(workload=job.name, gpu=gid, config="any size", reason=last_reason))
+    return out, dropped
+
+
+def serve_candidates(
+    w: ServeWorkload, inputs: Inputs, calib: Calibration
+) -> tuple[list[ServeCandidate], list[Dropped]]:
+    model = inputs.models[w.model]
+    out: list[ServeCandidate] = []
+    dropped: list[Dropped] = []
+    for gid, gpu in inputs.gpus.items():
+        found: list[ServeCandidate] = []
+        reasons = []
+        for tp in TP_SIZES:
+            if tp > max(gpu.node_gpus, 8):
+                continue
+            cap = replica_capacity(
+                model,
+                gpu,
+                tp,
+                w.precision,
+                w.tokens.prompt,
+                w.tokens.output,
+                w.slo.p95_ttft_ms,
+                w.slo.p95_tpot_ms,
+                calib,
+            )
+            if cap.feasible and cap.rate_rps > 0:
+                found.append(ServeCandidate(w.name, gid, tp, cap.rate_rps, cap))
+            else:
+                reasons.append(f"tp{tp}: {cap.reason}")
+        found.sort(key=lambda c: -c.rate_rps / c.tp)
+        out.extend(found[:SERVE_KEEP_PER_GPU])
+        if not found:
+            dropped.append(
+                Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason="; ".join(reasons))
+            )
+    return out, dropped
+
+
+def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
+    """Keep, per (gpu, kind), the cheapest uncapped offer and capped offers cheaper than it.
+
+    Reserved offers are all kept (their terms differ).
+    """
+    keep: dict[str, Offer] = {}
+    groups: dict[tuple[str, str], list[Offer]] = {}
+    for o in offers.values():
+        if o.kind == "reserved":
+            keep[o.id] = o
+        else:
+            groups.setdefault((o.gpu, o.kind), []).append(o)
+    for group in groups.values():
+        group.sort(key=lambda o: (o.usd_per_gpu_hour, o.id))
+        for o in group:
+            keep[o.id] = o
+            if o.max_gpus is None:
+                break
+    return dict(sorted(keep.items()))
+
+
+def rental_gpus(k: int, offer: Offer) -> int:
+    """GPUs paid for when a job needs ``k`` GPUs and the offer rents whole instances.
+
+    >>> from types import SimpleNamespace as NS
+    >>> rental_gpus(12, NS(gpus_per_instance=8))
+    16
+    """
+    unit = offer.gpus_per_instance
+    return math.ceil(k / unit) * unit
+
+
+def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candidates:
+    calib = calib or default_calibration()
+    p = inputs.problem
+    months = p.month_labels()
+    cands = Candidates(months=months, slices=load_slices(1.0))
+    cands.offers = prune_offers(inputs.offers)
+    for job in p.workloads.train:
+        window = train_window(job, p.horizon.start)
+        cands.window[job.name] = window
+        cands.window_hours[job.name] = len(window) * HOURS_PER_MONTH
+        tc, dropped = train_candidates(job, inputs, calib, cands.window_hours[job.name])
+        cands.train[job.name] = tc
+        cands.dropped.extend(dropped)
+    for w in p.workloads.serve:
+        a = month_index(p.horizon.start, w.start)
+        b = p.horizon.months - 1 if w.end is None else min(p.horizon.months - 1, month_index(p.horizon.start, w.end))
+        cands.active[w.name] = list(range(a, b + 1))
+        slices = load_slices(w.traffic.utilization)
+        cands.serve_loads[w.name] = [s.load for s in slices]
+        mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
+        for t in cands.active[w.name]:
+            peak = peak_request_rate(mean, w.traffic.utilization, w.traffic.growth_per_month, t - a)
+            for s, sl in enumerate(slices):
+                cands.demand[(w.name, t, s)] = peak * sl.load
+        sc, dropped = serve_candidates(w, inputs, calib)
+        cands.serve[w.name] = sc
+        cands.dropped.extend(dropped)
+    return cands
+
+
+def gpu_of(inputs: Inputs, gid: str) -> GpuSpec:
+    return inputs.gpus[gid]

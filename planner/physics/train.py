@@ -1,0 +1,521 @@
+"""Training physics: memory per GPU, FLOPs, multi-GPU efficiency and the fastest layout.
+
+Conventions
+-----------
+* Model FLOPs per trained token (full training) = ``6 N + 12 L h s`` (PaLM appendix B and
+  llm-foundry's MFU: matmuls with weights forward+backward, plus attention scores/values without
+  the causal halving). LoRA/QLoRA: ``4 N + 12 L h s`` (no weight gradients of the frozen base;
+  NeMo counts 4N for LoRA).
+* MFU = model FLOPs per second / BF16 dense peak. Full activation recomputation does extra
+  (hardware) FLOPs, so it *lowers* MFU by ``recompute_factor``; it never changes the FLOP count.
+  FP8 training reports MFU against the BF16 peak too (so it can exceed the BF16 figures).
+* Memory in GB (1e9 bytes) per GPU; bandwidths in GB/s; times in seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from planner.catalog import GpuSpec, ModelArch
+from planner.physics.calibration import Calibration, default_calibration, gpu_family
+
+GB = 1e9
+METHODS = ("full", "lora", "qlora")
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    recompute: bool
+    micro_batch: int
+
+
+@dataclass(frozen=True)
+class TrainEstimate:
+    fits: bool
+    reason: str | None
+    gpus: int
+    wall_hours: float
+    gpu_hours: float
+    memory_per_gpu_gb: float
+    memory: dict[str, float]
+    mfu: float
+    layout: TrainLayout | None
+    tokens_per_s_per_gpu: float
+
+
+# ----------------------------------------------------------------------------- FLOPs
+
+
+def flops_per_token(model: ModelArch, seq_len: int, method: str = "full") -> float:
+    """Model FLOPs per trained token: ``k N + 12 L h s`` with k = 6 (full) or 4 (LoRA/QLoRA).
+
+    Units: FLOP/token. 6N = 2N forward + 4N backward (activation and weight gradients); LoRA skips
+    the weight gradients of the frozen base (2N). 12 L h s = attention scores and weighted sum,
+    forward + backward.
+
+    >>> from planner.physics.train import _toy_model
+    >>> m = _toy_model()
+    >>> flops_per_token(m, 2048) == 6 * m.params + 12 * 32 * 4096 * 2048
+    True
+    >>> flops_per_token(m, 2048, "lora") == 4 * m.params + 12 * 32 * 4096 * 2048
+    True
+    """
+    k = 6.0 if method == "full" else 4.0
+    return k * model.params + 12.0 * model.layers * model.hidden * seq_len
+
+
+# ----------------------------------------------------------------------------- efficiencies
+
+
+def size_factor(hidden: int, calib: Calibration) -> float:
+    """Model-size MFU factor ``hidden / (hidden + h_half)`` (dimensionless).
+
+    >>> round(size_factor(4096, default_calibration()), 3)
+    0.889
+    """
+    h_half = calib.train.mfu_size_half_hidden.value
+    return hidden / (hidden + h_half)
+
+
+def gemm_factor(tokens_per_micro_batch: float, calib: Calibration) -> float:
+    """Micro-batch GEMM factor ``t / (t + t_half)``, t = micro_batch * seq_len (dimensionless).
+
+    >>> round(gemm_factor(4096, default_calibration()), 3)
+    0.97
+    """
+    t_half = calib.train.gemm_half_tokens.value
+    return tokens_per_micro_batch / (tokens_per_micro_batch + t_half)
+
+
+def base_mfu(gpu: GpuSpec, calib: Calibration) -> float:
+    """Asymptotic single-GPU BF16 MFU of the GPU's family (calibrated; dimensionless).
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> base_mfu(_toy_gpu(), default_calibration())
+    0.53
+    """
+    fam = gpu_family(gpu, calib)
+    return fam.value if fam is not None else calib.train.mfu_default.value
+
+
+def single_gpu_mfu(
+    model: ModelArch,
+    gpu: GpuSpec,
+    seq_len: int,
+    micro_batch: int,
+    recompute: bool,
+    method: str,
+    calib: Calibration,
+) -> float:
+    """MFU of one GPU before communication: base x size x GEMM x recompute x QLoRA factors.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> c = default_calibration()
+    >>> a = single_gpu_mfu(_toy_model(), _toy_gpu(), 2048, 4, False, "full", c)
+    >>> b = single_gpu_mfu(_toy_model(), _toy_gpu(), 2048, 4, True, "full", c)
+    >>> round(b / a, 2) == c.train.recompute_factor.value
+    True
+    """
+    t = calib.train
+    mfu = base_mfu(gpu, calib) * size_factor(model.hidden, calib)
+    mfu *= gemm_factor(micro_batch * seq_len, calib)
+    if recompute:
+        mfu *= t.recompute_factor.value
+    if method == "qlora":
+        mfu *= t.qlora_speed_factor.value
+    return mfu
+
+
+# ----------------------------------------------------------------------------- links
+
+
+def node_gpus(gpu: GpuSpec, calib: Calibration) -> int:
+    """GPUs that share one server's fast links: the SXM board size, else ``pcie_node_gpus``.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> node_gpus(_toy_gpu(), default_calibration())
+    8
+    """
+    if gpu.form_factor == "sxm":
+        return max(1, gpu.node_gpus)
+    return int(calib.links.pcie_node_gpus.value)
+
+
+def intra_node_link(gpu: GpuSpec, group: int, calib: Calibration) -> tuple[float, float]:
+    """(bandwidth GB/s per direction achieved, latency s) of a collective over ``group`` GPUs in a node.
+
+    NVLink: catalog bidirectional GB/s / 2 x nvlink_eff (PCIe cards with NVLink bridges pair only
+    two GPUs, so groups > 2 fall back to PCIe). PCIe: 15.75 GB/s x 2^(gen-3) x pcie_eff, halved
+    without peer-to-peer (host bounce buffers).
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> bw, lat = intra_node_link(_toy_gpu(), 8, default_calibration())
+    >>> round(bw), lat
+    (360, 8e-06)
+    """
+    lk = calib.links
+    ic = gpu.interconnect
+    if ic.nvlink_gbs > 0 and (gpu.form_factor == "sxm" or group <= 2):
+        return ic.nvlink_gbs / 2 * lk.nvlink_eff.value, lk.nvlink_latency_us.value * 1e-6
+    bw = lk.pcie_x16_gbs_gen3.value * 2 ** (ic.pcie_gen - 3) * lk.pcie_eff.value
+    if not ic.p2p:
+        return bw * lk.no_p2p_factor.value, lk.no_p2p_latency_us.value * 1e-6
+    return bw, lk.pcie_latency_us.value * 1e-6
+
+
+def inter_node_link(gpu: GpuSpec, calib: Calibration) -> tuple[float, float]:
+    """(per-GPU network GB/s, latency s) between servers, by GPU class.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> inter_node_link(_toy_gpu(), default_calibration())
+    (50.0, 3e-05)
+    """
+    lk = calib.links
+    if gpu.form_factor == "sxm":
+        bw = lk.inter_node_gbs_sxm.value
+    elif gpu.consumer:
+        bw = lk.inter_node_gbs_consumer.value
+    else:
+        bw = lk.inter_node_gbs_pcie.value
+    return bw, lk.inter_node_latency_us.value * 1e-6
+
+
+def allreduce_s(nbytes: float, group: int, bw_gbs: float, latency_s: float) -> float:
+    """Ring all-reduce time: ``latency + 2 (g-1)/g x bytes / bandwidth`` (s).
+
+    >>> allreduce_s(1e9, 2, 100.0, 0.0)
+    0.01
+    >>> allreduce_s(1e9, 1, 100.0, 1e-5)
+    0.0
+    """
+    if group <= 1:
+        return 0.0
+    return latency_s + 2 * (group - 1) / group * nbytes / (bw_gbs * GB)
+
+
+def pipeline_efficiency(micro_batches: int, pp: int) -> float:
+    """1F1B pipeline efficiency ``m / (m + p - 1)``; the bubble is ``(p-1)/(m+p-1)``.
+
+    >>> pipeline_efficiency(8, 4)
+    0.7272727272727273
+    >>> pipeline_efficiency(5, 1)
+    1.0
+    """
+    return micro_batches / (micro_batches + pp - 1)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def activation_bytes_per_layer(
+    seq_len: int, micro_batch: int, hidden: int, tp: int, recompute: bool
+) -> float:
+    """Activation bytes kept per layer per micro-batch on one GPU (Korthikanti et al. 2022).
+
+    Without recomputation ``s b h (34 + 5 a s / h) / t`` with tensor + sequence parallelism; with
+    flash-attention (assumed: standard since 2023) the ``5 a s / h`` score term is not stored, leaving
+    ``34 s b h / t``. Full recomputation keeps only the layer input, ``2 s b h / t``.
+
+    >>> activation_bytes_per_layer(4096, 1, 4096, 1, False) / 1e9
+    0.570425344
+    >>> activation_bytes_per_layer(4096, 1, 4096, 1, True) / 1e9
+    0.033554432
+    """
+    per = 2.0 if recompute else 34.0
+    return per * seq_len * micro_batch * hidden / tp
+
+
+def train_memory_gb(
+    model: ModelArch, layout: TrainLayout, method: str, seq_len: int, micro_batches: int,
+    calib: Calibration,
+) -> dict[str, float]:
+    """Memory per GPU by kind (GB): weights, gradients, optimizer, activations, overhead.
+
+    Full mixed-precision AdamW = 16 B/param: BF16 weights 2 + BF16 grads 2 + FP32 master 4 + Adam
+    m, v 8. Model states are split by tp*pp; ZeRO-1 shards the optimizer (12 B), ZeRO-2 also the
+    gradients, ZeRO-3/FSDP also the weights across dp. LoRA: frozen BF16 base (2 B/param) plus
+    adapters (``lora_param_fraction`` of params) with full 16 B/param states; QLoRA base at
+    ``qlora_bytes_per_param``. Activations: stage layers x micro-batches in flight (1F1B keeps up
+    to ``pp`` on the first stage), plus one layer's full working set when recomputing, plus the
+    FP32 logits and their gradient (``8 s b V / t``).
+
+    >>> from planner.physics.train import _toy_model
+    >>> lay = TrainLayout(tp=1, pp=1, dp=8, zero_stage=3, recompute=False, micro_batch=1)
+    >>> mem = train_memory_gb(_toy_model(), lay, "full", 2048, 4, default_calibration())
+    >>> round(mem["optimizer"], 2), round(mem["weights"], 2)
+    (10.11, 1.68)
+    """
+    t = calib.train
+    n = model.params
+    shard = layout.tp * layout.pp
+    dp = layout.dp
+    z = layout.zero_stage
+    if method == "full":
+        base_b, train_n = 2.0, n
+    else:
+        base_b = 2.0 if method == "lora" else t.qlora_bytes_per_param.value
+        train_n = n * t.lora_param_fraction.value
+    weights = n * base_b / shard / (dp if z >= 3 else 1)
+    if method != "full":
+        weights += train_n * 2.0 / shard
+    grads = train_n * 2.0 / shard / (dp if z >= 2 else 1)
+    optim = train_n * 12.0 / shard / (dp if z >= 1 else 1)
+    stage_layers = math.ceil(model.layers / layout.pp)
+    in_flight = min(layout.pp, micro_batches)
+    per_layer = activation_bytes_per_layer(
+        seq_len, layout.micro_batch, model.hidden, layout.tp, layout.recompute
+    )
+    act = stage_layers * in_flight * per_layer
+    if layout.recompute:
+        act += activation_bytes_per_layer(
+            seq_len, layout.micro_batch, model.hidden, layout.tp, False
+        )
+    act += 8.0 * seq_len * layout.micro_batch * model.vocab / layout.tp
+    return {
+        "weights": weights / GB,
+        "gradients": grads / GB,
+        "optimizer": optim / GB,
+        "activations": act / GB,
+        "overhead": t.framework_overhead_gb.value,
+    }
+
+
+# ----------------------------------------------------------------------------- step time
+
+
+@dataclass(frozen=True)
+class _Eval:
+    fits: bool
+    mem_total: float
+    memory: dict[str, float]
+    tokens_per_s_per_gpu: float
+    mfu: float
+
+
+def _micro_batches(gbs_tokens: float, dp: int, micro_batch: int, seq_len: int) -> int:
+    """Micro-batches per pipeline per optimizer step (at least 1).
+
+    >>> _micro_batches(2**21, 8, 1, 4096)
+    64
+    """
+    return max(1, round(gbs_tokens / (dp * micro_batch * seq_len)))
+
+
+def _evaluate(
+    model: ModelArch, gpu: GpuSpec, gpus: int, lay: TrainLayout, method: str, seq_len: int,
+    gbs_tokens: float, precision: str, calib: Calibration,
+) -> _Eval:
+    """Memory and throughput of one layout (see module conventions)."""
+    m = _micro_batches(gbs_tokens, lay.dp, lay.micro_batch, seq_len)
+    mem = train_memory_gb(model, lay, method, seq_len, m, calib)
+    total = sum(mem.values())
+    cap = gpu.memory_gb.value * calib.train.usable_memory_fraction.value
+    mfu1 = single_gpu_mfu(model, gpu, seq_len, lay.micro_batch, lay.recompute, method, calib)
+    peak = gpu.bf16_dense_tflops.value * 1e12
+    if precision == "fp8":
+        peak *= calib.train.fp8_speedup.value
+    fpt = flops_per_token(model, seq_len, method)
+    mb_tokens = lay.micro_batch * seq_len
+    # compute time of one micro-batch on one stage (s)
+    t_mb = mb_tokens * fpt / (lay.tp * lay.pp) / (peak * mfu1)
+    # tensor parallel: 4 all-reduces per layer (2 fwd, 2 bwd), 6 with recompute, of s*b*h*2 bytes
+    node = node_gpus(gpu, calib)
+    if lay.tp > 1:
+        bw, lat = intra_node_link(gpu, lay.tp, calib)
+        n_ar = 6 if lay.recompute else 4
+        stage_layers = math.ceil(model.layers / lay.pp)
+        t_mb += stage_layers * n_ar * allreduce_s(mb_tokens * model.hidden * 2, lay.tp, bw, lat)
+    step = t_mb * (m + lay.pp - 1)
+    compute_step = t_mb * m
+    # data parallel: gradient all-reduce (ZeRO<=2) or reduce-scatter + 2 all-gathers (ZeRO-3)
+    if lay.dp > 1:
+        if method == "full":
+            params_shard = model.params / (lay.tp * lay.pp)
+            grad_shard = params_shard
+        else:
+            params_shard = model.params / (lay.tp * lay.pp)
+            grad_shard = params_shard * calib.train.lora_param_fraction.value
+        if lay.tp * lay.pp * lay.dp > node:
+            bw, lat = inter_node_link(gpu, calib)
+        else:
+            bw, lat = intra_node_link(gpu, lay.dp, calib)
+        comm = allreduce_s(grad_shard * 2, lay.dp, bw, lat)
+        if lay.zero_stage >= 3:
+            base_b = 2.0 if method != "qlora" else calib.train.qlora_bytes_per_param.value
+            comm += allreduce_s(params_shard * base_b, lay.dp, bw, lat)  # = 2 all-gathers
+        step += max(0.0, comm - calib.train.dp_overlap.value * compute_step)
+    tokens_step = m * lay.micro_batch * seq_len * lay.dp
+    tps_gpu = tokens_step / step / gpus
+    mfu = tps_gpu * fpt / (gpu.bf16_dense_tflops.value * 1e12)
+    return _Eval(total <= cap, total, mem, tps_gpu, mfu)
+
+
+def _layouts(model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration):
+    """Candidate (tp, pp, dp): tp a power of two <= 8 within a node, pp a power of two <= layers."""
+    node = node_gpus(gpu, calib)
+    for tp in (1, 2, 4, 8):
+        if tp > node or gpus % tp:
+            continue
+        pp = 1
+        while pp <= min(model.layers, 64) and tp * pp <= gpus:
+            if gpus % (tp * pp) == 0:
+                yield tp, pp, gpus // (tp * pp)
+            pp *= 2
+
+
+@functools.lru_cache(maxsize=8192)
+def _best_layout(
+    model: ModelArch, gpu: GpuSpec, gpus: int, method: str, seq_len: int, gbs_tokens: float,
+    precision: str, calib: Calibration,
+) -> tuple[TrainLayout | None, _Eval | None, TrainLayout | None, _Eval | None]:
+    """(fastest fitting layout, its eval, least-memory layout, its eval)."""
+    best: tuple[TrainLayout, _Eval] | None = None
+    smallest: tuple[TrainLayout, _Eval] | None = None
+    for tp, pp, dp in _layouts(model, gpu, gpus, calib):
+        for zero in ((2, 3) if dp > 1 else (0,)):
+            for recompute in (False, True):
+                for mbs in (1, 2, 4, 8):
+                    lay = TrainLayout(tp, pp, dp, zero, recompute, mbs)
+                    ev = _evaluate(model, gpu, gpus, lay, method, seq_len, gbs_tokens,
+                                   precision, calib)
+                    if smallest is None or ev.mem_total < smallest[1].mem_total:
+                        smallest = (lay, ev)
+                    if not ev.fits:
+                        break  # larger micro-batches need more memory
+                    if best is None or ev.tokens_per_s_per_gpu > best[1].tokens_per_s_per_gpu:
+                        best = (lay, ev)
+    if best is None:
+        return None, None, *(smallest or (None, None))
+    return best[0], best[1], *(smallest or (None, None))
+
+
+def estimate_train(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    tokens: float,
+    method: str = "full",
+    calib: Calibration | None = None,
+    seq_len: int = 4096,
+    *,
+    precision: str = "bf16",
+    global_batch_tokens: float | None = None,
+) -> TrainEstimate:
+    """Fastest layout of a training job on ``gpus`` x ``gpu`` and its time, memory and MFU.
+
+    ``wall_hours = tokens / (tokens_per_s_per_gpu x gpus) / goodput / 3600``. Infeasible jobs
+    (nothing fits in memory) return ``fits=False`` with the reason; only programming errors
+    (non-positive counts, unknown method) raise ``ValueError``.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> est = estimate_train(_toy_model(), _toy_gpu(), 8, 1e9, seq_len=2048)
+    >>> est.fits, est.layout.tp, round(est.mfu, 2)
+    (True, 1, 0.46)
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if precision not in ("bf16", "fp16", "fp8"):
+        raise ValueError(f"training precision must be bf16, fp16 or fp8, got {precision!r}")
+    if gpus < 1 or tokens <= 0 or seq_len < 1:
+        raise ValueError("gpus, tokens and seq_len must be positive")
+    calib = calib or default_calibration()
+    if precision == "fp8" and gpu.fp8_dense_tflops is None:
+        return _infeasible(gpus, f"{gpu.id} has no FP8 tensor cores")
+    if gbs_tokens_given := global_batch_tokens:
+        gbs = float(gbs_tokens_given)
+    elif method == "full":
+        gbs = calib.train.global_batch_tokens.value
+    else:
+        gbs = calib.train.finetune_global_batch_tokens.value
+    lay, ev, small_lay, small_ev = _best_layout(
+        model, gpu, gpus, method, seq_len, gbs, precision, calib
+    )
+    if lay is None or ev is None:
+        cap = gpu.memory_gb.value
+        need = small_ev.mem_total if small_ev else float("nan")
+        how = ""
+        if small_lay is not None:
+            how = (f" (best layout tp={small_lay.tp} pp={small_lay.pp} dp={small_lay.dp} "
+                   f"ZeRO-{small_lay.zero_stage}{' recompute' if small_lay.recompute else ''})")
+        frac = calib.train.usable_memory_fraction.value
+        reason = (f"{method} training of {model.id} needs {need:.1f} GB per GPU{how} > "
+                  f"{frac:.0%} of {cap:g} GB on {gpus}x {gpu.id}")
+        mem = small_ev.memory if small_ev else {}
+        return _infeasible(gpus, reason, need, mem)
+    seconds = tokens / (ev.tokens_per_s_per_gpu * gpus) / calib.train.goodput.value
+    wall = seconds / 3600.0
+    return TrainEstimate(
+        fits=True,
+        reason=None,
+        gpus=gpus,
+        wall_hours=wall,
+        gpu_hours=wall * gpus,
+        memory_per_gpu_gb=ev.mem_total,
+        memory=dict(ev.memory),
+        mfu=ev.mfu,
+        layout=lay,
+        tokens_per_s_per_gpu=ev.tokens_per_s_per_gpu,
+    )
+
+
+def _infeasible(
+    gpus: int, reason: str, mem_total: float = float("nan"), memory: dict | None = None
+) -> TrainEstimate:
+    return TrainEstimate(
+        fits=False, reason=reason, gpus=gpus, wall_hours=math.inf, gpu_hours=math.inf,
+        memory_per_gpu_gb=mem_total, memory=dict(memory or {}), mfu=0.0, layout=None,
+        tokens_per_s_per_gpu=0.0,
+    )
+
+
+# ----------------------------------------------------------------------------- doctest helpers
+
+
+def _toy_gpu() -> GpuSpec:
+    """An H100 SXM spec for doctests (the catalog is the real source)."""
+    return make_gpu("h100-sxm", "H100 SXM", 80, 3350, 989.4, 1978.9, 900, 5, True, "sxm")
+
+
+def _toy_model() -> ModelArch:
+    """Llama-2-7B for doctests."""
+    return llama_like("llama-2-7b", 6.74e9, 32, 4096, 32, 32, 11008, 32000)
+
+
+def make_gpu(
+    gid: str, name: str, mem_gb: float, bw_gbs: float, bf16: float, fp8: float | None,
+    nvlink: float, pcie_gen: int, p2p: bool, form: str, consumer: bool = False,
+) -> GpuSpec:
+    """Build a GpuSpec from bare numbers (tests, doctests, what-ifs); prices are placeholders."""
+
+    def s(v: float) -> dict:
+        return {"value": v, "source": "test", "as_of": "2025-01"}
+
+    return GpuSpec.model_validate({
+        "id": gid, "name": name, "class": "consumer" if consumer else "datacenter",
+        "form_factor": form, "memory_gb": s(mem_gb), "memory_bandwidth_gbs": s(bw_gbs),
+        "bf16_dense_tflops": s(bf16), "fp8_dense_tflops": s(fp8) if fp8 else None,
+        "interconnect": {"nvlink_gbs": nvlink, "pcie_gen": pcie_gen, "p2p": p2p,
+                         "source": "test", "as_of": "2025-01"},
+        "tdp_w": s(700), "idle_w": s(100), "host_w_per_gpu": s(200),
+        "node_size": s(8 if form == "sxm" else 1),
+        "purchase_usd": {**s(1.0), "low": 1.0, "high": 1.0},
+        "server_overhead_usd_per_gpu": {**s(1.0), "low": 1.0, "high": 1.0},
+    })
+
+
+def llama_like(
+    mid: str, params: float, layers: int, hidden: int, heads: int, kv_heads: int,
+    intermediate: int, vocab: int, max_context: int = 4096,
+) -> ModelArch:
+    """Build a ModelArch from bare numbers."""
+    return ModelArch(
+        id=mid, name=mid, params=params, layers=layers, hidden=hidden, heads=heads,
+        kv_heads=kv_heads, intermediate=intermediate, vocab=vocab, max_context=max_context,
+        source="test", as_of="2025-01",
+    )

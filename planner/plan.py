@@ -1,0 +1,220 @@
+"""The Plan: pure data produced by the solver stage and only *read* by reports.
+
+A Plan holds the decisions (purchases, rentals, reservations, allocations of workloads to
+owned and rented capacity), the costs by month and kind, per-workload predictions vs targets,
+and the assumptions (every catalog figure used, with its source). It round-trips through
+JSON (``Plan.model_validate_json``) so ``planner report`` and ``planner verify`` need no solve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Totals(_Data):
+    capex_usd: float
+    power_usd: float
+    hosting_usd: float
+    rental_usd: float  # on-demand + spot + reserved commitments
+    total_usd: float
+    reserved_usd: float = 0.0  # the reserved-commitment part of rental_usd
+    capex_budget_usd: float | None = None
+    total_budget_usd: float | None = None
+
+
+class Purchase(_Data):
+    gpu: str
+    month: str
+    count: int  # GPUs (a whole number of nodes)
+    nodes: int
+    unit_usd: float  # per GPU: card + server/network share
+    gpu_usd: float  # card price per GPU
+    overhead_usd: float  # server/network share per GPU
+    total_usd: float
+
+
+class Rental(_Data):
+    provider: str
+    offer: str
+    gpu: str
+    kind: Literal["on_demand", "spot", "reserved"]
+    month: str
+    workload: str  # for reserved rows: "(reserved)"; the commitment is paid used or not
+    gpu_hours: float
+    usd_per_gpu_hour: float
+    usd: float
+
+
+class Reservation(_Data):
+    offer: str
+    provider: str
+    gpu: str
+    start_month: str
+    term_months: int
+    gpus: int
+    usd_per_gpu_hour: float
+    hours: float  # hours paid over the term (inside the horizon)
+    usd: float
+
+
+class Slice(_Data):
+    name: str
+    hours_per_month: float
+    load: float  # demand relative to the day's peak
+
+
+class FleetMonth(_Data):
+    gpu: str
+    month: str
+    bought: int
+    owned: int
+    reserved: int
+    owned_busy_gpu_hours: float
+    rented_gpu_hours: float
+    owned_utilization: float  # busy / (owned x hours)
+    power_kw: float  # owned fleet at full load, at the meter (PUE included)
+
+
+class MonthCost(_Data):
+    month: str
+    capex_usd: float
+    power_usd: float
+    hosting_usd: float
+    rental_usd: float
+    total_usd: float
+    cumulative_usd: float
+
+
+class ServeAllocation(_Data):
+    workload: str
+    month: str
+    slice: str
+    gpu: str
+    gpus_per_replica: int
+    rate_rps_per_replica: float
+    source: str  # "owned" or an offer id
+    replicas: float
+    demand_rps: float  # the slice's demand for the workload (same on every row of the slice)
+
+
+class TrainAllocation(_Data):
+    workload: str
+    month: str
+    slice: str | None  # owned runs are placed in slices; rentals per month
+    gpu: str
+    gpus: int
+    source: str  # "owned" or an offer id
+    wall_hours: float  # hours of the job's wall clock spent here
+    progress_hours: float  # wall hours of progress (spot restarts make it smaller)
+
+
+class WorkloadResult(_Data):
+    name: str
+    kind: Literal["train", "serve"]
+    model: str
+    gpu: list[str]
+    gpus: int  # training: GPUs of the job; serving: peak GPUs in use
+    config: dict[str, Any]
+    cost_usd: float
+    cost_share: float
+    meets_target: bool
+    predicted: dict[str, float]
+    target: dict[str, float]
+    slack: dict[str, float]
+    tokens: float = 0.0  # served output+prompt tokens (serving) or trained tokens
+    usd_per_1m_tokens: float | None = None
+
+
+class Dropped(_Data):
+    workload: str
+    gpu: str
+    config: str
+    reason: str
+
+
+class Assumption(_Data):
+    group: str  # site | problem | gpu:<id> | offer:<id> | calibration
+    key: str
+    value: Any
+    unit: str = ""
+    source: str = ""
+    as_of: str = ""
+
+
+class Plan(_Data):
+    planner_version: str
+    problem_name: str
+    problem_file: str
+    problem_sha256: str
+    status: Status
+    objective_usd: float | None
+    gap: float | None
+    solve_seconds: float
+    solver: str
+    message: str = ""
+    horizon_start: str
+    months: list[str]
+    hours_per_month: float
+    slices: list[Slice]
+    totals: Totals
+    purchases: list[Purchase]
+    rentals: list[Rental]
+    reservations: list[Reservation]
+    fleet: list[FleetMonth]
+    cash_flow: list[MonthCost]
+    workloads: list[WorkloadResult]
+    serve_allocations: list[ServeAllocation]
+    train_allocations: list[TrainAllocation]
+    dropped: list[Dropped]
+    assumptions: list[Assumption]
+    binding: list[str] = []
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> Plan:
+        from planner.errors import InputError
+
+        p = Path(path)
+        try:
+            return cls.model_validate_json(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{p}: file not found") from None
+        except ValueError as exc:
+            raise InputError(f"{p}: not a plan JSON written by `planner solve`: {exc}") from None
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename: never half a file."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(plan: Plan, path: str | Path) -> None:
+    atomic_write_bytes(path, plan.to_json().encode("utf-8"))
+
+
+def plan_summary_dict(plan: Plan) -> dict[str, Any]:
+    """The JSON contract of ``planner solve --json`` (the whole plan)."""
+    return json.loads(plan.to_json())

@@ -1,0 +1,427 @@
+"""The problem file: schema (pydantic v2), loading and resolution against the catalogs.
+
+A problem file is a contract: other tools write it. Unknown keys are errors (a typo must
+not be silently ignored), numbers must be finite, dates are ``YYYY-MM`` months.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from planner.catalog import (
+    CATALOG_DIR,
+    GpuSpec,
+    ModelArch,
+    Offer,
+    Sourced,
+    SourcedRange,
+    load_gpus,
+    load_models,
+    load_offers,
+)
+from planner.errors import InputError
+from planner.yamlio import YamlDoc, did_you_mean, load_yaml, parse_yaml_text, validate
+
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+def parse_month(text: str) -> tuple[int, int]:
+    """``"2027-04"`` -> ``(2027, 4)``.
+
+    >>> parse_month("2027-04")
+    (2027, 4)
+    """
+    m = _MONTH.match(str(text))
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        raise ValueError(f"expected a month as YYYY-MM (e.g. 2027-01), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def month_index(start: str, month: str) -> int:
+    """Months from ``start`` to ``month`` (0 = the same month).
+
+    >>> month_index("2027-01", "2028-03")
+    14
+    """
+    y0, m0 = parse_month(start)
+    y1, m1 = parse_month(month)
+    return (y1 - y0) * 12 + (m1 - m0)
+
+
+def month_label(start: str, index: int) -> str:
+    """The ``index``-th month after ``start`` as ``YYYY-MM``.
+
+    >>> month_label("2027-11", 3)
+    '2028-02'
+    """
+    y, m = parse_month(start)
+    total = y * 12 + (m - 1) + index
+    return f"{total // 12:04d}-{total % 12 + 1:02d}"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+Month = str
+
+
+def _month(v: Any) -> str:
+    parse_month(v)
+    return str(v)
+
+
+class Horizon(Strict):
+    start: Month
+    months: int = Field(ge=1, le=120)
+
+    _v = field_validator("start")(classmethod(lambda cls, v: _month(v)))
+
+
+class Budget(Strict):
+    capex_usd: float = Field(ge=0, description="cap on purchases (GPUs + servers/network)")
+    total_usd: float | None = Field(None, gt=0, description="cap on all spend over the horizon")
+
+
+class Site(Strict):
+    power_usd_per_kwh: float = Field(ge=0, le=10)
+    pue: float = Field(1.3, ge=1.0, le=3.0)
+    hosting_usd_per_gpu_month: float = Field(0.0, ge=0)
+    power_cap_kw: float | None = Field(None, gt=0)
+    consumer_gpus_allowed: bool = Field(
+        False, description="GeForce EULA forbids datacenter deployment; true only for an office/lab"
+    )
+
+
+class GpuOverride(Strict):
+    """Replace catalog figures for one GPU (a vendor quote, a measured spec)."""
+
+    purchase_usd: float | None = Field(None, gt=0)
+    server_overhead_usd_per_gpu: float | None = Field(None, ge=0)
+    memory_gb: float | None = Field(None, gt=0)
+    memory_bandwidth_gbs: float | None = Field(None, gt=0)
+    bf16_dense_tflops: float | None = Field(None, gt=0)
+    fp8_dense_tflops: float | None = Field(None, gt=0)
+    tdp_w: float | None = Field(None, gt=0)
+    idle_w: float | None = Field(None, ge=0)
+    host_w_per_gpu: float | None = Field(None, ge=0)
+    source: str = "problem file override"
+
+
+class OfferOverride(Strict):
+    usd_per_gpu_hour: float | None = Field(None, gt=0)
+    max_gpus: int | None = Field(None, ge=1)
+    source: str = "problem file override"
+
+
+class Overrides(Strict):
+    gpus: dict[str, GpuOverride] = {}
+    offers: dict[str, OfferOverride] = {}
+
+
+class OfferChoice(Strict):
+    """Which rental offers the problem trusts."""
+
+    files: list[str] = Field(
+        default_factory=lambda: ["offers.yaml"],
+        description="offers files; relative to the problem file, else to catalogs/",
+    )
+    providers: list[str] | None = Field(None, description="allow list; None = every provider")
+    marketplaces: bool = Field(
+        False, description="allow marketplace/reseller offers (vast, shadeform, ...)"
+    )
+    spot_for_serving: bool = False
+    extra: list[Offer] = Field(default_factory=list, description="offers written inline")
+
+
+class Window(Strict):
+    start: Month
+    deadline: Month
+
+    _v = field_validator("start", "deadline")(classmethod(lambda cls, v: _month(v)))
+
+    @model_validator(mode="after")
+    def _order(self) -> Window:
+        if month_index(self.start, self.deadline) < 0:
+            raise ValueError(f"deadline {self.deadline} is before start {self.start}")
+        return self
+
+
+class Spot(Strict):
+    allowed: bool = True
+    max_share: float = Field(0.5, ge=0, le=1, description="largest share of the job's work on spot")
+    overhead: float = Field(
+        0.15,
+        ge=0,
+        le=2,
+        description="extra hours for checkpoint/restart per hour of spot progress",
+    )
+
+
+class TrainJob(Strict):
+    name: str = Field(min_length=1)
+    model: str
+    tokens: float = Field(gt=0)
+    method: Literal["full", "lora", "qlora"] = "full"
+    window: Window
+    seq_len: int = Field(4096, ge=128, le=1_048_576)
+    spot: Spot = Spot()
+
+
+class Traffic(Strict):
+    daily_active_users: float = Field(gt=0)
+    requests_per_user_per_day: float = Field(gt=0)
+    utilization: float = Field(
+        0.5, ge=0.1, le=1.0, description="mean load / peak load over a day"
+    )
+    growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
+
+
+class TokenShape(Strict):
+    prompt: int = Field(gt=0, le=1_000_000)
+    output: int = Field(gt=0, le=1_000_000)
+
+
+class Slo(Strict):
+    p95_ttft_ms: float = Field(gt=0)
+    p95_tpot_ms: float = Field(gt=0)
+
+
+class ServeWorkload(Strict):
+    name: str = Field(min_length=1)
+    model: str
+    precision: Literal["fp16", "bf16", "fp8", "int8", "int4"] = "fp16"
+    start: Month
+    end: Month | None = None
+    traffic: Traffic
+    tokens: TokenShape
+    slo: Slo
+
+    _v = field_validator("start", "end")(
+        classmethod(lambda cls, v: v if v is None else _month(v))
+    )
+
+
+class Workloads(Strict):
+    train: list[TrainJob] = []
+    serve: list[ServeWorkload] = []
+
+
+class SolverOptions(Strict):
+    time_limit_s: float = Field(60.0, gt=0)
+    gap: float = Field(0.001, ge=0, le=0.5, description="relative optimality gap to stop at")
+
+
+class Problem(Strict):
+    name: str = Field(min_length=1)
+    horizon: Horizon
+    budget: Budget
+    site: Site
+    gpus: list[str] | None = None
+    overrides: Overrides = Overrides()
+    offers: OfferChoice = OfferChoice()
+    workloads: Workloads
+    solver: SolverOptions = SolverOptions()
+
+    @model_validator(mode="after")
+    def _names_and_dates(self) -> Problem:
+        names = [w.name for w in self.workloads.train] + [w.name for w in self.workloads.serve]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"workload names must be unique; repeated: {sorted(dup)}")
+        if not names:
+            raise ValueError("no workloads: add workloads.train or workloads.serve entries")
+        end = self.horizon.months - 1
+        for j in self.workloads.train:
+            a = month_index(self.horizon.start, j.window.start)
+            b = month_index(self.horizon.start, j.window.deadline)
+            if a < 0 or b > end:
+                raise ValueError(
+                    f"training job {j.name!r}: window {j.window.start}..{j.window.deadline} "
+                    f"is outside the horizon {self.horizon.start}..{month_label(self.horizon.start, end)}"
+                )
+        for s in self.workloads.serve:
+            a = month_index(self.horizon.start, s.start)
+            if a < 0 or a > end:
+                raise ValueError(
+                    f"serving workload {s.name!r}: start {s.start} is outside the horizon "
+                    f"{self.horizon.start}..{month_label(self.horizon.start, end)}"
+                )
+            if s.end is not None and month_index(s.start, s.end) < 0:
+                raise ValueError(f"serving workload {s.name!r}: end {s.end} is before start {s.start}")
+        return self
+
+    def month_labels(self) -> list[str]:
+        return [month_label(self.horizon.start, t) for t in range(self.horizon.months)]
+
+    def month_of(self, label: str) -> int:
+        return month_index(self.horizon.start, label)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A problem resolved against the catalogs: everything the physics and model need."""
+
+    problem: Problem
+    gpus: dict[str, GpuSpec]  # the allowed GPU types, overrides applied
+    models: dict[str, ModelArch]
+    offers: dict[str, Offer]  # trusted offers for allowed GPUs, overrides applied
+    source_path: str = "<memory>"
+    source_sha256: str = ""
+    offer_files: list[str] = field(default_factory=list)
+
+
+def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
+    changes: dict[str, Any] = {}
+    for key, value in ov.model_dump(exclude={"source"}).items():
+        if value is None:
+            continue
+        old = getattr(gpu, key)
+        if isinstance(old, SourcedRange):
+            changes[key] = old.model_copy(
+                update={
+                    "value": value,
+                    "low": min(old.low, value),
+                    "high": max(old.high, value),
+                    "source": ov.source,
+                    "note": f"overridden in the problem file; catalog default {old.value:g} ({old.source})",
+                }
+            )
+        elif isinstance(old, Sourced) or old is None:
+            changes[key] = Sourced(
+                value=value,
+                source=ov.source,
+                as_of="problem",
+                note=f"overridden in the problem file; catalog default {old.value:g}"
+                if old is not None
+                else "set in the problem file",
+            )
+    return gpu.model_copy(update=changes)
+
+
+def _find_offer_file(name: str, base: Path) -> Path:
+    p = Path(name)
+    for cand in ([p] if p.is_absolute() else [base / p, CATALOG_DIR / p]):
+        if cand.exists():
+            return cand
+    raise InputError(
+        f"offers.files: offers file {name!r} not found (looked in {base} and {CATALOG_DIR})"
+    )
+
+
+def resolve(
+    problem: Problem,
+    doc: YamlDoc | None = None,
+    base_dir: Path | None = None,
+    gpu_catalog: dict[str, GpuSpec] | None = None,
+    model_catalog: dict[str, ModelArch] | None = None,
+) -> Inputs:
+    """Check ids against the catalogs, apply overrides, gather trusted offers."""
+    where = (lambda loc: f"{doc.path}:{doc.line_of(loc)}") if doc else (lambda loc: "problem")
+    all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
+    models = model_catalog if model_catalog is not None else load_models()
+    allowed = problem.gpus if problem.gpus is not None else list(all_gpus)
+    for i, g in enumerate(allowed):
+        if g not in all_gpus:
+            raise InputError(
+                f"{where(('gpus', i))}: gpus[{i}]: unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}"
+            )
+    if not allowed:
+        raise InputError(f"{where(('gpus',))}: gpus: the list is empty; name at least one GPU type")
+    gpus = {g: all_gpus[g] for g in allowed}
+    for g, ov in problem.overrides.gpus.items():
+        if g not in all_gpus:
+            raise InputError(
+                f"{where(('overrides', 'gpus', g))}: overrides.gpus: unknown gpu {g!r}; "
+                + did_you_mean(g, all_gpus.keys())
+            )
+        if g in gpus:
+            gpus[g] = _override_gpu(gpus[g], ov)
+    for kind in ("train", "serve"):
+        for i, w in enumerate(getattr(problem.workloads, kind)):
+            if w.model not in models:
+                raise InputError(
+                    f"{where(('workloads', kind, i, 'model'))}: workloads.{kind}[{i}].model: "
+                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}"
+                )
+    base = base_dir or Path.cwd()
+    offers: dict[str, Offer] = {}
+    files = []
+    for name in problem.offers.files:
+        path = _find_offer_file(name, base)
+        files.append(str(path))
+        for oid, o in load_offers(path, all_gpus).items():
+            offers[oid] = o
+    for o in problem.offers.extra:
+        if o.gpu not in all_gpus:
+            raise InputError(
+                f"offers.extra: offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}"
+            )
+        offers[o.id] = o
+    for oid, ov in problem.overrides.offers.items():
+        if oid not in offers:
+            raise InputError(
+                f"{where(('overrides', 'offers', oid))}: overrides.offers: unknown offer {oid!r}; "
+                + did_you_mean(oid, offers.keys())
+            )
+        upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
+        offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})
+    providers = problem.offers.providers
+    if providers is not None:
+        known = {o.provider for o in offers.values()}
+        for i, p in enumerate(providers):
+            if p not in known:
+                raise InputError(
+                    f"{where(('offers', 'providers', i))}: offers.providers[{i}]: unknown provider "
+                    f"{p!r}; {did_you_mean(p, known)}"
+                )
+    trusted = {
+        oid: o
+        for oid, o in offers.items()
+        if o.gpu in gpus
+        and (providers is None or o.provider in providers)
+        and (problem.offers.marketplaces or not o.marketplace)
+    }
+    return Inputs(problem, gpus, models, trusted, offer_files=files)
+
+
+def load_problem(path: str | Path) -> Inputs:
+    """Load, validate and resolve a problem file. Every bad input is an InputError."""
+    p = Path(path)
+    doc = load_yaml(p)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{p}: expected a mapping of keys (name, horizon, ...), got {type(doc.data).__name__}")
+    problem = validate(Problem, doc, "problem file")
+    inputs = resolve(problem, doc, base_dir=p.resolve().parent)
+    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    return Inputs(
+        inputs.problem,
+        inputs.gpus,
+        inputs.models,
+        inputs.offers,
+        source_path=str(p),
+        source_sha256=digest,
+        offer_files=inputs.offer_files,
+    )
+
+
+def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = None) -> Inputs:
+    """Same as :func:`load_problem` for YAML text (tests, what-if scenarios)."""
+    doc = parse_yaml_text(text, Path(name))
+    problem = validate(Problem, doc, "problem file")
+    inputs = resolve(problem, doc, base_dir=base_dir)
+    return Inputs(
+        inputs.problem,
+        inputs.gpus,
+        inputs.models,
+        inputs.offers,
+        source_path=name,
+        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        offer_files=inputs.offer_files,
+    )

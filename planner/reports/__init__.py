@@ -1,0 +1,1 @@
+"""Reports read a :class:`planner.plan.Plan` and never import PuLP."""

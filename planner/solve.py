@@ -1,0 +1,116 @@
+"""Stage 4: run a MILP solver (CBC bundled with PuLP, or HiGHS) and map its outcome to a typed status."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulp
+
+from planner.errors import InputError, SolverError
+from planner.model import PlannerModel
+
+SOLVERS = ("cbc", "highs")
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    status: str  # optimal | feasible | infeasible | unbounded | time_limit | error
+    objective: float | None
+    gap: float | None  # relative gap between the plan and the best bound
+    seconds: float
+    solver: str
+    message: str = ""
+
+    @property
+    def has_solution(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+
+def _cbc_gap(log: str, objective: float | None) -> float | None:
+    """Relative gap from a CBC log (``Objective value`` and ``Lower bound`` lines)."""
+    obj = re.search(r"Objective value:\s*([-+0-9.eE]+)", log)
+    bound = re.search(r"Lower bound:\s*([-+0-9.eE]+)", log)
+    if obj and bound:
+        o, b = float(obj.group(1)), float(bound.group(1))
+        return max(0.0, (o - b) / max(abs(o), 1e-9))
+    gap = re.search(r"Gap:\s*([-+0-9.eE]+)", log)
+    if gap:
+        return float(gap.group(1))
+    return 0.0 if objective is not None and "Optimal solution found" in log else None
+
+
+def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
+    sol = prob.sol_status
+    if sol == pulp.LpSolutionOptimal:
+        return "optimal"
+    if sol == pulp.LpSolutionIntegerFeasible:
+        return "feasible"
+    if sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+        return "infeasible"
+    if sol == pulp.LpSolutionUnbounded or prob.status == pulp.LpStatusUnbounded:
+        return "unbounded"
+    if elapsed >= 0.95 * limit:
+        return "time_limit"
+    return "error"
+
+
+def solve_model(
+    m: PlannerModel,
+    solver: str = "cbc",
+    time_limit: float = 60.0,
+    gap: float = 0.001,
+    threads: int | None = None,
+) -> SolveResult:
+    """Solve in place (variable values are set on ``m``) and return the typed outcome."""
+    solver = solver.lower()
+    if solver not in SOLVERS:
+        raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
+    threads = threads or 1
+    start = time.perf_counter()
+    log = ""
+    if solver == "cbc":
+        fd, log_path = tempfile.mkstemp(prefix="planner_cbc_", suffix=".log")
+        os.close(fd)
+        cmd = pulp.PULP_CBC_CMD(
+            msg=False, timeLimit=time_limit, gapRel=gap, threads=threads, logPath=log_path
+        )
+        try:
+            m.prob.solve(cmd)
+            log = Path(log_path).read_text(errors="replace")
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"CBC failed: {exc}") from None
+        finally:
+            Path(log_path).unlink(missing_ok=True)
+    else:
+        cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
+        try:
+            m.prob.solve(cmd)
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"HiGHS failed: {exc}") from None
+    elapsed = time.perf_counter() - start
+    status = _status(m.prob, elapsed, time_limit)
+    objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
+    if solver == "cbc":
+        rel_gap = _cbc_gap(log, objective) if objective is not None else None
+    else:
+        rel_gap = None
+        model = getattr(m.prob, "solverModel", None)
+        if model is not None and objective is not None:
+            info = model.getInfo()
+            rel_gap = max(0.0, float(info.mip_gap)) if info.mip_gap < 1e30 else 0.0
+    if status == "optimal" and rel_gap is not None and rel_gap > gap + 1e-9:
+        status = "feasible"
+    message = {
+        "optimal": f"optimal within the {gap:.2%} gap tolerance",
+        "feasible": "stopped at the time limit with a feasible plan",
+        "infeasible": "no plan meets every constraint",
+        "unbounded": "the model is unbounded (a bug: costs are non-negative)",
+        "time_limit": f"no feasible plan found within {time_limit:g} s",
+        "error": "the solver ended without a usable answer",
+    }[status]
+    return SolveResult(status, objective, rel_gap, elapsed, solver, message)
