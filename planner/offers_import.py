@@ -402,7 +402,7 @@ def _read_provider(
     groups: dict[str, _Group] = {}
     # GCP-style accelerator rows: (name, count, region) -> (price, spot)
     acc_rows: dict[tuple[str, int, str], list[float | None]] = {}
-    acc_names: set[tuple[str, int]] = set()
+    acc_names: Counter = Counter()  # (name, count) -> accelerator-only rows
     hosts: list[tuple[int, dict[str, str], str, int]] = []
     for line, row in enumerate(rows, start=2):
         result.rows_read += 1
@@ -424,7 +424,7 @@ def _read_provider(
                 result.skipped["fractional or missing AcceleratorCount"] += 1
                 continue
             key = (acc, int(n), row["Region"])
-            acc_names.add((acc, int(n)))
+            acc_names[(acc, int(n))] += 1
             cur = acc_rows.setdefault(key, [None, None])
             for i, value in enumerate((price, spot)):
                 if value is not None:
@@ -444,7 +444,9 @@ def _read_provider(
             result.skipped["fractional or missing AcceleratorCount"] += 1
             continue
         hosts.append((line, row, acc, int(n)))
+    used: set[tuple[str, int]] = set()
     for line, row, acc, n in hosts:
+        used.add((acc, n))
         price = _num(row["Price"], csv_path, line, "Price")
         price = price if price is not None and price > 0 else None
         spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
@@ -468,6 +470,14 @@ def _read_provider(
             result.skipped["instance type listed with another accelerator (ignored)"] += 1
             continue
         g.add(row["Region"], price, spot)
+    for (acc, n), rows_ in sorted(acc_names.items()):
+        if (acc, n) in used:
+            continue
+        gpu, label = normalize_accelerator(acc, n)
+        if gpu is None:  # e.g. GCP T4/V100 (attached to N1 hosts) and TPUs: not in the catalog
+            result.unknown[label] += 1
+        else:
+            result.skipped["accelerator rows without a matching host VM"] += rows_
     return groups
 
 
