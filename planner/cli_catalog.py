@@ -43,9 +43,13 @@ RATIO_COLUMNS: dict[str, tuple[str, str]] = {
 def _cheapest(offers: list[Offer], gpu: str, provider: str | None = None) -> Offer | None:
     best = None
     for o in offers:
-        if o.gpu == gpu and o.kind == "on_demand" and (provider is None or o.provider == provider):
-            if best is None or o.usd_per_gpu_hour < best.usd_per_gpu_hour:
-                best = o
+        if (
+            o.gpu == gpu
+            and o.kind == "on_demand"
+            and (provider is None or o.provider == provider)
+            and (best is None or o.usd_per_gpu_hour < best.usd_per_gpu_hour)
+        ):
+            best = o
     return best
 
 
@@ -99,7 +103,9 @@ def columns_for(providers: list[str]) -> dict[str, tuple[str, str]]:
     return cols
 
 
-def sort_rows(rows: list[dict[str, Any]], spec: str | None, columns: dict[str, tuple[str, str]]) -> list[dict]:
+def sort_rows(
+    rows: list[dict[str, Any]], spec: str | None, columns: dict[str, tuple[str, str]]
+) -> list[dict]:
     """Sort by column key; a leading ``-`` sorts descending. Empty values go last.
 
     >>> sort_rows([{"a": 2}, {"a": None}, {"a": 1}], "a", {"a": ("a", "")})
@@ -114,7 +120,9 @@ def sort_rows(rows: list[dict[str, Any]], spec: str | None, columns: dict[str, t
     aliases = {header.lower(): k for k, (header, _) in columns.items()}
     key = key if key in columns else aliases.get(spec.lstrip("-+").lower(), key)
     if key not in columns:
-        raise click.BadParameter(f"unknown column {spec!r}; columns: {', '.join(columns)}", param_hint="--sort")
+        raise click.BadParameter(
+            f"unknown column {spec!r}; columns: {', '.join(columns)}", param_hint="--sort"
+        )
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None]
     return sorted(present, key=lambda r: r[key], reverse=desc) + missing
@@ -128,7 +136,11 @@ def _fmt(key: str, value: Any) -> str:
     if key in ("bw_per_k", "tflops_per_k"):
         return f"{value:.1f}"
     if isinstance(value, float):
-        return f"{value:.2f}" if key not in ("memory_gb", "bandwidth_gbs", "bf16_tflops") else f"{value:g}"
+        return (
+            f"{value:.2f}"
+            if key not in ("memory_gb", "bandwidth_gbs", "bf16_tflops")
+            else f"{value:g}"
+        )
     return str(value)
 
 
@@ -141,7 +153,11 @@ def _fmt(key: str, value: Any) -> str:
               help="GPU catalog (default: catalogs/gpus.yaml).")  # fmt: skip
 @click.option("--providers", default=DEFAULT_PROVIDERS, show_default=True,
               help="Providers that get their own cheapest-rental column ('' for none).")  # fmt: skip
-@click.option("--no-marketplaces", is_flag=True, help="Ignore marketplace/reseller offers (vast, shadeform, ...).")
+@click.option(
+    "--no-marketplaces",
+    is_flag=True,
+    help="Ignore marketplace/reseller offers (vast, shadeform, ...).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--sources", "show_sources", is_flag=True, help="List the source of every figure.")
 def catalog(
@@ -174,9 +190,18 @@ def catalog(
     console = Console(soft_wrap=False)
     if not console.is_terminal:
         console = Console(width=220)
-    table = Table(title="GPU catalog" + (f" (offers: {', '.join(display_path(f) for f in files)})" if files else " (no offers file)"))
+    table = Table(
+        title="GPU catalog"
+        + (
+            f" (offers: {', '.join(display_path(f) for f in files)})"
+            if files
+            else " (no offers file)"
+        )
+    )
     for key, (header, _) in columns.items():
-        table.add_column(header, justify="left" if key in ("id", "class", "rent_provider") else "right")
+        table.add_column(
+            header, justify="left" if key in ("id", "class", "rent_provider") else "right"
+        )
     for r in rows:
         table.add_row(*(_fmt(k, r.get(k)) for k in columns))
     console.print(table)

@@ -45,9 +45,13 @@ def _summary(result: ImportResult, out: Path) -> None:
         console.print("[yellow]unknown accelerators (not imported):[/yellow] "
                       + ", ".join(f"{k} x{v}" for k, v in sorted(result.unknown.items())))  # fmt: skip
     if result.skipped:
-        console.print("skipped rows: " + ", ".join(f"{k}: {v}" for k, v in sorted(result.skipped.items())))
+        console.print(
+            "skipped rows: " + ", ".join(f"{k}: {v}" for k, v in sorted(result.skipped.items()))
+        )
     if result.assumptions:
-        console.print("assumptions: " + "; ".join(f"{k} ({v})" for k, v in sorted(result.assumptions.items())))
+        console.print(
+            "assumptions: " + "; ".join(f"{k} ({v})" for k, v in sorted(result.assumptions.items()))
+        )
 
 
 def _invocation(args: list[str]) -> str:
@@ -61,15 +65,21 @@ def offers() -> None:
 
 @offers.command("import-skypilot")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--providers", help="Comma-separated providers to read (default: every <provider>/vms.csv).")
+@click.option(
+    "--providers", help="Comma-separated providers to read (default: every <provider>/vms.csv)."
+)
 @click.option("--region", help="Read this region only (default: summarise across regions).")
 @click.option("--price", type=click.Choice(["min", "median"]), default="median", show_default=True,
               help="How per-region prices are summarised.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("offers-skypilot.yaml"),
               show_default=True, help="Offers file to write.")  # fmt: skip
-def import_skypilot(path: Path, providers: str | None, region: str | None, price: str, output: Path) -> None:
+def import_skypilot(
+    path: Path, providers: str | None, region: str | None, price: str, output: Path
+) -> None:
     """Import a SkyPilot catalog version folder PATH (e.g. ~/.sky/catalogs/v8) holding <provider>/vms.csv."""
-    result = read_skypilot_catalog(path, providers=parse_providers(providers), region=region, price=price)  # type: ignore[arg-type]
+    result = read_skypilot_catalog(
+        path, providers=parse_providers(providers), region=region, price=price
+    )  # type: ignore[arg-type]
     args = ["import-skypilot", str(path)]
     if providers:
         args += ["--providers", providers]
@@ -85,11 +95,15 @@ def import_skypilot(path: Path, providers: str | None, region: str | None, price
 @click.argument("csv_path", metavar="CSV", type=click.Path(path_type=Path))
 @click.option("--price", type=click.Choice(["min", "median"]), default="median", show_default=True,
               help="On-demand price: median or minimum across regions (spot is always the minimum).")  # fmt: skip
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Offers file to write.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Offers file to write."
+)
 def import_aggregate(csv_path: Path, price: str, output: Path) -> None:
     """Import the aggregate rental-price CSV (format of catalogs/sources/gpu_rental_offers.csv)."""
     result = read_aggregate_csv(csv_path, price=price)  # type: ignore[arg-type]
-    result.generator = _invocation(["import-aggregate", str(csv_path), "--price", price, "-o", str(output)])
+    result.generator = _invocation(
+        ["import-aggregate", str(csv_path), "--price", price, "-o", str(output)]
+    )
     out = write_offers_yaml(result, output)
     _summary(result, out)
 

@@ -123,7 +123,9 @@ class ImportResult:
         """gpu id -> cheapest offer of ``kind`` per GPU-hour."""
         best: dict[str, Offer] = {}
         for o in self.offers:
-            if o.kind == kind and (o.gpu not in best or o.usd_per_gpu_hour < best[o.gpu].usd_per_gpu_hour):
+            if o.kind == kind and (
+                o.gpu not in best or o.usd_per_gpu_hour < best[o.gpu].usd_per_gpu_hour
+            ):
                 best[o.gpu] = o
         return dict(sorted(best.items()))
 
@@ -136,7 +138,9 @@ _SXM_FAMILIES = re.compile(
     r"^(p4d|p4de|p5|p5e|p5en|p6-b\d+)\.|^a[234]-(high|mega|ultra|edge)gpu-|^BM\.GPU(4|\.A100|\.H100|\.H200|\.B200)",
     re.IGNORECASE,
 )
-_BASE = re.compile(r"(A100|H100|H200|B200|RTX4090|RTX3090|L40S|L4|A10G)((?:SXM\d?|PCIE|MEGA|NVLINK|NVL|\d+GB?)*)")
+_BASE = re.compile(
+    r"(A100|H100|H200|B200|RTX4090|RTX3090|L40S|L4|A10G)((?:SXM\d?|PCIE|MEGA|NVLINK|NVL|\d+GB?)*)"
+)
 _MIB = re.compile(r"SIZEINMIB'?\"?\s*:\s*(\d+)")
 
 
@@ -223,7 +227,14 @@ def normalize_accelerator(
         if hinted and form in ("nvl", "pcie"):
             return None, "H200-NVL"
         return "h200-sxm", None
-    simple = {"B200": "b200", "RTX4090": "rtx-4090", "RTX3090": "rtx-3090", "L40S": "l40s", "L4": "l4", "A10G": "a10g"}
+    simple = {
+        "B200": "b200",
+        "RTX4090": "rtx-4090",
+        "RTX3090": "rtx-3090",
+        "L40S": "l40s",
+        "L4": "l4",
+        "A10G": "a10g",
+    }
     if suffix and not re.fullmatch(r"\d+GB?", suffix):
         return None, raw
     return simple[base], None
@@ -278,7 +289,13 @@ def _read_csv(path: Path, required: Iterable[str]) -> tuple[list[dict[str, str]]
         with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             columns = [c.strip() for c in (reader.fieldnames or [])]
-            rows = [{(k or "").strip(): (v or "").strip() if isinstance(v, str) else "" for k, v in r.items()} for r in reader]
+            rows = [
+                {
+                    (k or "").strip(): (v or "").strip() if isinstance(v, str) else ""
+                    for k, v in r.items()
+                }
+                for r in reader
+            ]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{path}: cannot read CSV: {exc}") from None
     if not columns:
@@ -505,23 +522,33 @@ def read_skypilot_catalog(
         raise InputError(f"price must be 'min' or 'median', got {price!r}")
     root = Path(path).expanduser()
     if not root.exists():
-        raise InputError(f"{root}: not found (expected a SkyPilot catalog folder such as ~/.sky/catalogs/v8)")
+        raise InputError(
+            f"{root}: not found (expected a SkyPilot catalog folder such as ~/.sky/catalogs/v8)"
+        )
     found = _provider_dirs(root)
     if not found:
         raise InputError(f"{root}: no <provider>/vms.csv files in this folder")
     wanted = [p.strip().lower() for p in providers if p.strip()] if providers else sorted(found)
     missing = [p for p in wanted if p not in found]
     if missing:
-        raise InputError(f"{root}: no vms.csv for provider(s) {', '.join(missing)}; found: {', '.join(sorted(found))}")
+        raise InputError(
+            f"{root}: no vms.csv for provider(s) {', '.join(missing)}; found: {', '.join(sorted(found))}"
+        )
     ids = frozenset(gpu_ids) if gpu_ids is not None else known_gpu_ids()
-    result = ImportResult(price_stat=price, region=region, source_path=display_path(root), providers=wanted)
+    result = ImportResult(
+        price_stat=price, region=region, source_path=display_path(root), providers=wanted
+    )
     drafts: list[dict] = []
     dates: list[str] = []
     version = root.parent.parent.name if root.is_file() else root.name
     for provider in wanted:
         csv_path = found[provider]
         commit = _git_commit(csv_path)
-        rel = f"catalogs/{version}/{provider}/vms.csv" if version.startswith("v") else display_path(csv_path)
+        rel = (
+            f"catalogs/{version}/{provider}/vms.csv"
+            if version.startswith("v")
+            else display_path(csv_path)
+        )
         if commit:
             source, as_of = f"skypilot-catalog {rel} @ {commit[0]}", commit[1]
         else:
@@ -530,15 +557,14 @@ def read_skypilot_catalog(
         result.sources.append(source)
         dates.append(as_of)
         for itype, g in sorted(_read_provider(provider, csv_path, region, result).items()):
-            gpu, assumption = normalize_accelerator(g.gpu_name, g.count, itype, g.gpu_info)
-            if gpu is not None and gpu not in ids:
-                assumption, gpu = None, None
-                label = f"{g.gpu_name} (maps to {normalize_accelerator(g.gpu_name, g.count, itype, g.gpu_info)[0]}, not in the GPU catalog)"
-            else:
-                label = assumption
-            if gpu is None:
-                result.unknown[label] += 1
+            gpu, note = normalize_accelerator(g.gpu_name, g.count, itype, g.gpu_info)
+            if gpu is None:  # note is the name to report
+                result.unknown[note or g.gpu_name] += 1
                 continue
+            if gpu not in ids:
+                result.unknown[f"{g.gpu_name} (maps to {gpu}, not in the GPU catalog)"] += 1
+                continue
+            assumption = note
             made = False
             for kind, prices in (("on_demand", g.od), ("spot", g.spot)):
                 if not prices:
@@ -602,9 +628,9 @@ def read_aggregate_csv(
     result = ImportResult(price_stat=price, source_path=display_path(p), as_of=as_of)
     result.as_of_note = (
         f"SOURCE.md: '{md_sentence}'. Commit dates are not recorded there, so every offer carries "
-        f"{md_date} (a lower bound for the v9 rows); the CSV file date is {_mtime_date(p)}."
+        f"{md_date} (a lower bound for the v9 rows)."
         if md_date
-        else f"CSV file date (no SOURCE.md date): {as_of}"
+        else f"no date in SOURCE.md: CSV file date {as_of}"
     )
     drafts: list[dict] = []
     sources: dict[str, None] = {}
@@ -616,8 +642,12 @@ def read_aggregate_csv(
             result.skipped["fractional or missing gpus_per_instance"] += 1
             continue
         n = int(n)
-        hint = f"{row['form_factor'] if row['form_factor'] != 'unknown' else ''} {row['accelerator']}"
-        gpu, assumption = normalize_accelerator(row["accelerator_raw"], n, row["instance_type"], hint)
+        hint = (
+            f"{row['form_factor'] if row['form_factor'] != 'unknown' else ''} {row['accelerator']}"
+        )
+        gpu, assumption = normalize_accelerator(
+            row["accelerator_raw"], n, row["instance_type"], hint
+        )
         if gpu is not None and gpu not in ids:
             result.unknown[f"{row['accelerator_raw']} (maps to {gpu}, not in the GPU catalog)"] += 1
             continue
@@ -625,7 +655,9 @@ def read_aggregate_csv(
             result.unknown[assumption] += 1
             continue
         if price == "median":
-            inst = _num(row["usd_per_instance_hour_median"], p, line, "usd_per_instance_hour_median")
+            inst = _num(
+                row["usd_per_instance_hour_median"], p, line, "usd_per_instance_hour_median"
+            )
             od = inst / n if inst is not None else None
         else:
             od = _num(row["usd_per_gpu_hour_min"], p, line, "usd_per_gpu_hour_min")
@@ -678,7 +710,10 @@ def provenance(result: ImportResult) -> dict[str, str | int | float | list[str] 
         "generator": result.generator,
         "source_path": result.source_path,
         "sources": list(result.sources),
-        "imported_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "imported_at": dt.datetime.now(dt.UTC)
+        .replace(microsecond=0)
+        .isoformat()
+        .replace("+00:00", "Z"),
         "as_of": result.as_of,
         "as_of_note": result.as_of_note,
         "price_statistic": result.price_stat,
@@ -686,7 +721,10 @@ def provenance(result: ImportResult) -> dict[str, str | int | float | list[str] 
         "providers": list(result.providers),
         "rows_read": result.rows_read,
         "offers": len(result.offers),
-        "offers_per_provider": [f"{p}: {sum(c.values())} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()))})" for p, c in per.items()],
+        "offers_per_provider": [
+            f"{p}: {sum(c.values())} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()))})"
+            for p, c in per.items()
+        ],
         "unknown_accelerators": [f"{k}: {v}" for k, v in sorted(result.unknown.items())],
         "skipped_rows": [f"{k}: {v}" for k, v in sorted(result.skipped.items())],
         "assumptions": [f"{k}: {v}" for k, v in sorted(result.assumptions.items())],
@@ -703,7 +741,9 @@ def offers_document(result: ImportResult) -> dict:
     offers = []
     for o in result.offers:
         d = o.model_dump()
-        offers.append({k: d[k] for k in _FIELDS if not (k in ("max_gpus", "term_months") and d[k] is None)})
+        offers.append(
+            {k: d[k] for k in _FIELDS if not (k in ("max_gpus", "term_months") and d[k] is None)}
+        )
     doc = {"provenance": provenance(result), "offers": offers}
     OfferFile.model_validate(doc)
     return doc

@@ -375,10 +375,10 @@ def _sumifs(sheet: str, sum_col: int, first: int, last: int, crit: Sequence[tupl
 
 
 def _q(s: str) -> str:
-    """A string literal for a formula.
+    """A string literal for a formula (quotes doubled).
 
-    >>> _q('say "hi"')
-    '"say ""hi"""'
+    >>> print(_q('a"b'))
+    "a""b"
     """
     return '"' + s.replace('"', '""') + '"'
 

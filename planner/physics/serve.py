@@ -1,0 +1,598 @@
+"""Serving physics: memory, prefill and decode step times, continuous batching and p95 latency.
+
+Units: bytes and GB (1e9 B) per GPU, seconds inside, milliseconds in the results. ``gpus`` is the
+tensor-parallel size of one replica. Model of the engine (vLLM-style continuous batching): at every
+iteration boundary, if requests are waiting and batch slots are free, the engine runs one *prefill
+iteration* for all of them (their first tokens); otherwise a *decode step* for every running
+request. A prefill iteration therefore stalls the running decodes: that is how arrivals inflate TPOT.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from planner.catalog import GpuSpec, ModelArch
+from planner.physics.calibration import Calibration, default_calibration
+from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
+
+PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
+TP_SIZES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class ServeEstimate:
+    fits: bool
+    reason: str | None
+    gpus: int
+    precision: str
+    batch: int
+    tokens_per_s: float
+    ttft_ms: float
+    tpot_ms: float
+    memory_per_gpu_gb: float
+    memory: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ReplicaCapacity:
+    feasible: bool
+    reason: str | None
+    gpus: int
+    precision: str
+    batch: int
+    rate_rps: float
+    p95_ttft_ms: float
+    p95_tpot_ms: float
+    tokens_per_s: float
+
+
+# ----------------------------------------------------------------------------- bytes
+
+
+def weight_bytes_per_param(precision: str, calib: Calibration) -> float:
+    """Bytes per weight: fp16/bf16 2, fp8/int8 1, int4 ~0.56 (4 bits + group scales + fp16 embeddings).
+
+    >>> c = default_calibration()
+    >>> [weight_bytes_per_param(p, c) for p in ("bf16", "fp8", "int8", "int4")]
+    [2.0, 1.0, 1.0, 0.56]
+    """
+    if precision in ("fp16", "bf16"):
+        return 2.0
+    if precision in ("fp8", "int8"):
+        return 1.0
+    if precision == "int4":
+        return calib.serve.int4_bytes_per_param.value
+    raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+
+
+def kv_bytes_per_token(model: ModelArch, precision: str) -> float:
+    """KV-cache bytes per token, whole model: ``2 (K,V) x layers x kv_heads x head_dim x bytes``.
+
+    GQA-aware (kv_heads, not heads). The cache is FP16 (2 B) except with fp8, where it is FP8 (1 B);
+    int8/int4 are weight-only quantisations and keep an FP16 cache.
+
+    >>> from planner.physics.train import _toy_model
+    >>> kv_bytes_per_token(_toy_model(), "fp16")  # Llama-2-7B: 0.5 MiB per token
+    524288.0
+    """
+    kv_b = 1.0 if precision == "fp8" else 2.0
+    return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_b
+
+
+def kv_share_per_gpu(model: ModelArch, tp: int) -> float:
+    """Share of the KV cache one GPU holds: ``ceil(kv_heads / tp) / kv_heads``.
+
+    With fewer KV heads than GPUs the heads are replicated (each GPU keeps at least one).
+
+    >>> from planner.physics.train import llama_like
+    >>> m = llama_like("m", 70e9, 80, 8192, 64, 8, 28672, 32000)
+    >>> kv_share_per_gpu(m, 8), kv_share_per_gpu(m, 16)
+    (0.125, 0.125)
+    """
+    return math.ceil(model.kv_heads / tp) / model.kv_heads
+
+
+def serve_memory_gb(
+    model: ModelArch, tp: int, precision: str, batch: int, context: int, prompt: int,
+    calib: Calibration,
+) -> dict[str, float]:
+    """Memory per GPU (GB): weights/tp, KV cache for ``batch`` full contexts, engine overhead.
+
+    ``overhead`` = fixed engine GB + prefill activation workspace (``activation_gb_per_1k_tokens``
+    per 1,000 prompt tokens per GPU).
+
+    >>> from planner.physics.train import _toy_model
+    >>> m = serve_memory_gb(_toy_model(), 1, "fp16", 8, 4096, 2048, default_calibration())
+    >>> round(m["weights"], 2), round(m["kv_cache"], 2)
+    (13.48, 17.18)
+    """
+    s = calib.serve
+    weights = model.params * weight_bytes_per_param(precision, calib) / tp
+    kv = batch * context * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / tp
+    return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
+
+
+def max_batch(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompt: int, output: int,
+    calib: Calibration,
+) -> int:
+    """Largest batch whose weights + KV (every request at its full prompt+output context) fit.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> max_batch(_toy_model(), _toy_gpu(), 1, "fp16", 1024, 1024, default_calibration())
+    27
+    """
+    cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
+    base = serve_memory_gb(model, tp, precision, 0, prompt + output, prompt, calib)
+    free = cap - base["weights"] - base["overhead"]
+    per = (prompt + output) * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    if free <= 0:
+        return 0
+    return int(free * GB // per)
+
+
+# ----------------------------------------------------------------------------- rates
+
+
+def peak_flops(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
+    """Dense tensor FLOP/s used for this precision (per GPU).
+
+    fp8 runs at the FP8 peak x ``fp8_compute_factor`` (attention and norms stay 16-bit); int8 and
+    int4 are weight-only (W8A16/W4A16) and compute at the BF16 peak.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> peak_flops(_toy_gpu(), "bf16", default_calibration()) / 1e12
+    989.4
+    """
+    if precision == "fp8":
+        if gpu.fp8_dense_tflops is None:
+            raise ValueError(f"{gpu.id} has no FP8 tensor cores")
+        return gpu.fp8_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
+    return gpu.bf16_dense_tflops.value * 1e12
+
+
+def weight_bw(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
+    """Achieved bytes/s streaming weights: bandwidth x ``weight_bw_eff`` (x ``int4_bw_factor``).
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> weight_bw(_toy_gpu(), "bf16", default_calibration()) / 1e9
+    2680.0
+    """
+    eff = calib.serve.weight_bw_eff.value
+    if precision == "int4":
+        eff *= calib.serve.int4_bw_factor.value
+    return gpu.memory_bandwidth_gbs.value * GB * eff
+
+
+def tp_comm_s(model: ModelArch, gpu: GpuSpec, tp: int, tokens: float, calib: Calibration) -> float:
+    """Tensor-parallel time of one forward: 2 all-reduces per layer of ``tokens x hidden x 2`` bytes.
+
+    Over the real link: NVLink, PCIe, or PCIe without peer-to-peer (host-staged, RTX 4090).
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> tp_comm_s(_toy_model(), _toy_gpu(), 1, 64, default_calibration())
+    0.0
+    """
+    if tp <= 1:
+        return 0.0
+    bw, lat = intra_node_link(gpu, tp, calib)
+    return 2 * model.layers * allreduce_s(tokens * model.hidden * 2.0, tp, bw, lat)
+
+
+def layer_overhead_s(model: ModelArch, calib: Calibration) -> float:
+    """Fixed time per forward pass: ``layers x layer_overhead_us`` (launches, sync, sampling).
+
+    >>> from planner.physics.train import _toy_model
+    >>> round(layer_overhead_s(_toy_model(), default_calibration()), 4)
+    0.0016
+    """
+    return model.layers * calib.serve.layer_overhead_us.value * 1e-6
+
+
+def decode_step_s(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, batch: float, context: float,
+    calib: Calibration,
+) -> float:
+    """One decode step for ``batch`` sequences of mean ``context`` tokens (s).
+
+    ``max(weights/tp / weight_bw + batch x context x kv/tp / (bw x kv_bw_eff),
+    batch (2N + 4 L h ctx) / tp / (peak x decode_compute_eff)) + TP all-reduces + layer overhead``.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> c = default_calibration()
+    >>> round(1 / decode_step_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 512, c))  # tok/s at batch 1
+    187
+    """
+    s = calib.serve
+    w_bytes = model.params * weight_bytes_per_param(precision, calib) / tp
+    kv = batch * context * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    bw = gpu.memory_bandwidth_gbs.value * GB
+    t_mem = w_bytes / weight_bw(gpu, precision, calib) + kv / (bw * s.kv_bw_eff.value)
+    flops = batch * (2.0 * model.params + 4.0 * model.layers * model.hidden * context) / tp
+    t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
+    return max(t_mem, t_compute) + tp_comm_s(model, gpu, tp, batch, calib) + layer_overhead_s(
+        model, calib
+    )
+
+
+def prefill_compute_s(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompt: int, calib: Calibration
+) -> float:
+    """GEMM + attention time of one prompt: ``(2 N p + 2 L h p^2) / tp / (peak x prefill_eff)`` (s).
+
+    2 L h p^2 = causal attention scores and values (half of the full 4 L h p^2).
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> round(prefill_compute_s(_toy_model(), _toy_gpu(), 1, "fp16", 2048, default_calibration()), 4)
+    0.0415
+    """
+    flops = 2.0 * model.params * prompt + 2.0 * model.layers * model.hidden * prompt**2
+    return flops / tp / (peak_flops(gpu, precision, calib) * calib.serve.prefill_compute_eff.value)
+
+
+def prefill_iter_s(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompts: int, prompt: int,
+    calib: Calibration,
+) -> float:
+    """One prefill iteration for ``prompts`` prompts of ``prompt`` tokens (s).
+
+    ``prompts x compute + one weight read + TP all-reduces + layer overhead`` (weight streaming and
+    GEMMs are not assumed to overlap: this is what makes short prompts cost a decode step).
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> round(prefill_iter_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 128, default_calibration()) * 1e3, 1)
+    9.1
+    """
+    w_bytes = model.params * weight_bytes_per_param(precision, calib) / tp
+    return (
+        prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
+        + w_bytes / weight_bw(gpu, precision, calib)
+        + tp_comm_s(model, gpu, tp, prompts * prompt, calib)
+        + layer_overhead_s(model, calib)
+    )
+
+
+# ----------------------------------------------------------------------------- feasibility
+
+
+def _check(
+    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
+    calib: Calibration,
+) -> str | None:
+    """Why this replica cannot serve at all (None: it can, memory permitting)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if prompt < 1 or output < 1:
+        raise ValueError("prompt and output must be at least 1 token")
+    if precision == "fp8" and gpu.fp8_dense_tflops is None:
+        return f"{gpu.id} has no FP8 tensor cores (use bf16, int8 or int4)"
+    if gpus not in TP_SIZES:
+        return f"tensor-parallel size must be 1, 2, 4 or 8, got {gpus}"
+    node = node_gpus(gpu, calib)
+    if gpus > node:
+        return f"{gpus} GPUs exceed one {gpu.id} server ({node} GPUs)"
+    if model.heads % gpus:
+        return f"{model.heads} attention heads are not divisible by tensor-parallel size {gpus}"
+    if prompt + output > model.max_context:
+        return f"prompt+output {prompt + output} tokens > {model.id} context {model.max_context}"
+    mem = serve_memory_gb(model, gpus, precision, 0, prompt + output, prompt, calib)
+    cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
+    if mem["weights"] + mem["overhead"] > cap:
+        total = mem["weights"] * gpus
+        return (f"{precision} weights {total:.1f} GB + overhead > {gpus}x{gpu.memory_gb.value:g} GB "
+                f"({calib.serve.usable_memory_fraction.value:.0%} usable)")
+    if max_batch(model, gpu, gpus, precision, prompt, output, calib) < 1:
+        return (f"no room for the KV cache of one {prompt + output}-token context after "
+                f"{mem['weights']:.1f} GB of weights per GPU")
+    return None
+
+
+def estimate_serve(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None = None,
+    calib: Calibration | None = None,
+) -> ServeEstimate:
+    """Steady-state throughput and latency of one replica holding ``batch`` requests.
+
+    ``batch=None`` takes the largest that fits. A request spends one prefill (its share of a
+    prefill iteration of ``batch`` prompts) and ``output-1`` decode steps, so
+    ``tokens_per_s = batch x output / (prefill_iter(batch) + (output-1) x decode_step(batch))`` and
+    ``tpot = (prefill_iter + (output-1) x decode_step) / (output-1)`` (interleaved prefills inflate
+    TPOT). ``ttft`` is an unloaded single-prompt prefill (queueing is in :func:`replica_capacity`).
+    Decode steps use the mean context ``prompt + (output-1)/2``.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> e = estimate_serve(_toy_model(), _toy_gpu(), 1, "fp16", 512, 256, batch=32)
+    >>> e.fits, round(e.tokens_per_s), round(e.ttft_ms, 1)
+    (True, 2218, 17.8)
+    """
+    calib = calib or default_calibration()
+    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
+    if reason is None:
+        top = max_batch(model, gpu, gpus, precision, prompt, output, calib)
+        if batch is None:
+            batch = top
+        elif batch < 1:
+            raise ValueError("batch must be at least 1")
+        elif batch > top:
+            mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
+            reason = (f"batch {batch} needs {sum(mem.values()):.1f} GB per GPU > "
+                      f"{gpu.memory_gb.value:g} GB; at most batch {top} fits")
+    if reason is not None:
+        b = batch or 0
+        mem = serve_memory_gb(model, gpus, precision, b, prompt + output, prompt, calib) \
+            if precision in PRECISIONS else {}
+        return ServeEstimate(False, reason, gpus, precision, b, 0.0, math.inf, math.inf,
+                             sum(mem.values()), mem)
+    assert batch is not None
+    d = output - 1
+    ctx = prompt + d / 2
+    t_dec = decode_step_s(model, gpu, gpus, precision, batch, ctx, calib)
+    t_pre = prefill_iter_s(model, gpu, gpus, precision, batch, prompt, calib)
+    total = t_pre + d * t_dec
+    mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
+    ttft = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib)
+    return ServeEstimate(
+        fits=True, reason=None, gpus=gpus, precision=precision, batch=batch,
+        tokens_per_s=batch * output / total,
+        ttft_ms=ttft * 1e3,
+        tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
+        memory_per_gpu_gb=sum(mem.values()), memory=mem,
+    )
+
+
+# ----------------------------------------------------------------------------- queueing
+
+
+def poisson_quantile(mean: float, q: float = 0.95) -> float:
+    """Smallest k with P(Poisson(mean) <= k) >= q (normal approximation above mean 200).
+
+    >>> poisson_quantile(0.0), poisson_quantile(1.0), poisson_quantile(10.0)
+    (0.0, 3.0, 15.0)
+    """
+    if mean <= 0:
+        return 0.0
+    if mean > 200:
+        return mean + 1.6449 * math.sqrt(mean)
+    p = math.exp(-mean)
+    cdf, k = p, 0
+    while cdf < q:
+        k += 1
+        p *= mean / k
+        cdf += p
+    return float(k)
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Erlang-C probability of waiting in M/M/c with ``offered`` = lambda x service time (Erlangs).
+
+    Computed by the Erlang-B recursion (stable for thousands of servers).
+
+    >>> round(erlang_c(1, 0.5), 3), round(erlang_c(10, 5.0), 4)
+    (0.5, 0.0361)
+    """
+    if offered <= 0:
+        return 0.0
+    if offered >= servers:
+        return 1.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    rho = offered / servers
+    return b / (1 - rho + rho * b)
+
+
+@dataclass(frozen=True)
+class LoadedLatency:
+    """Analytical steady state of a replica at one arrival rate (seconds)."""
+
+    stable: bool
+    p95_ttft_s: float
+    p95_tpot_s: float
+    mean_tpot_s: float
+    running: float
+    prefill_share: float
+
+
+def _residual_tail(y: float, lengths: tuple[float, ...], weights: tuple[float, ...],
+                   lam: float, s1: float) -> float:
+    """P(U X + s1 A > y): arrival in an iteration of length X (U uniform), A ~ Poisson(lam X)."""
+    out = 0.0
+    for x, w in zip(lengths, weights, strict=True):
+        if w <= 0:
+            continue
+        if x <= 0:
+            out += w * (1.0 if y < 0 else 0.0)
+            continue
+        mu = lam * x
+        p = math.exp(-mu)
+        cdf = 0.0
+        a = 0
+        tail = 0.0
+        while True:
+            rest = y - s1 * a
+            if rest < 0:
+                tail += 1.0 - cdf  # P(A >= a): the batch alone exceeds y
+                break
+            tail += p * max(0.0, 1.0 - rest / x)
+            cdf += p
+            a += 1
+            p *= mu / a
+            if 1.0 - cdf < 1e-6:
+                break
+        out += w * tail
+    return out
+
+
+def loaded_latency(
+    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
+    batch: int, rate: float, calib: Calibration,
+) -> LoadedLatency:
+    """p95 TTFT and TPOT of a continuous-batching replica under Poisson arrivals (rate req/s).
+
+    Model (checked against a discrete-event simulation in ``tests/test_physics_serve.py``):
+
+    * Iterations form a two-state Markov chain. After a decode step of length ``t_d`` a prefill
+      follows with probability ``1 - exp(-lam t_d)`` (someone arrived); after a prefill of length
+      ``P`` another follows with probability ``1 - exp(-lam P)``. A prefill admits every waiting
+      request: k ~ Poisson(lam x previous iteration) given k >= 1, ``P = F + k S1``.
+    * The running batch n follows Little's law, ``n = lam (output-1) TPOT`` with
+      ``TPOT = t_d(n) / (1 - prefill share)``; solved by fixed-point iteration.
+    * p95 TPOT: a request lives ``T = (output-1) TPOT`` and is stalled by the prefill iterations
+      in that time, Poisson with rate r_P: ``((output-1) t_d + Q95(Poisson(r_P T)) P) / (output-1)``.
+    * p95 TTFT: ``F + S1 + q`` with q the 95% point of ``U X + S1 A`` - residual of the iteration
+      the request arrives in (length-biased mixture of decode, prefill and idle) plus the prompts
+      admitted with it (A ~ Poisson(lam X)) - plus the Erlang-C (M/M/c, c = batch slots, service
+      = lifetime) p95 wait for a free slot, ``ln(C/0.05) / (c/T - lam)`` when C > 5%.
+    """
+    d = output - 1
+    ctx = prompt + d / 2
+    s1 = prefill_compute_s(model, gpu, gpus, precision, prompt, calib)
+    f = prefill_iter_s(model, gpu, gpus, precision, 0, prompt, calib)
+    lam = rate
+    n = lam * d * decode_step_s(model, gpu, gpus, precision, 1, ctx, calib)
+    big = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
+    p_len = f + s1
+    t_d = rho_p = pi_p = 0.0
+    for _ in range(60):
+        t_d = decode_step_s(model, gpu, gpus, precision, max(n, 1.0), ctx, calib)
+        p_dp = -math.expm1(-lam * t_d)
+        p_pp = -math.expm1(-lam * p_len)
+        stay = math.exp(-lam * p_len)
+        pi_p = p_dp / (p_dp + stay) if p_dp + stay > 0 else 1.0
+        # mean prompts per prefill: Poisson mean of the previous iteration, given >= 1
+        k_from_d = lam * t_d / p_dp if p_dp > 1e-12 else 1.0
+        k_from_p = lam * p_len / p_pp if p_pp > 1e-12 else 1.0
+        from_d = (1 - pi_p) * p_dp
+        from_p = pi_p * p_pp
+        k = (from_d * k_from_d + from_p * k_from_p) / (from_d + from_p) if from_d + from_p else 1
+        new_p = f + k * s1
+        rho_p = pi_p * new_p / (pi_p * new_p + (1 - pi_p) * t_d)
+        if rho_p >= 0.999 or lam * s1 >= 1:
+            return big
+        tpot = t_d / (1 - rho_p)
+        new_n = lam * d * tpot
+        if new_n > 4 * batch:
+            return big
+        done = abs(new_n - n) < 1e-4 * max(1.0, n) and abs(new_p - p_len) < 1e-9 + 1e-6 * p_len
+        n = 0.5 * n + 0.5 * new_n
+        p_len = new_p
+        if done:
+            break
+    if n >= batch:
+        return big
+    tpot = t_d / (1 - rho_p)
+    # TPOT tail
+    if d > 0:
+        life = d * tpot
+        r_p = pi_p / (pi_p * p_len + (1 - pi_p) * t_d)
+        stalls = poisson_quantile(r_p * life)
+        p95_tpot = (d * t_d + stalls * p_len) / d
+    else:
+        p95_tpot = 0.0
+    # TTFT tail: residual + co-admitted prompts, mixture over the iteration arrived in
+    idle = (1 - rho_p) * math.exp(-n)
+    weights = (rho_p, 1 - rho_p - idle, idle)
+    lengths = (p_len, t_d, 0.0)
+    lo, hi = 0.0, p_len + t_d + s1 * (poisson_quantile(lam * max(p_len, t_d), 0.999) + 1)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if _residual_tail(mid, lengths, weights, lam, s1) > 0.05:
+            lo = mid
+        else:
+            hi = mid
+    ttft = f + s1 + hi
+    # Erlang-C wait for a batch slot (service = decode lifetime)
+    if d > 0:
+        life = d * tpot
+        c = erlang_c(batch, lam * life)
+        if c > 0.05:
+            ttft += math.log(c / 0.05) / (batch / life - lam)
+    return LoadedLatency(True, ttft, p95_tpot, tpot, n, rho_p)
+
+
+@functools.lru_cache(maxsize=4096)
+def _capacity(
+    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
+    slo_ttft_ms: float, slo_tpot_ms: float, calib: Calibration,
+) -> ReplicaCapacity:
+    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
+
+    def no(why: str, b: int = 0) -> ReplicaCapacity:
+        return ReplicaCapacity(False, why, gpus, precision, b, 0.0, math.inf, math.inf, 0.0)
+
+    if reason is not None:
+        return no(reason)
+    top = max_batch(model, gpu, gpus, precision, prompt, output, calib)
+    slo_t, slo_p = slo_ttft_ms / 1e3, slo_tpot_ms / 1e3
+
+    def ok(b: int, lam: float) -> LoadedLatency | None:
+        r = loaded_latency(model, gpu, gpus, precision, prompt, output, b, lam, calib)
+        return r if r.stable and r.p95_ttft_s <= slo_t and r.p95_tpot_s <= slo_p else None
+
+    def best_rate(b: int) -> tuple[float, LoadedLatency | None]:
+        tiny = 1e-6
+        first = ok(b, tiny)
+        if first is None:
+            return 0.0, None
+        est = estimate_serve(model, gpu, gpus, precision, prompt, output, b, calib)
+        lo, hi = tiny, est.tokens_per_s / output * 1.05 + tiny
+        at = first
+        for _ in range(22):
+            mid = 0.5 * (lo + hi)
+            r = ok(b, mid)
+            if r is None:
+                hi = mid
+            else:
+                lo, at = mid, r
+        return lo, at
+
+    rate, at = best_rate(top)
+    if at is None:
+        r0 = loaded_latency(model, gpu, gpus, precision, prompt, output, top, 1e-6, calib)
+        return no(f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
+                  f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
+                  f"{slo_tpot_ms:g} ms) even at batch {top}", top)
+    batch = top
+    # the smallest power-of-two batch cap that reaches 99% of the best rate
+    b = 1
+    while b < top:
+        r_b, at_b = best_rate(b)
+        if at_b is not None and r_b >= 0.99 * rate:
+            rate, at, batch = r_b, at_b, b
+            break
+        b *= 2
+    return ReplicaCapacity(
+        feasible=True, reason=None, gpus=gpus, precision=precision, batch=batch, rate_rps=rate,
+        p95_ttft_ms=at.p95_ttft_s * 1e3, p95_tpot_ms=at.p95_tpot_s * 1e3,
+        tokens_per_s=rate * output,
+    )
+
+
+def replica_capacity(
+    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
+    slo_ttft_ms: float, slo_tpot_ms: float, calib: Calibration | None = None,
+) -> ReplicaCapacity:
+    """Highest Poisson request rate one replica sustains with p95 TTFT and p95 TPOT within the SLO.
+
+    Bisection on the rate (monotone: every latency grows with load) using :func:`loaded_latency`,
+    first at the largest batch cap that fits, then the smallest power-of-two cap that reaches 99%
+    of that rate (less KV memory committed for the same capacity). Infeasible replicas (memory,
+    FP8 support, SLO unreachable even unloaded) return ``feasible=False`` with the reason.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> r = replica_capacity(_toy_model(), _toy_gpu(), 1, "fp16", 512, 256, 500, 50)
+    >>> r.feasible, r.p95_ttft_ms <= 500, r.p95_tpot_ms <= 50
+    (True, True, True)
+    """
+    calib = calib or default_calibration()
+    return _capacity(model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms),
+                     float(slo_tpot_ms), calib)

@@ -1,0 +1,138 @@
+"""Builders for small, fully controlled problems (synthetic GPUs, offers and candidates)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from planner.candidates import Candidates, ServeCandidate, TrainCandidate
+from planner.catalog import GpuSpec, ModelArch, Offer
+from planner.demand import load_slices
+from planner.problem import Inputs, Problem, resolve
+
+
+def sourced(v: float) -> dict:
+    return {"value": v, "source": "test", "as_of": "2026-01"}
+
+
+def gpu(
+    gid: str = "g1",
+    price: float = 10_000.0,
+    overhead: float = 0.0,
+    node: int = 1,
+    tdp: float = 0.0,
+    idle: float = 0.0,
+    host: float = 0.0,
+    consumer: bool = False,
+) -> GpuSpec:
+    return GpuSpec.model_validate(
+        {
+            "id": gid, "name": gid, "class": "consumer" if consumer else "datacenter",
+            "form_factor": "sxm" if node > 1 else "pcie",
+            "memory_gb": sourced(80), "memory_bandwidth_gbs": sourced(2000),
+            "bf16_dense_tflops": sourced(300),
+            "interconnect": {"nvlink_gbs": 0, "pcie_gen": 4, "p2p": True, "source": "t", "as_of": "2026"},
+            "tdp_w": sourced(tdp), "idle_w": sourced(idle), "host_w_per_gpu": sourced(host),
+            "node_size": sourced(node),
+            "purchase_usd": {**sourced(price), "low": price, "high": price},
+            "server_overhead_usd_per_gpu": {**sourced(overhead), "low": overhead, "high": overhead},
+        }
+    )
+
+
+def offer(oid: str, gid: str, price: float, kind: str = "on_demand", **kw: Any) -> dict:
+    return {"id": oid, "provider": oid.split("-")[0], "gpu": gid, "kind": kind,
+            "usd_per_gpu_hour": price, "source": "test", "as_of": "2026-01", **kw}
+
+
+MODEL = ModelArch(
+    id="m7b", name="m7b", params=7e9, layers=32, hidden=4096, heads=32, kv_heads=32,
+    intermediate=11008, vocab=32000, max_context=4096, source="test", as_of="2026",
+)
+
+
+def problem(
+    months: int = 3,
+    capex: float = 1e9,
+    total: float | None = None,
+    power_price: float = 0.0,
+    pue: float = 1.0,
+    hosting: float = 0.0,
+    power_cap: float | None = None,
+    consumer_ok: bool = False,
+    offers: list[dict] | None = None,
+    serve: list[dict] | None = None,
+    train: list[dict] | None = None,
+    gpus: list[GpuSpec] | None = None,
+) -> Inputs:
+    gpus = gpus or [gpu()]
+    data = {
+        "name": "tiny",
+        "horizon": {"start": "2027-01", "months": months},
+        "budget": {"capex_usd": capex, **({"total_usd": total} if total else {})},
+        "site": {"power_usd_per_kwh": power_price, "pue": pue, "hosting_usd_per_gpu_month": hosting,
+                 "power_cap_kw": power_cap, "consumer_gpus_allowed": consumer_ok},
+        "offers": {"files": [], "extra": offers or []},
+        "workloads": {"serve": serve or [], "train": train or []},
+    }
+    p = Problem.model_validate(data)
+    return resolve(p, gpu_catalog={g.id: g for g in gpus}, model_catalog={"m7b": MODEL})
+
+
+def serve_workload(name: str = "chat", start: str = "2027-01", rps: float = 1.0, util: float = 1.0) -> dict:
+    # daily_active_users x requests/day / 86400 = rps (mean); peak = mean / util
+    return {"name": name, "model": "m7b", "start": start,
+            "traffic": {"daily_active_users": rps * 86400, "requests_per_user_per_day": 1,
+                        "utilization": util},
+            "tokens": {"prompt": 100, "output": 100}, "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100}}
+
+
+def train_job(name: str = "job", start: str = "2027-01", deadline: str = "2027-01", **kw: Any) -> dict:
+    return {"name": name, "model": "m7b", "tokens": 1e9, "window": {"start": start, "deadline": deadline}, **kw}
+
+
+def fake_capacity(rate: float) -> SimpleNamespace:
+    return SimpleNamespace(feasible=True, reason=None, rate_rps=rate, p95_ttft_ms=100.0,
+                           p95_tpot_ms=50.0, batch=8, tokens_per_s=rate * 100, gpus=1)
+
+
+def fake_estimate(hours: float, k: int) -> SimpleNamespace:
+    return SimpleNamespace(fits=True, reason=None, wall_hours=hours, gpu_hours=hours * k, mfu=0.4,
+                           memory_per_gpu_gb=40.0, layout=None, gpus=k)
+
+
+def candidates(
+    inputs: Inputs,
+    serve: dict[str, list[tuple[str, int, float]]] | None = None,
+    train: dict[str, list[tuple[str, int, float]]] | None = None,
+) -> Candidates:
+    """Candidates with chosen coefficients: serve {w: [(gpu, tp, rate)]}, train {j: [(gpu, k, hours)]}."""
+    from planner.candidates import prune_offers, train_window
+    from planner.demand import HOURS_PER_MONTH, mean_request_rate, peak_request_rate
+    from planner.problem import month_index
+
+    p = inputs.problem
+    c = Candidates(months=p.month_labels(), slices=load_slices(1.0))
+    c.offers = prune_offers(inputs.offers)
+    for w in p.workloads.serve:
+        a = month_index(p.horizon.start, w.start)
+        c.active[w.name] = list(range(a, p.horizon.months))
+        sl = load_slices(w.traffic.utilization)
+        c.serve_loads[w.name] = [s.load for s in sl]
+        mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
+        for t in c.active[w.name]:
+            peak = peak_request_rate(mean, w.traffic.utilization, w.traffic.growth_per_month, t - a)
+            for s, x in enumerate(sl):
+                c.demand[(w.name, t, s)] = peak * x.load
+        c.serve[w.name] = [
+            ServeCandidate(w.name, g, tp, rate, fake_capacity(rate))  # type: ignore[arg-type]
+            for g, tp, rate in (serve or {}).get(w.name, [])
+        ]
+    for j in p.workloads.train:
+        c.window[j.name] = train_window(j, p.horizon.start)
+        c.window_hours[j.name] = len(c.window[j.name]) * HOURS_PER_MONTH
+        c.train[j.name] = [
+            TrainCandidate(j.name, g, k, h, fake_estimate(h, k))  # type: ignore[arg-type]
+            for g, k, h in (train or {}).get(j.name, [])
+        ]
+    return c
