@@ -156,17 +156,19 @@ def serve_candidates(
 
 
 def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
-    """Keep, per (gpu, kind), the cheapest uncapped offer and capped offers cheaper than it.
+    """Keep, per (gpu, kind, GPUs per instance), the cheapest uncapped offer and capped
+    offers cheaper than it; the rest can never be chosen by a cost-minimizing plan.
 
-    Reserved offers are all kept (their terms differ).
+    Instance size is part of the key because it decides eligibility (a 4-GPU tensor-parallel
+    replica needs a 4+-GPU instance). Reserved offers are all kept (their terms differ).
     """
     keep: dict[str, Offer] = {}
-    groups: dict[tuple[str, str], list[Offer]] = {}
+    groups: dict[tuple[str, str, int], list[Offer]] = {}
     for o in offers.values():
         if o.kind == "reserved":
             keep[o.id] = o
         else:
-            groups.setdefault((o.gpu, o.kind), []).append(o)
+            groups.setdefault((o.gpu, o.kind, o.gpus_per_instance), []).append(o)
     for group in groups.values():
         group.sort(key=lambda o: (o.usd_per_gpu_hour, o.id))
         for o in group:

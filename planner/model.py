@@ -132,23 +132,32 @@ def _spot_overhead(inputs: Inputs, job: str) -> tuple[float, float, bool]:
 
 
 def train_offers(m: PlannerModel, c: TrainCandidate) -> list[Offer]:
+    """Offers a training candidate may rent.
+
+    A multi-GPU job needs its GPUs inside instances linked like the physics assumes: an
+    instance of at least ``min(k, 8)`` GPUs (NVLink/PCIe inside one server; between 8-GPU
+    instances the cluster network). Forty-eight 1-GPU VMs are not a 48-GPU training node.
+    """
     ovh, share, allowed = _spot_overhead(m.inputs, c.job)
     return [
         o
         for o in m.cands.offers.values()
         if o.gpu == c.gpu
         and o.kind != "reserved"
+        and o.gpus_per_instance >= min(c.gpus, 8)
         and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
         and (o.kind != "spot" or (allowed and share > 0))
     ]
 
 
 def serve_offers(m: PlannerModel, c: ServeCandidate) -> list[Offer]:
+    """Offers a serving candidate may rent: a tensor-parallel replica needs its ``tp`` GPUs
+    in one instance; spot only where the problem allows it for serving."""
     spot_ok = m.inputs.problem.offers.spot_for_serving
     return [
         o
         for o in m.cands.offers.values()
-        if o.gpu == c.gpu and (o.kind != "spot" or spot_ok)
+        if o.gpu == c.gpu and o.gpus_per_instance >= c.tp and (o.kind != "spot" or spot_ok)
     ]
 
 

@@ -121,6 +121,8 @@ def verify_plan(inputs: Inputs, plan: Plan) -> list[str]:
                     continue
                 if o.gpu != al.gpu:
                     errs.append(f"serving {w.name}: offer {o.id} rents {o.gpu}, not {al.gpu}")
+                if o.gpus_per_instance < al.gpus_per_replica:
+                    errs.append(f"serving {w.name}: a {al.gpus_per_replica}-GPU replica on {o.id}, whose instances hold {o.gpus_per_instance} GPUs")
                 if o.kind == "spot" and not p.offers.spot_for_serving:
                     errs.append(f"serving {w.name}: spot offer {o.id} used but offers.spot_for_serving is false")
                 if o.kind == "reserved":
@@ -182,6 +184,8 @@ def verify_plan(inputs: Inputs, plan: Plan) -> list[str]:
                 if o.gpu != gpu_id:
                     errs.append(f"training {j.name}: offer {o.id} rents {o.gpu}, not {gpu_id}")
                 paid = -(-k // o.gpus_per_instance) * o.gpus_per_instance
+                if o.gpus_per_instance < min(k, 8):
+                    errs.append(f"training {j.name}: {k} GPUs on {o.id}, whose instances hold {o.gpus_per_instance} GPUs (no fast link between them)")
                 if o.max_gpus is not None and paid > o.max_gpus:
                     errs.append(f"training {j.name}: needs {paid} GPUs from {o.id}, which offers {o.max_gpus}")
                 if o.kind == "spot":

@@ -544,8 +544,12 @@ def _capacity(
         if first is None:
             return 0.0, None
         est = estimate_serve(model, gpu, gpus, precision, prompt, output, b, calib)
-        lo, hi = tiny, est.tokens_per_s / output * 1.05 + tiny
-        at = first
+        lo, hi, at = tiny, est.tokens_per_s / output + tiny, first
+        for _ in range(8):  # the static-batch throughput is a guess, not a bound: widen it
+            r = ok(b, hi)
+            if r is None:
+                break
+            lo, at, hi = hi, r, hi * 2
         for _ in range(22):
             mid = 0.5 * (lo + hi)
             r = ok(b, mid)
@@ -562,12 +566,13 @@ def _capacity(
                   f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
                   f"{slo_tpot_ms:g} ms) even at batch {top}", top)
     batch = top
-    # the smallest power-of-two batch cap that reaches 99% of the best rate
+    # a larger batch cap never lowers capacity here; report the smallest power-of-two cap that
+    # sustains the same rate within the SLO (one evaluation per candidate)
     b = 1
     while b < top:
-        r_b, at_b = best_rate(b)
-        if at_b is not None and r_b >= 0.99 * rate:
-            rate, at, batch = r_b, at_b, b
+        at_b = ok(b, rate)
+        if at_b is not None:
+            at, batch = at_b, b
             break
         b *= 2
     return ReplicaCapacity(

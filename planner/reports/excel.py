@@ -34,7 +34,7 @@ from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
-from openpyxl.chart import BarChart, PieChart, Reference
+from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.label import DataLabelList
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter, quote_sheetname
@@ -328,9 +328,24 @@ def _rows(ws: Worksheet, first: int, cols: Sequence[_Col], rows: Sequence[Sequen
     """Write data rows below a header; returns the last row written (first - 1 if none)."""
     r = first - 1
     for r, values in enumerate(rows, start=first):
+        lines = 1
         for j, (c, v) in enumerate(zip(cols, values, strict=True)):
             _put(ws, r, start_col + j, v, fmt=c.fmt, align=_WRAP if c.wrap else None, border=_BORDER)
+            if c.wrap and isinstance(v, str):
+                lines = max(lines, _lines(v, c.width))
+        if lines > 1:
+            ws.row_dimensions[r].height = 13 * lines + 1
     return r
+
+
+def _lines(text: str, width: float) -> int:
+    """Lines a wrapped text takes in a column ``width`` characters wide (a rough estimate).
+
+    >>> _lines("abc", 10), _lines("x" * 25, 10)
+    (1, 3)
+    """
+    per_line = max(1, int(width * 1.05) - 1)
+    return sum(max(1, math.ceil(len(part) / per_line)) for part in text.split("\n"))
 
 
 def _table(ws: Worksheet, name: str, first_col: int, last_col: int, header_row: int, last_row: int) -> None:
@@ -631,17 +646,19 @@ class _Writer:
         plan = self.plan
         _title(ws, "Workloads", "Chosen configuration, GPUs, cost and cost share per workload (the solver's "
                "attribution); below: predicted vs target for each key.", 12)
+        keys = [k for w in plan.workloads for k in [*w.target, *w.predicted, *w.slack]]
         cols = [
-            _Col("Workload", _fit(12, [w.name for w in plan.workloads], 36), wrap=True),
+            _Col("Workload", _fit(12, [w.name for w in plan.workloads], 28), wrap=True),
             _Col("Kind", 7),
-            _Col("Model", _fit(10, [w.model for w in plan.workloads], 28), wrap=True),
-            _Col("GPU types", _fit(10, [", ".join(w.gpu) for w in plan.workloads], 28), wrap=True),
-            _Col("GPUs", 7, NUM0),
-            _Col("Configuration", _fit(18, [_config(w.config) for w in plan.workloads], 44), wrap=True),
+            _Col("Model", _fit(10, [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped], 24),
+                 wrap=True),
+            _Col("GPUs", 12, NUM0),
+            _Col("Configuration", _fit(22, [_config(w.config) for w in plan.workloads], 34), wrap=True),
+            _Col("GPU types", _fit(12, [", ".join(w.gpu) for w in plan.workloads], 22), wrap=True),
             _Col("Meets targets", 9),
             _Col("Cost USD", 14, USD),
             _Col("Cost share", 9, PCT),
-            _Col("Tokens", 16, NUM0),
+            _Col("Tokens", 15, NUM0),
             _Col("USD per 1M tokens", 11, USD_CENTS),
             _Col("Solver's USD per 1M tokens", 12, USD_CENTS),
         ]
@@ -650,12 +667,12 @@ class _Writer:
         for r, w in enumerate(plan.workloads, start=FIRST_ROW):
             per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
             rows.append([
-                w.name, w.kind, w.model, ", ".join(w.gpu), w.gpus, _config(w.config),
+                w.name, w.kind, w.model, w.gpus, _config(w.config), ", ".join(w.gpu),
                 "yes" if w.meets_target else "NO", _num(w.cost_usd), _num(w.cost_share), _num(w.tokens),
                 per_m, _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
             ])
         if not rows:
-            rows.append(["(no workloads)", "", "", "", 0, "", "", 0, 0, 0, None, None])
+            rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
         for r in range(FIRST_ROW, last + 1):
             if ws.cell(r, 7).value == "NO":
@@ -669,9 +686,9 @@ class _Writer:
         # predicted vs target, one row per workload and key
         top = tr + 3
         _put(ws, top - 1, 1, "Predicted vs target", font=_F_SECTION)
-        tcols = [
-            _Col("Workload", 12, wrap=True), _Col("Kind", 7), _Col("Key", 18), _Col("Predicted", 13, NUMG),
-            _Col("Target", 13, NUMG), _Col("Slack", 13, NUMG), _Col("Meets targets", 9),
+        tcols = [  # in the columns of the table above, so the widths suit both
+            cols[0], cols[1], _Col("Key", cols[2].width), _Col("Predicted", 12, NUMG),
+            _Col("Target", 12, NUMG), _Col("Slack", 12, NUMG), _Col("Meets targets", 9),
         ]
         _header(ws, top, tcols)
         trows = []
@@ -690,12 +707,13 @@ class _Writer:
         if plan.dropped:
             top = tlast + 3
             _put(ws, top - 1, 1, "Configurations the solver dropped", font=_F_SECTION)
-            dcols = [_Col("Workload", 12, wrap=True), _Col("GPU", 7), _Col("Configuration", 18, wrap=True),
-                     _Col("Reason", 40, wrap=True)]
+            kinds = {w.name: w.kind for w in plan.workloads}
+            dcols = [cols[0], cols[1], _Col("GPU", cols[2].width, wrap=True),
+                     _Col("Configuration", cols[3].width, wrap=True), _Col("Reason", cols[4].width, wrap=True)]
             _header(ws, top, dcols)
-            dlast = _rows(ws, top + 1, dcols, [[d.workload, d.gpu, d.config, d.reason] for d in plan.dropped])
+            dlast = _rows(ws, top + 1, dcols, [[d.workload, kinds.get(d.workload, ""), d.gpu, d.config, d.reason]
+                                               for d in plan.dropped])
             _table(ws, "tblDropped", 1, len(dcols), top, dlast)
-            ws.column_dimensions["D"].width = max(ws.column_dimensions["D"].width or 0, 40)
         _widths(ws, cols)
         _print_setup(ws, None, f"B{FIRST_ROW}")
 
@@ -736,6 +754,9 @@ class _Writer:
                 ws.cell(FIRST_ROW + i, 7).font = _F_WARN
             if isinstance(r.value, str) and len(r.value) > 20:
                 c.alignment = Alignment(horizontal="left", wrap_text=True, vertical="top")
+                height = 13 * _lines(r.value, 22) + 1
+                cur = ws.row_dimensions[FIRST_ROW + i].height or 0
+                ws.row_dimensions[FIRST_ROW + i].height = max(cur, height)
         _table(ws, "tblAssumptions", 1, len(cols), HEADER_ROW, last)
         _widths(ws, cols)
         ws.column_dimensions["C"].width = 22
@@ -919,7 +940,8 @@ class _Writer:
     def charts(self) -> None:
         ws = self.ws["Charts"]
         plan = self.plan
-        _title(ws, "Charts", "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary).", 8)
+        _title(ws, "Charts", "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
+               "The charts follow every edit of the Assumptions.", 8)
         cf = self.ws["Cash flow"]
         first, last = FIRST_ROW, self.cf_last
 
@@ -930,28 +952,47 @@ class _Writer:
         spend.title = "Monthly spend by kind (USD)"
         spend.add_data(Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=last), titles_from_data=True)
         spend.set_categories(Reference(cf, min_col=1, min_row=first, max_row=last))
-        _style_chart(spend, '"$"#,##0')
+        _style_chart(spend, '"$"#,##0', _KIND_COLORS)
         ws.add_chart(spend, "A4")
 
-        # fleet helper table (live: SUMIFS over Fleet), placed right of the charts
-        hc = 12  # column L
-        top = HEADER_ROW
-        _put(ws, top - 1, hc, "Fleet by GPU type: owned GPUs and rented (average GPUs in use)", font=_F_SECTION)
+        s = self.ws["Summary"]
+        split = BarChart()
+        split.type = "bar"
+        split.title = "Cost split over the horizon (USD)"
+        capex_row, p, h, rr = self.split_rows
+        # capex, power, hosting and rentals are contiguous rows on Summary
+        split.add_data(Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False)
+        split.set_categories(Reference(s, min_col=1, min_row=capex_row, max_row=rr))
+        _style_chart(split, '"$"#,##0', ["1F4E79"])
+        split.width = 13
+        split.legend = None
+        split.x_axis.scaling.orientation = "maxMin"  # capex on top, as on Summary
+        split.dataLabels = DataLabelList()
+        split.dataLabels.showVal = True
+        for flag in ("showPercent", "showCatName", "showSerName", "showLegendKey", "showLeaderLines"):
+            setattr(split.dataLabels, flag, False)
+        split.dataLabels.numFmt = '"$"#,##0'
+        ws.add_chart(split, "K4")
+
+        # fleet helper table (live: SUMIFS over Fleet), below the charts
+        hc = 1
+        top = 44
+        _put(ws, top - 1, hc, "Chart data: fleet by GPU type, owned GPUs and rented (average GPUs in use)",
+             font=_F_SECTION)
         fcols = [_Col("Month", 10, MONTH_FMT)]
         for g in self.gpus:
             fcols += [_Col(f"{g} owned", 11, NUM1), _Col(f"{g} rented", 11, NUM1)]
         _header(ws, top, fcols, start_col=hc)
         frows = []
-        for k, m in enumerate(plan.months):
-            rr = top + 1 + k
+        for k in range(len(plan.months)):
+            rr_ = top + 1 + k
             row: list[Any] = [F(f"={_sheet_ref('Cash flow', f'$A${FIRST_ROW + k}')}")]
             for g in self.gpus:
-                crit = [(1, _q(g)), (2, f"${get_column_letter(hc)}{rr}")]
+                crit = [(1, _q(g)), (2, f"${get_column_letter(hc)}{rr_}")]
                 row.append(F("=" + _sumifs("Fleet", 4, FIRST_ROW, self.f_last, crit)))
                 row.append(F("=" + _sumifs("Fleet", 8, FIRST_ROW, self.f_last, crit)))
             frows.append(row)
         flast = _rows(ws, top + 1, fcols, frows, start_col=hc)
-        _widths(ws, fcols, start_col=hc)
         if self.gpus and plan.months:
             fleet = BarChart()
             fleet.type = "col"
@@ -961,26 +1002,14 @@ class _Writer:
             fleet.add_data(Reference(ws, min_col=hc + 1, max_col=hc + len(fcols) - 1, min_row=top, max_row=flast),
                            titles_from_data=True)
             fleet.set_categories(Reference(ws, min_col=hc, min_row=top + 1, max_row=flast))
-            _style_chart(fleet, "#,##0")
-            ws.add_chart(fleet, "A25")
-
-        s = self.ws["Summary"]
-        pie = PieChart()
-        pie.title = "Cost split over the horizon"
-        capex_row, p, h, rr = self.split_rows
-        # capex, power, hosting, rentals are contiguous rows on Summary (reserved is excluded below)
-        pie.add_data(Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False)
-        pie.set_categories(Reference(s, min_col=1, min_row=capex_row, max_row=rr))
-        pie.dataLabels = DataLabelList()
-        pie.dataLabels.showPercent = True
-        pie.dataLabels.showVal = False
-        pie.dataLabels.showCatName = False
-        pie.dataLabels.showSerName = False
-        pie.dataLabels.showLeaderLines = False
-        pie.width, pie.height = 14, 9
-        pie.legend.position = "r"
-        ws.add_chart(pie, "A46")
+            colors = [c for k in range(len(self.gpus)) for c in _GPU_COLORS[k % len(_GPU_COLORS)]]
+            _style_chart(fleet, "#,##0", colors)
+            ws.add_chart(fleet, "A23")
+        ws.column_dimensions[get_column_letter(hc)].width = 10
+        for j in range(1, len(fcols)):
+            ws.column_dimensions[get_column_letter(hc + j)].width = 10
         _print_setup(ws, None, None)
+        ws.page_setup.fitToHeight = 1
         ws.sheet_view.showGridLines = False
 
     def build(self) -> Workbook:
@@ -1000,14 +1029,24 @@ class _Writer:
         return wb
 
 
-def _style_chart(ch: BarChart, numfmt: str) -> None:
-    ch.width, ch.height = 24, 9.5
+_KIND_COLORS = ["1F4E79", "ED7D31", "A5A5A5", "70AD47"]  # capex, power, hosting, rentals
+_GPU_COLORS = [("1F4E79", "9DC3E6"), ("C55A11", "F4B183"), ("548235", "A9D18E"), ("7030A0", "CDB4E0"),
+               ("BF8F00", "FFE699"), ("2F5597", "B4C7E7")]  # (owned, rented) per GPU type
+
+
+def _style_chart(ch: BarChart, numfmt: str, colors: Sequence[str]) -> None:
+    ch.width, ch.height = 17, 9
     ch.legend.position = "b"
     ch.y_axis.numFmt = numfmt
-    ch.y_axis.majorGridlines = ch.y_axis.majorGridlines  # keep default gridlines
+    ch.y_axis.number_format = numfmt
     ch.x_axis.number_format = MONTH_FMT
     ch.x_axis.delete = False
     ch.y_axis.delete = False
+    ch.gapWidth = 60
+    for k, series in enumerate(ch.series):
+        color = colors[k % len(colors)]
+        series.graphicalProperties.solidFill = color
+        series.graphicalProperties.line.solidFill = color
 
 
 def _config(cfg: dict[str, Any]) -> str:
