@@ -402,9 +402,13 @@ class LoadedLatency:
     prefill_share: float
 
 
-def _residual_tail(y: float, lengths: tuple[float, ...], weights: tuple[float, ...],
+def _residual_tail(y: float, lengths: list[float], weights: list[float],
                    lam: float, s1: float) -> float:
-    """P(U X + s1 A > y): arrival in an iteration of length X (U uniform), A ~ Poisson(lam X)."""
+    """P(U X + s1 A > y) for an arrival in an iteration of length X (a mixture over X).
+
+    U ~ Uniform(0, 1) is the residual share of the current iteration and A ~ Poisson(lam X) the
+    other requests that arrive during it and are prefilled in the same iteration.
+    """
     out = 0.0
     for x, w in zip(lengths, weights, strict=True):
         if w <= 0:
@@ -414,19 +418,18 @@ def _residual_tail(y: float, lengths: tuple[float, ...], weights: tuple[float, .
             continue
         mu = lam * x
         p = math.exp(-mu)
-        cdf = 0.0
+        cdf = tail = 0.0
         a = 0
-        tail = 0.0
         while True:
             rest = y - s1 * a
             if rest < 0:
-                tail += 1.0 - cdf  # P(A >= a): the batch alone exceeds y
+                tail += 1.0 - cdf  # P(A >= a): the co-admitted prompts alone exceed y
                 break
             tail += p * max(0.0, 1.0 - rest / x)
             cdf += p
             a += 1
             p *= mu / a
-            if 1.0 - cdf < 1e-6:
+            if 1.0 - cdf < 1e-7:
                 break
         out += w * tail
     return out
@@ -438,81 +441,98 @@ def loaded_latency(
 ) -> LoadedLatency:
     """p95 TTFT and TPOT of a continuous-batching replica under Poisson arrivals (rate req/s).
 
+    The engine alternates *prefill iterations* (every waiting request at once: ``P = F + k S1``,
+    F = one weight read + overheads, S1 = one prompt's compute) and *decode steps* ``t_d(n)``.
     Model (checked against a discrete-event simulation in ``tests/test_physics_serve.py``):
 
-    * Iterations form a two-state Markov chain. After a decode step of length ``t_d`` a prefill
-      follows with probability ``1 - exp(-lam t_d)`` (someone arrived); after a prefill of length
-      ``P`` another follows with probability ``1 - exp(-lam P)``. A prefill admits every waiting
-      request: k ~ Poisson(lam x previous iteration) given k >= 1, ``P = F + k S1``.
-    * The running batch n follows Little's law, ``n = lam (output-1) TPOT`` with
-      ``TPOT = t_d(n) / (1 - prefill share)``; solved by fixed-point iteration.
-    * p95 TPOT: a request lives ``T = (output-1) TPOT`` and is stalled by the prefill iterations
-      in that time, Poisson with rate r_P: ``((output-1) t_d + Q95(Poisson(r_P T)) P) / (output-1)``.
-    * p95 TTFT: ``F + S1 + q`` with q the 95% point of ``U X + S1 A`` - residual of the iteration
-      the request arrives in (length-biased mixture of decode, prefill and idle) plus the prompts
-      admitted with it (A ~ Poisson(lam X)) - plus the Erlang-C (M/M/c, c = batch slots, service
-      = lifetime) p95 wait for a free slot, ``ln(C/0.05) / (c/T - lam)`` when C > 5%.
+    * Prompts per prefill k: the arrivals during the previous iteration given at least one,
+      ``k = E[Poisson(lam X) | >= 1]`` with X the decode step (or the previous prefill, with the
+      probability of a prefill following a prefill, a two-state Markov chain).
+    * Work conservation: the GPU spends ``rho_p = lam (S1 + F / k)`` of its time prefilling; decodes
+      advance only in the rest, so ``TPOT = t_d(n) / (1 - rho_p)``, and Little's law gives the
+      running batch ``n = lam (output-1) TPOT`` (fixed point). ``rho_p >= 1``, no fixed point or
+      ``n >= batch`` (slots exhausted) is unstable.
+    * p95 TPOT: over a request's life ``T = (output-1) TPOT`` both the batch it decodes with and
+      the number of prefills that stall it are Poisson with means ``n`` and ``r_P T`` (r_P =
+      prefill iterations per second); taken at their 95% points together (they are positively
+      correlated: both count the same arrivals), ``(d t_d(n95) + stalls95 P) / d``.
+    * p95 TTFT: ``F + S1 + q`` where q is the 95% point of ``U X + S1 A``: the residual of the
+      iteration the request arrives in (length-biased mixture: prefills of k = 1, 2, ... prompts,
+      decode steps, idle) plus the prompts prefilled with it (A ~ Poisson(lam X)); plus, when
+      slots are short, the Erlang-C (M/M/c, c = batch slots, service = T) p95 slot wait
+      ``ln(C / 0.05) / (c / T - lam)`` for C > 5%.
     """
     d = output - 1
     ctx = prompt + d / 2
     s1 = prefill_compute_s(model, gpu, gpus, precision, prompt, calib)
     f = prefill_iter_s(model, gpu, gpus, precision, 0, prompt, calib)
     lam = rate
-    n = lam * d * decode_step_s(model, gpu, gpus, precision, 1, ctx, calib)
     big = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
+    if lam * s1 >= 1:
+        return big
+    n = 0.0
     p_len = f + s1
-    t_d = rho_p = pi_p = 0.0
-    for _ in range(60):
+    k = 1.0
+    t_d = rho_p = 0.0
+    for _ in range(100):
         t_d = decode_step_s(model, gpu, gpus, precision, max(n, 1.0), ctx, calib)
         p_dp = -math.expm1(-lam * t_d)
         p_pp = -math.expm1(-lam * p_len)
         stay = math.exp(-lam * p_len)
         pi_p = p_dp / (p_dp + stay) if p_dp + stay > 0 else 1.0
-        # mean prompts per prefill: Poisson mean of the previous iteration, given >= 1
         k_from_d = lam * t_d / p_dp if p_dp > 1e-12 else 1.0
         k_from_p = lam * p_len / p_pp if p_pp > 1e-12 else 1.0
-        from_d = (1 - pi_p) * p_dp
-        from_p = pi_p * p_pp
-        k = (from_d * k_from_d + from_p * k_from_p) / (from_d + from_p) if from_d + from_p else 1
-        new_p = f + k * s1
-        rho_p = pi_p * new_p / (pi_p * new_p + (1 - pi_p) * t_d)
-        if rho_p >= 0.999 or lam * s1 >= 1:
+        from_d, from_p = (1 - pi_p) * p_dp, pi_p * p_pp
+        k = (from_d * k_from_d + from_p * k_from_p) / (from_d + from_p) if from_d + from_p else 1.0
+        p_len = f + k * s1
+        rho_p = lam * (s1 + f / k)
+        if rho_p >= 0.999:
             return big
-        tpot = t_d / (1 - rho_p)
-        new_n = lam * d * tpot
-        if new_n > 4 * batch:
+        new_n = lam * d * t_d / (1 - rho_p)
+        if new_n > 4 * batch + 10:
             return big
-        done = abs(new_n - n) < 1e-4 * max(1.0, n) and abs(new_p - p_len) < 1e-9 + 1e-6 * p_len
+        done = abs(new_n - n) < 1e-4 * max(1.0, n)
         n = 0.5 * n + 0.5 * new_n
-        p_len = new_p
         if done:
             break
     if n >= batch:
         return big
     tpot = t_d / (1 - rho_p)
-    # TPOT tail
+    r_p = rho_p / p_len  # prefill iterations per second
     if d > 0:
         life = d * tpot
-        r_p = pi_p / (pi_p * p_len + (1 - pi_p) * t_d)
-        stalls = poisson_quantile(r_p * life)
-        p95_tpot = (d * t_d + stalls * p_len) / d
+        n95 = min(float(batch), poisson_quantile(n))
+        t95 = decode_step_s(model, gpu, gpus, precision, max(n95, 1.0), ctx, calib)
+        p95_tpot = (d * t95 + poisson_quantile(r_p * life) * p_len) / d
     else:
+        life = 0.0
         p95_tpot = 0.0
-    # TTFT tail: residual + co-admitted prompts, mixture over the iteration arrived in
-    idle = (1 - rho_p) * math.exp(-n)
-    weights = (rho_p, 1 - rho_p - idle, idle)
-    lengths = (p_len, t_d, 0.0)
-    lo, hi = 0.0, p_len + t_d + s1 * (poisson_quantile(lam * max(p_len, t_d), 0.999) + 1)
-    for _ in range(40):
+    # TTFT: the iteration the request arrives in, length-biased
+    idle = max(0.0, (1 - rho_p) * math.exp(-n))
+    lengths, weights = [t_d, 0.0], [max(0.0, 1 - rho_p - idle), idle]
+    km1 = max(k - 1.0, 0.0)  # prompts per prefill ~ 1 + Poisson(k - 1)
+    pk, mass, j = math.exp(-km1), 0.0, 0
+    norm = sum_len = 0.0
+    parts = []
+    while mass < 0.999 and j < 60:
+        parts.append((f + (1 + j) * s1, pk))
+        mass += pk
+        j += 1
+        pk *= km1 / j
+    sum_len = sum(x * w for x, w in parts)
+    norm = rho_p / sum_len if sum_len > 0 else 0.0
+    for x, w in parts:
+        lengths.append(x)
+        weights.append(norm * x * w)
+    lo, hi = 0.0, 2 * (p_len + t_d) + s1 * (poisson_quantile(lam * 2 * (p_len + t_d), 0.999) + 1)
+    for _ in range(32):
         mid = 0.5 * (lo + hi)
         if _residual_tail(mid, lengths, weights, lam, s1) > 0.05:
             lo = mid
         else:
             hi = mid
     ttft = f + s1 + hi
-    # Erlang-C wait for a batch slot (service = decode lifetime)
     if d > 0:
-        life = d * tpot
         c = erlang_c(batch, lam * life)
         if c > 0.05:
             ttft += math.log(c / 0.05) / (batch / life - lam)

@@ -37,7 +37,7 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
 from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.label import DataLabelList
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
-from openpyxl.utils import get_column_letter, quote_sheetname
+from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
@@ -77,6 +77,7 @@ _THIN = Side(style="thin", color="BFBFBF")
 _BORDER = Border(left=_THIN, right=_THIN, top=_THIN, bottom=_THIN)
 _TOP = Border(top=Side(style="thin", color="000000"))
 _WRAP = Alignment(wrap_text=True, vertical="top")
+_TOP_ALIGN = Alignment(vertical="top")
 _HEAD_ALIGN = Alignment(wrap_text=True, vertical="center", horizontal="center")
 
 _FORMULA_LIKE = ("=", "+", "-", "@", "\t", "\r")
@@ -102,7 +103,9 @@ def _sheet_ref(sheet: str, cell: str) -> str:
     >>> _sheet_ref("Fleet", "K5")
     'Fleet!K5'
     """
-    return f"{quote_sheetname(sheet)}!{cell}"
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", sheet) is not None
+    name = sheet if plain else "'" + sheet.replace("'", "''") + "'"
+    return f"{name}!{cell}"
 
 
 def _text(value: Any) -> str:
@@ -209,6 +212,7 @@ class _Assumptions:
 
     rows: list[_ARow] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    used: set[int] = field(default_factory=set)  # rows referenced by formulas
 
     def __post_init__(self) -> None:
         self._value_col = "C"
@@ -218,6 +222,7 @@ class _Assumptions:
         return len(self.rows) - 1
 
     def cell(self, idx: int) -> str:
+        self.used.add(idx)
         return _sheet_ref("Assumptions", f"${self._value_col}${FIRST_ROW + idx}")
 
     def find(self, groups: Sequence[str] | None, keys: Sequence[str]) -> int | None:
@@ -268,7 +273,7 @@ def _build_assumptions(plan: Plan) -> _Assumptions:
     meta: list[tuple[str, Any, str]] = [
         ("status", plan.status, ""),
         ("solver", plan.solver, ""),
-        ("gap", _num(plan.gap) if plan.gap is not None else "n/a", "fraction"),
+        ("gap", _num(plan.gap) if plan.gap is not None else "n/a", ""),
         ("solve_seconds", plan.solve_seconds, "s"),
         ("objective_usd", _num(plan.objective_usd) if plan.objective_usd is not None else "n/a", "USD"),
         ("planner_version", plan.planner_version, ""),
@@ -330,7 +335,7 @@ def _rows(ws: Worksheet, first: int, cols: Sequence[_Col], rows: Sequence[Sequen
     for r, values in enumerate(rows, start=first):
         lines = 1
         for j, (c, v) in enumerate(zip(cols, values, strict=True)):
-            _put(ws, r, start_col + j, v, fmt=c.fmt, align=_WRAP if c.wrap else None, border=_BORDER)
+            _put(ws, r, start_col + j, v, fmt=c.fmt, align=_WRAP if c.wrap else _TOP_ALIGN, border=_BORDER)
             if c.wrap and isinstance(v, str):
                 lines = max(lines, _lines(v, c.width))
         if lines > 1:
@@ -343,8 +348,10 @@ def _lines(text: str, width: float) -> int:
 
     >>> _lines("abc", 10), _lines("x" * 25, 10)
     (1, 3)
+    >>> _lines("a\\nb", 10)
+    2
     """
-    per_line = max(1, int(width * 1.05) - 1)
+    per_line = max(1, int(width * 1.2) - 1)
     return sum(max(1, math.ceil(len(part) / per_line)) for part in text.split("\n"))
 
 
@@ -720,8 +727,8 @@ class _Writer:
     def assumptions(self) -> None:
         ws = self.ws["Assumptions"]
         a = self.a
-        _title(ws, "Assumptions", "Every figure the plan used, with its source. Yellow numeric values are the "
-               "inputs of the live formulas: edit one here and every total updates.", 7)
+        _title(ws, "Assumptions", "Every figure the plan used, with its source. The yellow values are the inputs "
+               "of the live formulas: edit one here and every total in the workbook updates.", 7)
         cols = [
             _Col("Group", _fit(10, [r.group for r in a.rows], 28)),
             _Col("Key", _fit(10, [r.key for r in a.rows], 34)),
@@ -729,24 +736,28 @@ class _Writer:
             _Col("Unit", _fit(6, [r.unit for r in a.rows], 16)),
             _Col("Source", _fit(24, [r.source for r in a.rows], 60), wrap=True),
             _Col("As of", 11),
-            _Col("Note", 12),
+            _Col("Note", 18),
         ]
         _header(ws, HEADER_ROW, cols)
         rows = []
-        for r in a.rows:
+        for i, r in enumerate(a.rows):
             v = r.value
             if v is None:
                 v = ""
             elif isinstance(v, (list, dict, tuple)):
                 v = json.dumps(v, sort_keys=True, default=str)
-            elif not isinstance(v, (bool, int, float)):
+            elif isinstance(v, bool):
+                v = "true" if v else "false"
+            elif not isinstance(v, (int, float)):
                 v = str(v)
             note = {"derived": "from the plan", "missing": "MISSING", "meta": ""}.get(r.note, "")
+            if i in a.used:
+                note = f"{note}; formula input" if note else "formula input"
             rows.append([r.group, r.key, v, r.unit, r.source, r.as_of, note])
         last = _rows(ws, FIRST_ROW, cols, rows)
         for i, r in enumerate(a.rows):
             c = ws.cell(FIRST_ROW + i, 3)
-            if _finite(r.value) and r.note != "meta":
+            if i in a.used:
                 c.fill = _FILL_INPUT
             if r.key in ("gap",) and _finite(r.value):
                 c.number_format = PCT2
@@ -958,7 +969,7 @@ class _Writer:
         s = self.ws["Summary"]
         split = BarChart()
         split.type = "bar"
-        split.title = "Cost split over the horizon (USD)"
+        split.title = "Cost split (USD)"
         capex_row, p, h, rr = self.split_rows
         # capex, power, hosting and rentals are contiguous rows on Summary
         split.add_data(Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False)
@@ -967,6 +978,8 @@ class _Writer:
         split.width = 13
         split.legend = None
         split.x_axis.scaling.orientation = "maxMin"  # capex on top, as on Summary
+        split.y_axis.crosses = "max"  # keeps the value axis at the bottom
+        split.y_axis.majorGridlines = None
         split.dataLabels = DataLabelList()
         split.dataLabels.showVal = True
         for flag in ("showPercent", "showCatName", "showSerName", "showLegendKey", "showLeaderLines"):
@@ -998,7 +1011,7 @@ class _Writer:
             fleet.type = "col"
             fleet.grouping = "stacked"
             fleet.overlap = 100
-            fleet.title = "Fleet by GPU type: owned vs rented (GPUs)"
+            fleet.title = "Fleet: owned vs rented GPUs"
             fleet.add_data(Reference(ws, min_col=hc + 1, max_col=hc + len(fcols) - 1, min_row=top, max_row=flast),
                            titles_from_data=True)
             fleet.set_categories(Reference(ws, min_col=hc, min_row=top + 1, max_row=flast))
