@@ -28,7 +28,8 @@ Variables
 ``z[j,c,t,s]``    wall hours of job j on owned GPUs in month t, slice s
 ``r[j,c,o]``      wall hours of job j rented from offer o (spot hours progress 1/(1+overhead))
 ``n[k,r,t,s]``    integer replicas of workload k on owned GPUs
-``q[k,r,o,t,s]``  replicas rented from offer o (continuous: an average over the slice's hours)
+``q[k,r,o,t,s]``  replicas rented from offer o; ``v[k,r,t,s] = sum_o q`` is integer (demand is
+                  flat within a slice, so each of its hours needs whole replicas)
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
 
 Objective (``total_cost``)
@@ -52,6 +53,7 @@ Constraints (label used for the constraint names)
 ``train_slot_<j>_<c>_<t>_<s>``  z <= w_s a[j,c,t];  ``train_use_<j>_<c>_<t>``: a <= y
 ``train_gpus_<j>_<c>_<t>``      k_c a[j,c,t] <= own[g_c,t]
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) >= D[k,t,s]
+``rent_whole_<k>_<r>_<t>_<s>``  sum_o q[k,r,o,t,s] = v[k,r,t,s] (integer)
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
@@ -245,12 +247,24 @@ def add_serving_constraints(m: PlannerModel) -> None:
                     )
                     m.n[(w, c.key, t, s)] = n
                     terms.append((n, c.rate_rps))
+                    rented = []
                     for o in serve_offers(m, c):
                         q = pulp.LpVariable(
                             nid("q", w, c.key, o.id, m.cands.months[t], sl.name), lowBound=0
                         )
                         m.q[(w, c.key, o.id, t, s)] = q
                         terms.append((q, c.rate_rps))
+                        rented.append(q)
+                    if rented:
+                        # Demand is flat within a slice, so every hour of it needs the same
+                        # whole number of rented replicas: their total is an integer.
+                        v = pulp.LpVariable(
+                            nid("v", w, c.key, m.cands.months[t], sl.name), lowBound=0, cat="Integer"
+                        )
+                        p += (
+                            pulp.lpSum(rented) == v,
+                            nid("rent_whole", w, c.key, m.cands.months[t], sl.name),
+                        )
                 p += (
                     pulp.LpAffineExpression(terms) >= m.cands.demand[(w, t, s)],
                     nid("serve_demand", w, m.cands.months[t], sl.name),

@@ -124,7 +124,7 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
             unit = {"node_size": "GPUs"}.get(k, "USD/GPU" if "usd" in k else "W")
             assumptions.append(Assumption(group=f"gpu:{gpu}", key=k, value=v, unit=unit,
                                           source=f"catalogs/gpus.yaml: vendor datasheet for {gpu}", as_of="2026-09"))
-    for oid, (prov, gpu, kind, rate) in OFFERS.items():
+    for oid, (prov, _gpu, _kind, rate) in OFFERS.items():
         assumptions.append(Assumption(group=f"offer:{oid}", key="usd_per_gpu_hour", value=rate, unit="USD/GPU-h",
                                       source=f"https://{prov}.example/pricing", as_of="2026-10"))
     assumptions += [

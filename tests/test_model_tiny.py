@@ -27,7 +27,8 @@ def solve(inputs, cands, solver="cbc"):
 def test_buy_or_rent_constant_demand(price, rate, months, demand):
     """Constant demand D (utilization 1): buy b GPUs at month 0 and rent the rest.
 
-    cost(b) = b * price + max(0, D - b) * rate * H * months; the optimum is min over b.
+    Rented replicas are whole in every hour, so
+    cost(b) = b * price + ceil(max(0, D - b)) * rate * H * months; the optimum is min over b.
     """
     inputs = problem(
         months=months,
@@ -36,7 +37,7 @@ def test_buy_or_rent_constant_demand(price, rate, months, demand):
         serve=[serve_workload(rps=demand, util=1.0)],
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
-    expected = min(b * price + max(0.0, demand - b) * rate * H * months for b in range(0, math.ceil(demand) + 1))
+    expected = min(b * price + math.ceil(max(0.0, demand - b) - 1e-9) * rate * H * months for b in range(0, math.ceil(demand) + 1))
     assert res.status == "optimal"
     assert res.objective == pytest.approx(expected, rel=1e-6)
     plan = extract_plan(m, res)
@@ -87,7 +88,8 @@ def test_power_and_hosting_costs():
 def test_training_rent_vs_own():
     # A 100-hour job on 8 GPUs: renting costs 8*100*rate; owning costs 8*price.
     for price, rate in ((1_000.0, 2.0), (100.0, 2.0)):
-        inputs = problem(months=1, gpus=[gpu(price=price)], offers=[offer("cloud-g1", "g1", rate)],
+        inputs = problem(months=1, gpus=[gpu(price=price)],
+                         offers=[offer("cloud-g1", "g1", rate, gpus_per_instance=8)],
                          train=[train_job()])
         m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 8, 100.0)]}))
         assert res.objective == pytest.approx(min(8 * 100 * rate, 8 * price), rel=1e-6)
@@ -162,3 +164,13 @@ def test_highs_agrees_with_cbc():
     _, b = solve(inputs, c, "highs")
     assert a.status == b.status == "optimal"
     assert a.objective == pytest.approx(b.objective, rel=1e-5)
+
+
+def test_multi_gpu_training_cannot_rent_single_gpu_instances():
+    # Eight 1-GPU VMs are not an 8-GPU node: only the 8-GPU offer is eligible, dearer or not.
+    inputs = problem(months=1, gpus=[gpu(price=1e7)],
+                     offers=[offer("one-g1", "g1", 1.0), offer("eight-g1", "g1", 3.0, gpus_per_instance=8)],
+                     train=[train_job()])
+    m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 8, 100.0)]}))
+    assert res.objective == pytest.approx(8 * 100 * 3.0)
+    assert {k[2] for k in m.r} == {"eight-g1"}

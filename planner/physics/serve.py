@@ -464,8 +464,8 @@ def loaded_latency(
     """
     d = output - 1
     ctx = prompt + d / 2
-    s1 = prefill_compute_s(model, gpu, gpus, precision, prompt, calib)
     f = prefill_iter_s(model, gpu, gpus, precision, 0, prompt, calib)
+    s1 = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib) - f  # incl. TP all-reduces
     lam = rate
     big = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
     if lam * s1 >= 1:
