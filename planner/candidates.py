@@ -11,6 +11,7 @@ plus capped offers cheaper than it (a dearer offer never needs a variable).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from planner.catalog import GpuSpec, Offer
@@ -176,6 +177,54 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
             if o.max_gpus is None:
                 break
     return dict(sorted(keep.items()))
+
+
+def serve_rental_pairs(
+    cands: list[ServeCandidate], offers: Iterable[Offer], spot_ok: bool
+) -> list[tuple[ServeCandidate, Offer]]:
+    """The (candidate, offer) pairs of one serving workload that can matter when renting.
+
+    Rented replicas are continuous, so renting is a linear choice of $ per req/s: on offer
+    ``o`` candidate ``r`` costs ``p_o m_r / mu_r`` per req/s-hour and uses ``m_r / mu_r`` of
+    the offer's cap. Hence (a pair left out is dominated: never in an optimal plan's need)
+
+    * per offer only the eligible candidate (``tp <= u_o``) with the most req/s per GPU;
+    * of the uncapped non-reserved offers only the cheapest pair;
+    * capped non-reserved offers only when cheaper per req/s than that pair;
+    * every reserved offer (paid through ``res``, not per hour).
+
+    >>> from types import SimpleNamespace as NS
+    >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
+    >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
+    ...                                    gpus_per_instance=u, max_gpus=cap)
+    >>> [(c.key, o.id) for c, o in serve_rental_pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8),
+    ...  o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)], False)]
+    [('g_tp1', 'c'), ('g_tp2', 'd'), ('g_tp2', 'b')]
+    """
+    best_per_offer: list[tuple[float, str, ServeCandidate, Offer]] = []
+    for o in offers:
+        if o.kind == "spot" and not spot_ok:
+            continue
+        best: ServeCandidate | None = None
+        for c in cands:
+            if c.gpu != o.gpu or c.tp > o.gpus_per_instance or c.rate_rps <= 0:
+                continue
+            if best is None or c.rate_rps * best.tp > best.rate_rps * c.tp:
+                best = c
+        if best is not None:
+            best_per_offer.append((o.usd_per_gpu_hour * best.tp / best.rate_rps, o.id, best, o))
+    best_per_offer.sort(key=lambda x: (x[0], x[1]))
+    cheapest_uncapped = next(
+        (x for x in best_per_offer if x[3].kind != "reserved" and x[3].max_gpus is None), None
+    )
+    out = []
+    for x in best_per_offer:
+        o = x[3]
+        if o.kind == "reserved" or x is cheapest_uncapped:
+            out.append((x[2], o))
+        elif o.max_gpus is not None and (cheapest_uncapped is None or x[0] < cheapest_uncapped[0]):
+            out.append((x[2], o))
+    return out
 
 
 def rental_gpus(k: int, offer: Offer) -> int:

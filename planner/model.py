@@ -28,8 +28,8 @@ Variables
 ``z[j,c,t,s]``    wall hours of job j on owned GPUs in month t, slice s
 ``r[j,c,o]``      wall hours of job j rented from offer o (spot hours progress 1/(1+overhead))
 ``n[k,r,t,s]``    integer replicas of workload k on owned GPUs
-``q[k,r,o,t,s]``  replicas rented from offer o; ``v[k,r,t,s] = sum_o q`` is integer (demand is
-                  flat within a slice, so each of its hours needs whole replicas)
+``q[k,r,o,t,s]``  replicas rented from offer o, continuous: the average over the slice's hours
+                  of hourly rentals, with at least one whole replica always up (``serve_floor``)
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
 
 Objective (``total_cost``)
@@ -53,7 +53,7 @@ Constraints (label used for the constraint names)
 ``train_slot_<j>_<c>_<t>_<s>``  z <= w_s a[j,c,t];  ``train_use_<j>_<c>_<t>``: a <= y
 ``train_gpus_<j>_<c>_<t>``      k_c a[j,c,t] <= own[g_c,t]
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) >= D[k,t,s]
-``rent_whole_<k>_<r>_<t>_<s>``  sum_o q[k,r,o,t,s] = v[k,r,t,s] (integer)
+``serve_floor_<k>_<t>_<s>``     sum_r (n + sum_o q) >= 1: a live service keeps a replica up
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
@@ -62,19 +62,51 @@ Constraints (label used for the constraint names)
 ``power_cap_<t>``               sum_g own[g,t] P^max_g PUE / 1000 <= cap kW
 ``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them
                                 (renting consumer cards from a provider is allowed)
+
+Size reductions (the optimum is unchanged; see also :mod:`planner.candidates`)
+------------------------------------------------------------------------------
+Variables that no optimal plan needs are not created, and implied bounds are stated:
+
+* ``q`` exists only for (candidate, offer) pairs that are not dominated
+  (:func:`planner.candidates.serve_rental_pairs`): per offer the candidate with the most
+  req/s per GPU; of the uncapped non-reserved offers only the cheapest $ per req/s; capped
+  offers only when cheaper than that; every reserved offer.
+* ``r`` exists only for the cheapest offer per training candidate and kind
+  (:func:`train_offers`): nothing but price and kind tells training offers apart.
+* ``n``, ``a`` and ``z`` exist only on GPU types that can be owned at all (not a GeForce card
+  without ``consumer_gpus_allowed``, one node within the capex budget and the power cap).
+* bounds: ``buy[g,t] <= min(capex / (n_g K_g), cap kW / (n_g P^max_g PUE / 1000))`` nodes,
+  ``n[k,r,t,s] <= max(1, ceil(D_kts / mu_r))``, ``q[k,r,o,t,s] <= max(1, D_kts / mu_r)``.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import pulp
 
-from planner.candidates import Candidates, ServeCandidate, TrainCandidate, rental_gpus
+from planner.candidates import (
+    Candidates,
+    ServeCandidate,
+    TrainCandidate,
+    rental_gpus,
+    serve_rental_pairs,
+)
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
 from planner.problem import Inputs
+
+LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+
+
+@functools.lru_cache(maxsize=65536)
+def _part(p: str) -> str:
+    return _NON_ALNUM.sub("_", p).strip("_")
 
 
 def nid(*parts: object) -> str:
@@ -82,8 +114,12 @@ def nid(*parts: object) -> str:
 
     >>> nid("buy", "h100-sxm", "2027-01")
     'buy_h100_sxm_2027_01'
+    >>> nid("-a-", "", "b..c", "_")
+    'a_b_c'
     """
-    return re.sub(r"[^A-Za-z0-9]+", "_", "_".join(str(p) for p in parts)).strip("_")
+    # Sanitizing each part and joining with "_" is the same as sanitizing the joined string
+    # (runs of other characters across a boundary collapse to one "_"); parts repeat, so cache.
+    return "_".join(s for s in (_part(str(p)) for p in parts) if s)
 
 
 def power_coefficients(gpu: GpuSpec, e: float) -> tuple[float, float]:
@@ -100,6 +136,11 @@ def power_coefficients(gpu: GpuSpec, e: float) -> tuple[float, float]:
     per_month = round(HOURS_PER_MONTH * idle * e, 9)
     per_busy_hour = round((gpu.tdp_w.value - gpu.idle_w.value) * e, 9)
     return per_month, per_busy_hour
+
+
+def node_kw(gpu: GpuSpec, pue: float) -> float:
+    """kW one purchasable node draws at the meter (``n_g P^max_g PUE / 1000``)."""
+    return gpu.node_gpus * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * pue / 1000
 
 
 @dataclass
@@ -120,12 +161,29 @@ class PlannerModel:
     res: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
     cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)
     busy: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
+    ownable: dict[str, bool] = field(default_factory=dict)  # GPU type -> can any be bought
+    _serve_index: dict[tuple[str, str], ServeCandidate] = field(default_factory=dict, repr=False)
+    _train_index: dict[tuple[str, str], TrainCandidate] = field(default_factory=dict, repr=False)
 
     def train_cand(self, job: str, key: str) -> TrainCandidate:
-        return next(c for c in self.cands.train[job] if c.key == key)
+        if not self._train_index:
+            self._train_index = {(j, c.key): c for j, cl in self.cands.train.items() for c in cl}
+        return self._train_index[(job, key)]
 
     def serve_cand(self, w: str, key: str) -> ServeCandidate:
-        return next(c for c in self.cands.serve[w] if c.key == key)
+        if not self._serve_index:
+            self._serve_index = {(k, c.key): c for k, cl in self.cands.serve.items() for c in cl}
+        return self._serve_index[(w, key)]
+
+    def var(self, name: str, low: float | None = 0, up: float | None = None,
+            cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+        return self.prob.add_variable(name, low, up, cat)
+
+    def add(self, terms, sense: int, rhs: float, name: str) -> None:
+        """Add ``sum terms  sense  rhs``; ``terms`` is a list of (variable, coefficient) with
+        no variable repeated, or a dict."""
+        e = pulp.LpAffineExpression(terms)
+        self.prob.addConstraint(pulp.LpConstraint(e, sense, name, rhs), name)
 
 
 def _spot_overhead(inputs: Inputs, job: str) -> tuple[float, float, bool]:
@@ -139,22 +197,31 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[Offer]:
     A multi-GPU job needs its GPUs inside instances linked like the physics assumes: an
     instance of at least ``min(k, 8)`` GPUs (NVLink/PCIe inside one server; between 8-GPU
     instances the cluster network). Forty-eight 1-GPU VMs are not a 48-GPU training node.
+
+    Of the eligible offers only the cheapest per kind (on-demand, spot) is returned: training
+    rentals have no availability cap in the model, and an offer of the same kind differs only
+    in its price per wall hour ``p_o ceil(k/u_o) u_o``, so a dearer one is never chosen.
     """
     ovh, share, allowed = _spot_overhead(m.inputs, c.job)
-    return [
-        o
-        for o in m.cands.offers.values()
-        if o.gpu == c.gpu
-        and o.kind != "reserved"
-        and o.gpus_per_instance >= min(c.gpus, 8)
-        and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
-        and (o.kind != "spot" or (allowed and share > 0))
-    ]
+    best: dict[str, tuple[float, str, Offer]] = {}
+    for o in m.cands.offers.values():
+        if (
+            o.gpu == c.gpu
+            and o.kind != "reserved"
+            and o.gpus_per_instance >= min(c.gpus, 8)
+            and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
+            and (o.kind != "spot" or (allowed and share > 0))
+        ):
+            key = (o.usd_per_gpu_hour * rental_gpus(c.gpus, o), o.id, o)
+            if o.kind not in best or key[:2] < best[o.kind][:2]:
+                best[o.kind] = key
+    return [v[2] for _, v in sorted(best.items())]
 
 
 def serve_offers(m: PlannerModel, c: ServeCandidate) -> list[Offer]:
     """Offers a serving candidate may rent: a tensor-parallel replica needs its ``tp`` GPUs
-    in one instance; spot only where the problem allows it for serving."""
+    in one instance; spot only where the problem allows it for serving. (The model creates
+    ``q`` only for the non-dominated pairs of :func:`planner.candidates.serve_rental_pairs`.)"""
     spot_ok = m.inputs.problem.offers.spot_for_serving
     return [
         o
@@ -163,136 +230,146 @@ def serve_offers(m: PlannerModel, c: ServeCandidate) -> list[Offer]:
     ]
 
 
+def _ownable(m: PlannerModel) -> dict[str, int | None]:
+    """Most nodes of each GPU type any feasible plan can buy (None = no bound); 0 means the
+    type can never be owned (licence, one node over the capex budget or the power cap)."""
+    p = m.inputs.problem
+    site, b = p.site, p.budget
+    money = b.capex_usd if b.total_usd is None else min(b.capex_usd, b.total_usd)
+    out: dict[str, int | None] = {}
+    for g, gpu in m.inputs.gpus.items():
+        bound: float = math.inf
+        if gpu.consumer and not site.consumer_gpus_allowed:
+            bound = 0
+        node_cost = gpu.node_gpus * gpu.unit_capex_usd
+        if node_cost > 0:
+            bound = min(bound, math.floor(money / node_cost * (1 + 1e-9)))
+        kw = node_kw(gpu, site.pue)
+        if site.power_cap_kw is not None and kw > 0:
+            bound = min(bound, math.floor(site.power_cap_kw / kw * (1 + 1e-9)))
+        out[g] = None if math.isinf(bound) else int(bound)
+    return out
+
+
 def add_purchase_variables(m: PlannerModel) -> None:
     T = len(m.cands.months)
+    bounds = _ownable(m)
     for g, gpu in m.inputs.gpus.items():
-        running = pulp.LpAffineExpression()
+        up = bounds[g]
+        m.ownable[g] = up is None or up > 0
+        terms: list[tuple[pulp.LpVariable, int]] = []
         for t in range(T):
-            v = pulp.LpVariable(nid("buy", g, m.cands.months[t]), lowBound=0, cat="Integer")
+            v = m.var(nid("buy", g, m.cands.months[t]), 0, up, pulp.LpInteger)
             m.buy[(g, t)] = v
-            running = running + gpu.node_gpus * v
-            m.own[(g, t)] = running
+            terms.append((v, gpu.node_gpus))
+            m.own[(g, t)] = pulp.LpAffineExpression(terms)
+
+
+def _minus_own(m: PlannerModel, g: str, t: int) -> list[tuple[pulp.LpVariable, float]]:
+    return [(v, -coef) for v, coef in m.own[(g, t)].items()]
 
 
 def add_training_constraints(m: PlannerModel) -> None:
     """train_assign, train_progress, train_window, train_spot_share, train_slot, train_use, train_gpus."""
-    p = m.prob
     slices = m.cands.slices
+    months = m.cands.months
     for job, cands in m.cands.train.items():
         ovh, share, _ = _spot_overhead(m.inputs, job)
         if not cands:
             continue
         ys = []
         for c in cands:
-            y = pulp.LpVariable(nid("y", job, c.key), cat="Binary")
+            y = m.var(nid("y", job, c.key), 0, 1, pulp.LpInteger)
             m.y[(job, c.key)] = y
-            ys.append(y)
+            ys.append((y, 1))
             owned_hours = []
-            for t in m.cands.window[job]:
-                a = pulp.LpVariable(nid("a", job, c.key, m.cands.months[t]), cat="Binary")
-                m.a[(job, c.key, t)] = a
-                p += a <= y, nid("train_use", job, c.key, m.cands.months[t])
-                p += (
-                    c.gpus * a <= m.own[(c.gpu, t)],
-                    nid("train_gpus", job, c.key, m.cands.months[t]),
-                )
-                for s, sl in enumerate(slices):
-                    z = pulp.LpVariable(
-                        nid("z", job, c.key, m.cands.months[t], sl.name), lowBound=0
-                    )
-                    m.z[(job, c.key, t, s)] = z
-                    owned_hours.append(z)
-                    p += (
-                        z <= sl.hours_per_month * a,
-                        nid("train_slot", job, c.key, m.cands.months[t], sl.name),
-                    )
+            if m.ownable[c.gpu]:
+                for t in m.cands.window[job]:
+                    a = m.var(nid("a", job, c.key, months[t]), 0, 1, pulp.LpInteger)
+                    m.a[(job, c.key, t)] = a
+                    m.add([(a, 1), (y, -1)], LE, 0, nid("train_use", job, c.key, months[t]))
+                    m.add([(a, c.gpus), *_minus_own(m, c.gpu, t)], LE, 0,
+                          nid("train_gpus", job, c.key, months[t]))
+                    for s, sl in enumerate(slices):
+                        z = m.var(nid("z", job, c.key, months[t], sl.name), 0, sl.hours_per_month)
+                        m.z[(job, c.key, t, s)] = z
+                        owned_hours.append(z)
+                        m.add([(z, 1), (a, -sl.hours_per_month)], LE, 0,
+                              nid("train_slot", job, c.key, months[t], sl.name))
             rented, progress, spot_progress = [], [], []
             for o in train_offers(m, c):
-                r = pulp.LpVariable(nid("r", job, c.key, o.id), lowBound=0)
+                r = m.var(nid("r", job, c.key, o.id), 0)
                 m.r[(job, c.key, o.id)] = r
-                rented.append(r)
+                rented.append((r, 1.0))
                 if o.kind == "spot":
                     progress.append((r, 1.0 / (1.0 + ovh)))
                     spot_progress.append((r, 1.0 / (1.0 + ovh)))
                 else:
                     progress.append((r, 1.0))
-            p += (
-                pulp.lpSum(owned_hours) + pulp.LpAffineExpression(progress) == c.wall_hours * y,
-                nid("train_progress", job, c.key),
-            )
-            p += (
-                pulp.lpSum(owned_hours) + pulp.lpSum(rented)
-                <= m.cands.window_hours[job] * y,
-                nid("train_window", job, c.key),
-            )
+            owned = [(z, 1.0) for z in owned_hours]
+            m.add([*owned, *progress, (y, -c.wall_hours)], EQ, 0, nid("train_progress", job, c.key))
+            m.add([*owned, *rented, (y, -m.cands.window_hours[job])], LE, 0,
+                  nid("train_window", job, c.key))
             if spot_progress:
-                p += (
-                    pulp.LpAffineExpression(spot_progress) <= share * c.wall_hours * y,
-                    nid("train_spot_share", job, c.key),
-                )
-        p += pulp.lpSum(ys) == 1, nid("train_assign", job)
+                m.add([*spot_progress, (y, -share * c.wall_hours)], LE, 0,
+                      nid("train_spot_share", job, c.key))
+        m.add(ys, EQ, 1, nid("train_assign", job))
 
 
 def add_serving_constraints(m: PlannerModel) -> None:
-    """serve_demand per workload, month and slice."""
-    p = m.prob
+    """serve_demand and serve_floor per workload, month and slice.
+
+    Rented replicas are continuous (an average of hourly rentals over the slice's hours; real
+    demand varies inside a slice). Integer rentals were tried: CBC and HiGHS stalled at a
+    3-6 % gap on the reference case (a rounding gap in each of ~130 month-slices). The floor
+    of one replica keeps small services honest.
+    """
     slices = m.cands.slices
+    months = m.cands.months
+    spot_ok = m.inputs.problem.offers.spot_for_serving
     for w, cands in m.cands.serve.items():
+        owned = [c for c in cands if m.ownable[c.gpu]]
+        pairs = serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)
         for t in m.cands.active[w]:
             for s, sl in enumerate(slices):
+                d = m.cands.demand[(w, t, s)]
                 terms = []
-                for c in cands:
-                    n = pulp.LpVariable(
-                        nid("n", w, c.key, m.cands.months[t], sl.name), lowBound=0, cat="Integer"
-                    )
+                for c in owned:
+                    up = max(1, math.ceil(max(d, 0.0) / c.rate_rps * (1 + 1e-9)))
+                    n = m.var(nid("n", w, c.key, months[t], sl.name), 0, up, pulp.LpInteger)
                     m.n[(w, c.key, t, s)] = n
                     terms.append((n, c.rate_rps))
-                    rented = []
-                    for o in serve_offers(m, c):
-                        q = pulp.LpVariable(
-                            nid("q", w, c.key, o.id, m.cands.months[t], sl.name), lowBound=0
-                        )
-                        m.q[(w, c.key, o.id, t, s)] = q
-                        terms.append((q, c.rate_rps))
-                        rented.append(q)
-                    if rented:
-                        # Demand is flat within a slice, so every hour of it needs the same
-                        # whole number of rented replicas: their total is an integer.
-                        v = pulp.LpVariable(
-                            nid("v", w, c.key, m.cands.months[t], sl.name), lowBound=0, cat="Integer"
-                        )
-                        p += (
-                            pulp.lpSum(rented) == v,
-                            nid("rent_whole", w, c.key, m.cands.months[t], sl.name),
-                        )
-                p += (
-                    pulp.LpAffineExpression(terms) >= m.cands.demand[(w, t, s)],
-                    nid("serve_demand", w, m.cands.months[t], sl.name),
-                )
+                for c, o in pairs:
+                    q = m.var(nid("q", w, c.key, o.id, months[t], sl.name), 0,
+                              max(max(d, 0.0) / c.rate_rps, 1.0) * (1 + 1e-9))
+                    m.q[(w, c.key, o.id, t, s)] = q
+                    terms.append((q, c.rate_rps))
+                m.add(terms, GE, d, nid("serve_demand", w, months[t], sl.name))
+                # A live service keeps at least one whole replica up in every slice: rentals
+                # are an hourly average (continuous), but 0.1 of a GPU is not a service.
+                m.add([(v, 1.0) for v, _ in terms], GE, 1.0, nid("serve_floor", w, months[t], sl.name))
 
 
 def add_capacity_constraints(m: PlannerModel) -> None:
     """capacity per GPU type, month and slice; also builds busy GPU-hours per (g, t)."""
     T = len(m.cands.months)
     slices = m.cands.slices
-    use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = {}
+    use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
     for (w, key, t, s), n in m.n.items():
         c = m.serve_cand(w, key)
-        use.setdefault((c.gpu, t, s), []).append((n, float(c.tp)))
+        use[(c.gpu, t, s)].append((n, float(c.tp)))
     for (job, key, t, s), z in m.z.items():
         c = m.train_cand(job, key)
-        use.setdefault((c.gpu, t, s), []).append((z, c.gpus / slices[s].hours_per_month))
+        use[(c.gpu, t, s)].append((z, c.gpus / slices[s].hours_per_month))
     for g in m.inputs.gpus:
         for t in range(T):
             busy = []
             for s, sl in enumerate(slices):
-                terms = use.get((g, t, s), [])
+                terms = use.get((g, t, s))
                 if terms:
-                    m.prob += (
-                        pulp.LpAffineExpression(terms) <= m.own[(g, t)],
-                        nid("capacity", g, m.cands.months[t], sl.name),
-                    )
-                busy.extend((v, coef * sl.hours_per_month) for v, coef in terms)
+                    m.add([*terms, *_minus_own(m, g, t)], LE, 0,
+                          nid("capacity", g, m.cands.months[t], sl.name))
+                    busy.extend((v, coef * sl.hours_per_month) for v, coef in terms)
             m.busy[(g, t)] = pulp.LpAffineExpression(busy)
 
 
@@ -300,44 +377,37 @@ def add_rental_constraints(m: PlannerModel) -> None:
     """reserved_cap and availability per offer, month and slice (serving rentals)."""
     T = len(m.cands.months)
     slices = m.cands.slices
-    use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = {}
+    use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
     for (w, key, oid, t, s), q in m.q.items():
-        use.setdefault((oid, t, s), []).append((q, float(m.serve_cand(w, key).tp)))
+        use[(oid, t, s)].append((q, float(m.serve_cand(w, key).tp)))
     for oid, o in m.cands.offers.items():
         if o.kind == "reserved":
             L = o.term_months or 1
             for t0 in range(T - L + 1):
-                m.res[(oid, t0)] = pulp.LpVariable(
-                    nid("res", oid, m.cands.months[t0]), lowBound=0, cat="Integer"
-                )
+                m.res[(oid, t0)] = m.var(nid("res", oid, m.cands.months[t0]), 0, None, pulp.LpInteger)
         for t in range(T):
             for s, sl in enumerate(slices):
                 terms = use.get((oid, t, s))
                 if not terms:
                     continue
-                lhs = pulp.LpAffineExpression(terms)
                 if o.kind == "reserved":
                     L = o.term_months or 1
                     active = [
-                        m.res[(oid, t0)] for t0 in range(max(0, t - L + 1), t + 1) if (oid, t0) in m.res
+                        (m.res[(oid, t0)], -o.gpus_per_instance)
+                        for t0 in range(max(0, t - L + 1), t + 1)
+                        if (oid, t0) in m.res
                     ]
-                    m.prob += (
-                        lhs <= o.gpus_per_instance * pulp.lpSum(active),
-                        nid("reserved_cap", oid, m.cands.months[t], sl.name),
-                    )
+                    m.add([*terms, *active], LE, 0, nid("reserved_cap", oid, m.cands.months[t], sl.name))
                 if o.max_gpus is not None:
-                    m.prob += (
-                        lhs <= o.max_gpus,
-                        nid("availability", oid, m.cands.months[t], sl.name),
-                    )
+                    m.add(terms, LE, o.max_gpus, nid("availability", oid, m.cands.months[t], sl.name))
 
 
 def add_budget_constraints(m: PlannerModel) -> None:
     """budget_capex and (optional) budget_total."""
     b = m.inputs.problem.budget
-    m.prob += m.cost_terms["capex"] <= b.capex_usd, "budget_capex"
+    m.add(m.cost_terms["capex"], LE, b.capex_usd, "budget_capex")
     if b.total_usd is not None:
-        m.prob += pulp.lpSum(m.cost_terms.values()) <= b.total_usd, "budget_total"
+        m.add(_total(m), LE, b.total_usd, "budget_total")
 
 
 def add_site_constraints(m: PlannerModel) -> None:
@@ -345,23 +415,15 @@ def add_site_constraints(m: PlannerModel) -> None:
     site = m.inputs.problem.site
     T = len(m.cands.months)
     if site.power_cap_kw is not None:
+        kw: list[tuple[pulp.LpVariable, float]] = []
         for t in range(T):
-            kw = pulp.LpAffineExpression(
-                [
-                    (v, gpu.node_gpus * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000)
-                    for g, gpu in m.inputs.gpus.items()
-                    for (gg, tau), v in m.buy.items()
-                    if gg == g and tau <= t
-                ]
-            )
-            m.prob += kw <= site.power_cap_kw, nid("power_cap", m.cands.months[t])
+            # buy[g, tau] for tau <= t: the terms of month t-1 plus the purchases of month t
+            kw.extend((m.buy[(g, t)], node_kw(gpu, site.pue)) for g, gpu in m.inputs.gpus.items())
+            m.add(kw, LE, site.power_cap_kw, nid("power_cap", m.cands.months[t]))
     if not site.consumer_gpus_allowed:
         for g, gpu in m.inputs.gpus.items():
             if gpu.consumer:
-                m.prob += (
-                    pulp.lpSum(m.buy[(g, t)] for t in range(T)) == 0,
-                    nid("licence", g),
-                )
+                m.add([(m.buy[(g, t)], 1) for t in range(T)], EQ, 0, nid("licence", g))
 
 
 def build_cost_terms(m: PlannerModel) -> None:
@@ -369,17 +431,20 @@ def build_cost_terms(m: PlannerModel) -> None:
     e = site.power_usd_per_kwh * site.pue / 1000.0
     T = len(m.cands.months)
     slices = m.cands.slices
-    capex, power, hosting = [], [], []
-    for (g, t), v in m.buy.items():
-        gpu = m.inputs.gpus[g]
-        capex.append((v, gpu.node_gpus * gpu.unit_capex_usd))
+    capex: dict[pulp.LpVariable, float] = {}
+    power: dict[pulp.LpVariable, float] = defaultdict(float)
+    hosting: dict[pulp.LpVariable, float] = {}
     for g, gpu in m.inputs.gpus.items():
         per_month, per_busy = power_coefficients(gpu, e)
         for t in range(T):
-            power.append((m.own[(g, t)], per_month))
-            power.append((m.busy[(g, t)], per_busy))
-            hosting.append((m.own[(g, t)], site.hosting_usd_per_gpu_month))
-    rental = []
+            v = m.buy[(g, t)]
+            capex[v] = gpu.node_gpus * gpu.unit_capex_usd
+            # own[g, tau] for tau >= t counts this purchase: T - t months of idle power and hosting
+            power[v] += per_month * gpu.node_gpus * (T - t)
+            hosting[v] = site.hosting_usd_per_gpu_month * gpu.node_gpus * (T - t)
+            for x, coef in m.busy[(g, t)].items():
+                power[x] += per_busy * coef
+    rental: list[tuple[pulp.LpVariable, float]] = []
     for (job, key, oid), r in m.r.items():
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
@@ -393,19 +458,20 @@ def build_cost_terms(m: PlannerModel) -> None:
         o = m.cands.offers[oid]
         L = o.term_months or 1
         rental.append((v, o.usd_per_gpu_hour * o.gpus_per_instance * L * HOURS_PER_MONTH))
-
-    def expr(pairs: list) -> pulp.LpAffineExpression:
-        out = pulp.LpAffineExpression()
-        for x, coef in pairs:
-            out.addInPlace(x * coef if isinstance(x, pulp.LpAffineExpression) else pulp.LpAffineExpression([(x, coef)]))
-        return out
-
     m.cost_terms = {
         "capex": pulp.LpAffineExpression(capex),
-        "power": expr(power),
-        "hosting": expr(hosting),
+        "power": pulp.LpAffineExpression(power),
+        "hosting": pulp.LpAffineExpression(hosting),
         "rental": pulp.LpAffineExpression(rental),
     }
+
+
+def _total(m: PlannerModel) -> dict[pulp.LpVariable, float]:
+    total: dict[pulp.LpVariable, float] = defaultdict(float)
+    for e in m.cost_terms.values():
+        for v, coef in e.items():
+            total[v] += coef
+    return total
 
 
 def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
@@ -418,7 +484,7 @@ def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
     add_capacity_constraints(m)
     add_rental_constraints(m)
     build_cost_terms(m)
-    m.prob += pulp.lpSum(m.cost_terms.values()), "total_cost"
+    m.prob += pulp.LpAffineExpression(_total(m)), "total_cost"
     add_budget_constraints(m)
     add_site_constraints(m)
     return m

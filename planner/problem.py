@@ -26,7 +26,15 @@ from planner.catalog import (
     load_offers,
 )
 from planner.errors import InputError
-from planner.yamlio import YamlDoc, did_you_mean, load_yaml, parse_yaml_text, validate
+from planner.yamlio import (
+    LocatedError,
+    YamlDoc,
+    did_you_mean,
+    format_loc,
+    load_yaml,
+    parse_yaml_text,
+    validate,
+)
 
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
@@ -149,7 +157,10 @@ class Window(Strict):
     @model_validator(mode="after")
     def _order(self) -> Window:
         if month_index(self.start, self.deadline) < 0:
-            raise ValueError(f"deadline {self.deadline} is before start {self.start}")
+            raise LocatedError(
+                [(("deadline",), f"deadline {self.deadline} is before start {self.start}; "
+                  "the deadline must be the same month as the start or later")]
+            )
         return self
 
 
@@ -231,30 +242,42 @@ class Problem(Strict):
 
     @model_validator(mode="after")
     def _names_and_dates(self) -> Problem:
-        names = [w.name for w in self.workloads.train] + [w.name for w in self.workloads.serve]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"workload names must be unique; repeated: {sorted(dup)}")
+        errs: list[tuple[tuple, str]] = []
+        names = [("train", i, w.name) for i, w in enumerate(self.workloads.train)] + [
+            ("serve", i, w.name) for i, w in enumerate(self.workloads.serve)
+        ]
+        seen: dict[str, str] = {}
+        for kind, i, n in names:
+            if n in seen:
+                errs.append(((("workloads", kind, i, "name")),
+                             f"workload name {n!r} is already used by {seen[n]}; names must be unique"))
+            else:
+                seen[n] = f"workloads.{kind}[{i}]"
         if not names:
-            raise ValueError("no workloads: add workloads.train or workloads.serve entries")
+            errs.append((("workloads",), "no workloads: add workloads.train or workloads.serve entries"))
         end = self.horizon.months - 1
-        for j in self.workloads.train:
+        span = f"{self.horizon.start}..{month_label(self.horizon.start, end)}"
+        for i, j in enumerate(self.workloads.train):
             a = month_index(self.horizon.start, j.window.start)
             b = month_index(self.horizon.start, j.window.deadline)
-            if a < 0 or b > end:
-                raise ValueError(
-                    f"training job {j.name!r}: window {j.window.start}..{j.window.deadline} "
-                    f"is outside the horizon {self.horizon.start}..{month_label(self.horizon.start, end)}"
-                )
-        for s in self.workloads.serve:
+            if a < 0 or a > end:
+                errs.append(((("workloads", "train", i, "window", "start")),
+                             f"training job {j.name!r}: window start {j.window.start} is outside "
+                             f"the horizon {span} (horizon.start + horizon.months)"))
+            elif b > end:
+                errs.append(((("workloads", "train", i, "window", "deadline")),
+                             f"training job {j.name!r}: deadline {j.window.deadline} is after the "
+                             f"horizon's last month ({span}); extend horizon.months or move the deadline"))
+        for i, s in enumerate(self.workloads.serve):
             a = month_index(self.horizon.start, s.start)
             if a < 0 or a > end:
-                raise ValueError(
-                    f"serving workload {s.name!r}: start {s.start} is outside the horizon "
-                    f"{self.horizon.start}..{month_label(self.horizon.start, end)}"
-                )
+                errs.append(((("workloads", "serve", i, "start")),
+                             f"serving workload {s.name!r}: start {s.start} is outside the horizon {span}"))
             if s.end is not None and month_index(s.start, s.end) < 0:
-                raise ValueError(f"serving workload {s.name!r}: end {s.end} is before start {s.start}")
+                errs.append(((("workloads", "serve", i, "end")),
+                             f"serving workload {s.name!r}: end {s.end} is before start {s.start}"))
+        if errs:
+            raise LocatedError(errs)
         return self
 
     def month_labels(self) -> list[str]:
@@ -305,14 +328,12 @@ def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
     return gpu.model_copy(update=changes)
 
 
-def _find_offer_file(name: str, base: Path) -> Path:
+def _find_offer_file(name: str, base: Path) -> Path | None:
     p = Path(name)
     for cand in ([p] if p.is_absolute() else [base / p, CATALOG_DIR / p]):
         if cand.exists():
             return cand
-    raise InputError(
-        f"offers.files: offers file {name!r} not found (looked in {base} and {CATALOG_DIR})"
-    )
+    return None
 
 
 def resolve(
@@ -322,54 +343,58 @@ def resolve(
     gpu_catalog: dict[str, GpuSpec] | None = None,
     model_catalog: dict[str, ModelArch] | None = None,
 ) -> Inputs:
-    """Check ids against the catalogs, apply overrides, gather trusted offers."""
-    where = (lambda loc: f"{doc.path}:{doc.line_of(loc)}") if doc else (lambda loc: "problem")
+    """Check ids against the catalogs, apply overrides, gather trusted offers.
+
+    Every unknown id is reported (not just the first), each as
+    ``file:line: field.path: unknown gpu 'x'; did you mean 'y'?``.
+    """
+    errors: list[str] = []
+
+    def bad(loc: tuple, text: str) -> None:
+        where = doc.where(loc) if doc is not None else "problem"
+        errors.append(f"{where}: {format_loc(loc)}: {text}")
+
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
     models = model_catalog if model_catalog is not None else load_models()
     allowed = problem.gpus if problem.gpus is not None else list(all_gpus)
     for i, g in enumerate(allowed):
         if g not in all_gpus:
-            raise InputError(
-                f"{where(('gpus', i))}: gpus[{i}]: unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}"
-            )
+            bad(("gpus", i), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
     if not allowed:
-        raise InputError(f"{where(('gpus',))}: gpus: the list is empty; name at least one GPU type")
-    gpus = {g: all_gpus[g] for g in allowed}
+        bad(("gpus",), "the list is empty; name at least one GPU type (or omit gpus to allow every catalog GPU)")
+    gpus = {g: all_gpus[g] for g in allowed if g in all_gpus}
     for g, ov in problem.overrides.gpus.items():
         if g not in all_gpus:
-            raise InputError(
-                f"{where(('overrides', 'gpus', g))}: overrides.gpus: unknown gpu {g!r}; "
-                + did_you_mean(g, all_gpus.keys())
-            )
-        if g in gpus:
+            bad(("overrides", "gpus", g), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
+        elif g in gpus:
             gpus[g] = _override_gpu(gpus[g], ov)
     for kind in ("train", "serve"):
         for i, w in enumerate(getattr(problem.workloads, kind)):
             if w.model not in models:
-                raise InputError(
-                    f"{where(('workloads', kind, i, 'model'))}: workloads.{kind}[{i}].model: "
-                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}"
-                )
+                bad(("workloads", kind, i, "model"),
+                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}")
     base = base_dir or Path.cwd()
     offers: dict[str, Offer] = {}
     files = []
-    for name in problem.offers.files:
+    for i, name in enumerate(problem.offers.files):
         path = _find_offer_file(name, base)
+        if path is None:
+            bad(("offers", "files", i),
+                f"offers file {name!r} not found (looked in {base} and {CATALOG_DIR})")
+            continue
         files.append(str(path))
         for oid, o in load_offers(path, all_gpus).items():
             offers[oid] = o
-    for o in problem.offers.extra:
+    for i, o in enumerate(problem.offers.extra):
         if o.gpu not in all_gpus:
-            raise InputError(
-                f"offers.extra: offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}"
-            )
+            bad(("offers", "extra", i, "gpu"),
+                f"offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}")
+            continue
         offers[o.id] = o
     for oid, ov in problem.overrides.offers.items():
         if oid not in offers:
-            raise InputError(
-                f"{where(('overrides', 'offers', oid))}: overrides.offers: unknown offer {oid!r}; "
-                + did_you_mean(oid, offers.keys())
-            )
+            bad(("overrides", "offers", oid), f"unknown offer {oid!r}; {did_you_mean(oid, offers.keys())}")
+            continue
         upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
         offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})
     providers = problem.offers.providers
@@ -377,10 +402,10 @@ def resolve(
         known = {o.provider for o in offers.values()}
         for i, p in enumerate(providers):
             if p not in known:
-                raise InputError(
-                    f"{where(('offers', 'providers', i))}: offers.providers[{i}]: unknown provider "
-                    f"{p!r}; {did_you_mean(p, known)}"
-                )
+                bad(("offers", "providers", i), f"unknown provider {p!r}; {did_you_mean(p, known)}")
+    if errors:
+        head = "invalid problem file: " if doc is not None else "invalid problem: "
+        raise InputError(head + (errors[0] if len(errors) == 1 else "\n  " + "\n  ".join(errors)))
     trusted = {
         oid: o
         for oid, o in offers.items()
@@ -395,8 +420,6 @@ def load_problem(path: str | Path) -> Inputs:
     """Load, validate and resolve a problem file. Every bad input is an InputError."""
     p = Path(path)
     doc = load_yaml(p)
-    if not isinstance(doc.data, dict):
-        raise InputError(f"{p}: expected a mapping of keys (name, horizon, ...), got {type(doc.data).__name__}")
     problem = validate(Problem, doc, "problem file")
     inputs = resolve(problem, doc, base_dir=p.resolve().parent)
     digest = hashlib.sha256(p.read_bytes()).hexdigest()

@@ -2,13 +2,17 @@
 
 Every input file goes through :func:`load_yaml` (``yaml.safe_load`` semantics, plus a map
 from field path to line number) and :func:`validate`, which turns a pydantic
-``ValidationError`` into an :class:`~planner.errors.InputError` a user can act on.
+``ValidationError`` into an :class:`~planner.errors.InputError` a user can act on: one line
+per problem, ``file:line: field.path: what is wrong (got value)``, with the allowed keys for
+an unknown key and the closest known ids for an unknown id.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +36,19 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+class LocatedError(ValueError):
+    """A ValueError raised inside a pydantic validator that knows which field it is about.
+
+    ``items`` are ``(loc, message)`` pairs; each ``loc`` is relative to the model whose
+    validator raised (pydantic reports the model's own location). :func:`validation_message`
+    turns each item into its own ``file:line: field: message`` line.
+    """
+
+    def __init__(self, items: list[tuple[Loc, str]]) -> None:
+        super().__init__("; ".join(msg for _, msg in items))
+        self.items = items
+
+
 class YamlDoc:
     """Parsed YAML data plus the line (1-based) of every mapping key and list item."""
 
@@ -47,35 +64,59 @@ class YamlDoc:
             if loc in self.lines:
                 return self.lines[loc]
             loc = loc[:-1]
-        return None
+        return self.lines.get(())
+
+    def where(self, loc: Loc = ()) -> str:
+        """``file:line`` of ``loc`` (or just ``file`` when the line is unknown)."""
+        line = self.line_of(loc)
+        return f"{self.path}:{line}" if line else f"{self.path}"
 
 
-def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> None:
+def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path) -> None:
     out.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value
-            out[loc + (key,)] = key_node.start_mark.line + 1
-            _index_lines(value_node, loc + (key,), out)
+            line = key_node.start_mark.line + 1
+            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
+                if key in seen:
+                    raise InputError(
+                        f"{path}:{line}: {format_loc(loc + (key,))}: key {key!r} appears twice "
+                        f"(first at line {seen[key]}); YAML would silently keep only the last one"
+                    )
+                seen[key] = line
+            out[loc + (key,)] = line
+            _index_lines(value_node, loc + (key,), out, path)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             out[loc + (i,)] = item.start_mark.line + 1
-            _index_lines(item, loc + (i,), out)
+            _index_lines(item, loc + (i,), out, path)
 
 
 def parse_yaml_text(text: str, path: Path) -> YamlDoc:
-    """Parse YAML text; syntax errors become an InputError with the line and column."""
+    """Parse YAML text safely (no Python tags); errors become an InputError with the line."""
+    loader = _Loader(text)
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-        node = yaml.compose(text, Loader=_Loader)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"{where}: YAML syntax error: {problem}") from None
+        context = getattr(exc, "context", None)
+        if isinstance(exc, yaml.constructor.ConstructorError) and "tag" in str(problem):
+            raise InputError(
+                f"{where}: YAML error: {problem}; only plain YAML data (mappings, lists, "
+                "strings, numbers, booleans) is allowed, not language-specific tags like !!python/..."
+            ) from None
+        detail = f"{problem} ({context})" if context else problem
+        raise InputError(f"{where}: YAML syntax error: {detail}") from None
+    finally:
+        loader.dispose()
     lines: dict[Loc, int] = {}
     if node is not None:
-        _index_lines(node, (), lines)
+        _index_lines(node, (), lines, path)
     return YamlDoc(data, lines, path)
 
 
@@ -88,8 +129,10 @@ def load_yaml(path: str | Path) -> YamlDoc:
         raise InputError(f"{p}: is a directory, expected a YAML file")
     try:
         text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
     return parse_yaml_text(text, p)
 
 
@@ -105,6 +148,10 @@ def format_loc(loc: Loc) -> str:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return ".nan"
+    if isinstance(value, float) and math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -119,43 +166,185 @@ def _value_at(data: Any, loc: Loc) -> tuple[bool, Any]:
     return True, cur
 
 
-def validation_message(exc: ValidationError, doc: YamlDoc, what: str = "") -> str:
-    """One line per pydantic error: ``file:line: field.path: message (got value)``."""
-    lines = []
-    for err in exc.errors():
-        # pydantic puts the union-member / validator tag in loc; keep only real keys.
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        found, value = _value_at(doc.data, loc)
-        line = doc.line_of(loc)
-        where = f"{doc.path}:{line}" if line else f"{doc.path}"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+def _is_tag(part: str | int) -> bool:
+    """Parts pydantic adds to a loc that are not keys: union members and validator tags."""
+    if not isinstance(part, str):
+        return False
+    return (
+        part.startswith("function-")
+        or "[" in part
+        or part in {"str", "int", "float", "bool", "none", "list", "dict", "is-instance", "lax-or-strict"}
+    )
+
+
+def _clean_loc(data: Any, loc: Loc) -> Loc:
+    """Drop the tags pydantic puts in a loc (``function-after[...]``, ``float``, ``list[str]``)."""
+    out: list[str | int] = []
+    cur, found = data, True
+    for part in loc:
+        if found:
+            try:
+                cur = cur[part]
+                out.append(part)
+                continue
+            except (KeyError, IndexError, TypeError):
+                found = False
+        if not _is_tag(part):
+            out.append(part)
+    return tuple(out)
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The members of an Optional/Union annotation (or ``[tp]``)."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return [a for a in typing.get_args(tp) if a is not type(None)]
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    return [tp]
+
+
+def _model_at(model: type[BaseModel] | None, loc: Loc) -> type[BaseModel] | None:
+    """The pydantic model class that validates the mapping at ``loc`` (None if unknown)."""
+    if model is None:
+        return None
+    current: list[Any] = [model]
+    for part in loc:
+        nxt: list[Any] = []
+        for tp in current:
+            for t in _unwrap(tp):
+                origin = typing.get_origin(t)
+                if isinstance(t, type) and issubclass(t, BaseModel) and isinstance(part, str):
+                    for name, f in t.model_fields.items():
+                        if part in (name, f.alias):
+                            nxt.append(f.annotation)
+                elif origin in (list, tuple, set) and isinstance(part, int):
+                    nxt.extend(typing.get_args(t)[:1])
+                elif origin is dict:
+                    args = typing.get_args(t)
+                    if len(args) == 2:
+                        nxt.append(args[1])
+        current = nxt
+        if not current:
+            return None
+    for tp in current:
+        for t in _unwrap(tp):
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                return t
+    return None
+
+
+def allowed_keys(model: type[BaseModel]) -> list[str]:
+    """The keys a mapping validated by ``model`` may have (aliases where set)."""
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _required_keys(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items() if f.is_required()]
+
+
+def _friendly(err: dict[str, Any], loc: Loc, model: type[BaseModel] | None) -> str:
+    kind = err["type"]
+    msg = err["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        key = str(loc[-1]) if loc else "?"
+        parent = _model_at(model, loc[:-1])
+        if parent is None:
             allowed = err.get("ctx", {}).get("allowed")
-            msg = f"unknown key {loc[-1]!r}" + (f"; allowed keys: {allowed}" if allowed else "")
-        got = f" (got {_short(value)})" if found and err["type"] != "extra_forbidden" else ""
-        lines.append(f"{where}: {format_loc(loc)}: {msg}{got}")
+            return f"unknown key {key!r}" + (f"; allowed keys: {allowed}" if allowed else "")
+        keys = allowed_keys(parent)
+        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown key {key!r}{hint} (allowed keys: {', '.join(keys)})"
+    if kind == "missing":
+        return f"missing required key {str(loc[-1]) if loc else '?'!r}"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        sub = _model_at(model, loc)
+        if sub is not None:
+            return f"expected a mapping with keys {', '.join(allowed_keys(sub))}"
+        return "expected a mapping (key: value pairs)"
+    if kind == "finite_number":
+        return "must be a finite number (.nan and .inf are not allowed)"
+    if kind == "list_type":
+        return "expected a list (e.g. [a, b] or lines starting with '- ')"
+    return msg
+
+
+def validation_message(
+    exc: ValidationError, doc: YamlDoc, what: str = "", model: type[BaseModel] | None = None
+) -> str:
+    """One line per pydantic error: ``file:line: field.path: message (got value)``.
+
+    Errors on the members of one union at one field are merged into one line.
+    """
+    merged: dict[Loc, list[tuple[str, str]]] = {}
+    for err in exc.errors():
+        ctx_err = err.get("ctx", {}).get("error")
+        base = _clean_loc(doc.data, tuple(err["loc"]))
+        if isinstance(ctx_err, LocatedError):
+            for sub, msg in ctx_err.items:
+                merged.setdefault(base + tuple(sub), []).append(("value_error", msg))
+            continue
+        merged.setdefault(base, []).append((err["type"], _friendly(err, base, model)))
+    lines = []
+    for loc, items in merged.items():
+        kinds = {k for k, _ in items}
+        msgs = list(dict.fromkeys(m for _, m in items))
+        if len(msgs) > 1 and any(m.startswith("Input should be") for m in msgs):
+            msgs = ["expected " + " or ".join(m.removeprefix("Input should be ") for m in msgs)]
+        msg = "; ".join(msgs)
+        found, value = _value_at(doc.data, loc)
+        show = found and not kinds & {"extra_forbidden", "missing"}
+        if show and isinstance(value, dict | list) and len(repr(value)) > 80:
+            show = False
+        if show and (repr(value) in msg or (isinstance(value, str) and value in msg)):
+            show = False  # the message already quotes the value
+        got = f" (got {_short(value)})" if show else ""
+        lines.append(f"{doc.where(loc)}: {format_loc(loc)}: {msg}{got}")
     head = f"invalid {what}: " if what else ""
-    return head + ("\n  ".join(lines) if len(lines) == 1 else "\n  " + "\n  ".join(lines))
+    return head + (lines[0] if len(lines) == 1 else "\n  " + "\n  ".join(lines))
+
+
+def require_mapping(doc: YamlDoc, what: str, model: type[BaseModel] | None = None) -> None:
+    """The top level of an input file must be a mapping; say so clearly if it is not."""
+    keys = f" ({', '.join(_required_keys(model))}, ...)" if model is not None else ""
+    if doc.data is None:
+        raise InputError(f"{doc.path}: the {what or 'file'} is empty; expected a mapping of keys{keys}")
+    if not isinstance(doc.data, dict):
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(doc.data), type(doc.data).__name__
+        )
+        raise InputError(
+            f"{doc.where()}: the {what or 'file'} must be a mapping of keys{keys}, but its top level is {kind}"
+        )
 
 
 def validate(model: type[M], doc: YamlDoc, what: str = "") -> M:
     """Validate ``doc.data`` against ``model``; errors become one InputError with every problem."""
+    require_mapping(doc, what, model)
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        raise InputError(validation_message(exc, doc, what)) from None
+        raise InputError(validation_message(exc, doc, what, model)) from None
 
 
-def did_you_mean(name: str, known: list[str] | set[str]) -> str:
+def did_you_mean(name: str, known: Any) -> str:
     """Suggestion text for an unknown id.
 
     >>> did_you_mean("h100-sxn", ["h100-sxm", "a100-sxm-80gb"])
     "did you mean 'h100-sxm'?"
+    >>> did_you_mean("x", [])
+    'none are defined'
     """
-    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    known = sorted(str(k) for k in known)
+    if not known:
+        return "none are defined"
+    close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.6)
     if close:
         return "did you mean " + " or ".join(repr(c) for c in close) + "?"
-    return "known: " + ", ".join(sorted(known))
+    if len(known) > 30:
+        return f"known ({len(known)}): " + ", ".join(known[:30]) + ", ..."
+    return "known: " + ", ".join(known)
 
 
 def finite(value: float, name: str = "value") -> float:

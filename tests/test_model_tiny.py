@@ -27,8 +27,8 @@ def solve(inputs, cands, solver="cbc"):
 def test_buy_or_rent_constant_demand(price, rate, months, demand):
     """Constant demand D (utilization 1): buy b GPUs at month 0 and rent the rest.
 
-    Rented replicas are whole in every hour, so
-    cost(b) = b * price + ceil(max(0, D - b)) * rate * H * months; the optimum is min over b.
+    Rented replicas are an hourly average, with at least one replica up: R = max(D, 1) and
+    cost(b) = b * price + max(0, R - b) * rate * H * months; the optimum is min over b.
     """
     inputs = problem(
         months=months,
@@ -37,7 +37,7 @@ def test_buy_or_rent_constant_demand(price, rate, months, demand):
         serve=[serve_workload(rps=demand, util=1.0)],
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
-    expected = min(b * price + math.ceil(max(0.0, demand - b) - 1e-9) * rate * H * months for b in range(0, math.ceil(demand) + 1))
+    expected = min(b * price + max(0.0, max(demand, 1.0) - b) * rate * H * months for b in range(0, math.ceil(demand) + 1))
     assert res.status == "optimal"
     assert res.objective == pytest.approx(expected, rel=1e-6)
     plan = extract_plan(m, res)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 
@@ -105,9 +104,10 @@ def simulate(model, gpu, tp, precision, prompt, output, batch, rate, n_requests,
     """Continuous batching under Poisson arrivals, the scheduler the analytical model assumes.
 
     At each iteration boundary: if requests wait and slots are free, one prefill iteration admits
-    them all (first tokens); otherwise one decode step for every running request (step time from
-    the running count and their mean context); idle until the next arrival when empty.
-    Returns (p95 TTFT s, p95 TPOT s) over requests after a 10% warm-up.
+    them all (their first tokens); otherwise one decode step for every running request (step time
+    from the running count and their mean context); idle until the next arrival when empty.
+    Returns (p95 TTFT s, p95 TPOT s) over the requests after a 10% warm-up; TPOT per request is
+    (last token - first token) / (output - 1), as serving benchmarks report it.
     """
     rng = random.Random(seed)
     arrivals = []
@@ -116,30 +116,26 @@ def simulate(model, gpu, tp, precision, prompt, output, batch, rate, n_requests,
         t += rng.expovariate(rate)
         arrivals.append(t)
     d = output - 1
-    now = 0.0
-    nxt = 0
-    waiting: list[float] = []
-    running: list[list[float]] = []  # [arrival, first_token_time, tokens_done]
-    ttft: dict[int, float] = {}
-    tpot: dict[int, float] = {}
-    ids: dict[int, int] = {}
-    heapq.heapify(waiting)
-    while len(tpot) < n_requests:
+    now, nxt = 0.0, 0
+    waiting: list[int] = []
+    running: list[list] = []  # [request id, first-token time, tokens done]
+    ttft = [0.0] * n_requests
+    tpot = [0.0] * n_requests
+    done = 0
+    while done < n_requests:
         while nxt < n_requests and arrivals[nxt] <= now:
-            waiting.append(arrivals[nxt])
-            ids[len(ids)] = nxt
+            waiting.append(nxt)
             nxt += 1
         free = batch - len(running)
         if waiting and free > 0:
             admit, waiting = waiting[:free], waiting[free:]
             now += prefill_iter_s(model, gpu, tp, precision, len(admit), prompt, CAL)
-            for a in admit:
-                i = arrivals.index(a)
-                ttft[i] = now - a
+            for i in admit:
+                ttft[i] = now - arrivals[i]
                 if d == 0:
-                    tpot[i] = 0.0
+                    done += 1
                 else:
-                    running.append([a, now, 0.0, i])
+                    running.append([i, now, 0])
         elif running:
             ctx = prompt + sum(r[2] for r in running) / len(running)
             now += decode_step_s(model, gpu, tp, precision, len(running), ctx, CAL)
@@ -147,31 +143,23 @@ def simulate(model, gpu, tp, precision, prompt, output, batch, rate, n_requests,
             for r in running:
                 r[2] += 1
                 if r[2] >= d:
-                    tpot[r[3]] = (now - r[1]) / d
+                    tpot[r[0]] = (now - r[1]) / d
+                    done += 1
                 else:
                     still.append(r)
             running = still
         else:
             now = arrivals[nxt]
     warm = n_requests // 10
-    tt = sorted(ttft[i] for i in range(warm, n_requests))
-    tp_ = sorted(tpot[i] for i in range(warm, n_requests))
-    q = lambda xs: xs[int(0.95 * (len(xs) - 1))]  # noqa: E731
-    return q(tt), q(tp_)
+
+    def q95(xs):
+        xs = sorted(xs[warm:])
+        return xs[int(0.95 * (len(xs) - 1))]
+
+    return q95(ttft), q95(tpot)
 
 
-@pytest.mark.parametrize(
-    "model,gpu,tp,prec,prompt,output,load",
-    [
-        (L7, H100, 1, "fp16", 1024, 128, 0.5),
-        (L7, H100, 1, "fp16", 256, 256, 0.7),
-        (L7, RTX4090, 2, "fp16", 512, 128, 0.6),
-    ],
-)
-def test_analytical_p95_matches_simulation(model, gpu, tp, prec, prompt, output, load):
-    """Tolerance: p95 TTFT within 30%, p95 TPOT within 20% of a 3,000-request simulation."""
-    batch = min(max_batch(model, gpu, tp, prec, prompt, output, CAL), 256)
-    # the load is a fraction of the highest stable rate of the analytical model
+def max_stable_rate(model, gpu, tp, prec, prompt, output, batch):
     lo, hi = 1e-3, 1000.0
     for _ in range(40):
         mid = (lo + hi) / 2
@@ -179,11 +167,38 @@ def test_analytical_p95_matches_simulation(model, gpu, tp, prec, prompt, output,
             lo = mid
         else:
             hi = mid
-    rate = load * lo
+    return lo
+
+
+@pytest.mark.parametrize(
+    "model,gpu,tp,prec,prompt,output,load",
+    [
+        (L7, H100, 1, "fp16", 1024, 128, 0.5),
+        (L7, H100, 1, "fp16", 256, 256, 0.8),
+        (L7, RTX4090, 2, "fp16", 512, 128, 0.8),
+        (L70, H100, 4, "bf16", 2048, 256, 0.5),
+    ],
+)
+def test_analytical_p95_matches_simulation(model, gpu, tp, prec, prompt, output, load):
+    """At 50-80% of the model's highest stable rate, the analytical p95 TTFT is within 15% and
+    the p95 TPOT within 20% of a seeded 2,500-request simulation of the same scheduler.
+    (Measured while writing: within 5% / 12%; nearer saturation (90%) the model is optimistic by
+    up to ~20% for both on Llama-2-70B, reported to the lead.)"""
+    batch = min(max_batch(model, gpu, tp, prec, prompt, output, CAL), 256)
+    rate = load * max_stable_rate(model, gpu, tp, prec, prompt, output, batch)
     ana = loaded_latency(model, gpu, tp, prec, prompt, output, batch, rate, CAL)
-    sim_ttft, sim_tpot = simulate(model, gpu, tp, prec, prompt, output, batch, rate, 3000, 7)
-    print(f"\nrate {rate:.2f}/s: TTFT ana {ana.p95_ttft_s*1e3:.1f} sim {sim_ttft*1e3:.1f} ms; "
-          f"TPOT ana {ana.p95_tpot_s*1e3:.2f} sim {sim_tpot*1e3:.2f} ms")
-    assert ana.p95_ttft_s == pytest.approx(sim_ttft, rel=0.30)
-    assert ana.p95_tpot_s == pytest.approx(sim_tpot, rel=0.20)
+    sim_ttft, sim_tpot = simulate(model, gpu, tp, prec, prompt, output, batch, rate, 2500, 7)
+    print(f"\n{model.id} {gpu.id} tp{tp} {prompt}/{output} at {rate:.2f} req/s: p95 TTFT ana "
+          f"{ana.p95_ttft_s * 1e3:.1f} sim {sim_ttft * 1e3:.1f} ms; p95 TPOT ana "
+          f"{ana.p95_tpot_s * 1e3:.2f} sim {sim_tpot * 1e3:.2f} ms")
     assert math.isfinite(ana.p95_ttft_s)
+    assert ana.p95_ttft_s == pytest.approx(sim_ttft, rel=0.15)
+    assert ana.p95_tpot_s == pytest.approx(sim_tpot, rel=0.20)
+
+
+def test_capacity_rate_is_confirmed_by_simulation():
+    """At the rate replica_capacity reports, the simulated p95s stay near the SLO."""
+    r = replica_capacity(L7, H100, 1, "fp16", 1024, 128, 200, 25)
+    assert r.feasible
+    sim_ttft, sim_tpot = simulate(L7, H100, 1, "fp16", 1024, 128, r.batch, r.rate_rps, 2500, 3)
+    assert sim_ttft <= 200 * 1.15e-3 and sim_tpot <= 25 * 1.2e-3

@@ -26,7 +26,10 @@ import datetime as dt
 import io
 import json
 import math
+import os
 import re
+import stat
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +42,11 @@ from openpyxl.chart.label import DataLabelList
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.plan import Plan, atomic_write_bytes
+from planner.plan import Plan
 
 SHEETS = ("Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Fleet", "Assumptions", "Charts")
 
@@ -266,31 +270,42 @@ class _Assumptions:
         return None
 
 
+def _same(a: Any, b: Any) -> bool:
+    if _finite(a) and _finite(b):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
 def _build_assumptions(plan: Plan) -> _Assumptions:
+    """The plan's assumptions, then the plan's own metadata unless an assumption already says it."""
     a = _Assumptions()
     for x in plan.assumptions:
         a.add(_ARow(x.group, x.key, x.value, x.unit, x.source, x.as_of))
-    meta: list[tuple[str, Any, str]] = [
-        ("status", plan.status, ""),
-        ("solver", plan.solver, ""),
-        ("gap", _num(plan.gap) if plan.gap is not None else "n/a", ""),
-        ("solve_seconds", plan.solve_seconds, "s"),
-        ("objective_usd", _num(plan.objective_usd) if plan.objective_usd is not None else "n/a", "USD"),
-        ("planner_version", plan.planner_version, ""),
-        ("problem_name", plan.problem_name, ""),
-        ("problem_file", plan.problem_file, ""),
-        ("problem_sha256", plan.problem_sha256, ""),
-        ("horizon_start", plan.horizon_start, ""),
-        ("months", len(plan.months), "months"),
+    have = {(x.group, x.key): x.value for x in plan.assumptions}
+    meta: list[tuple[str, Any, str, tuple[str, str]]] = [
+        ("status", plan.status, "", ("solver", "status")),
+        ("solver", plan.solver, "", ("solver", "solver")),
+        ("gap", plan.gap if _finite(plan.gap) else "n/a", "", ("solver", "gap")),
+        ("solve_seconds", plan.solve_seconds, "s", ("solver", "solve_seconds")),
+        ("objective_usd", plan.objective_usd if _finite(plan.objective_usd) else "n/a", "USD",
+         ("solver", "objective_usd")),
+        ("planner_version", plan.planner_version, "", ("solver", "planner_version")),
+        ("problem_name", plan.problem_name, "", ("problem", "name")),
+        ("problem_file", plan.problem_file, "", ("problem", "file")),
+        ("problem_sha256", plan.problem_sha256, "", ("problem", "sha256")),
+        ("horizon_start", plan.horizon_start, "", ("problem", "horizon_start")),
+        ("months", len(plan.months), "months", ("problem", "months")),
     ]
     if plan.message:
-        meta.append(("message", plan.message, ""))
-    for key, value, unit in meta:
+        meta.append(("message", plan.message, "", ("solver", "message")))
+    for key, value, unit, alias in meta:
+        if alias in have and _same(have[alias], value):
+            continue
         a.add(_ARow("plan", key, value, unit, "plan (solver output)", note="meta"))
-    if a.find(None, ["hours_per_month"]) is None or not math.isclose(
-        float(a.rows[a.find(None, ["hours_per_month"])].value), plan.hours_per_month, rel_tol=1e-12
-    ):
-        a.add(_ARow("plan", "hours_per_month", plan.hours_per_month, "h/month", "plan.hours_per_month", note="derived"))
+    i = a.find(None, ["hours_per_month"])
+    if i is None or not _same(a.rows[i].value, plan.hours_per_month):
+        a.add(_ARow("plan", "hours_per_month", plan.hours_per_month, "h/month", "plan.hours_per_month",
+                    note="derived"))
     return a
 
 
@@ -351,7 +366,7 @@ def _lines(text: str, width: float) -> int:
     >>> _lines("a\\nb", 10)
     2
     """
-    per_line = max(1, int(width * 1.2) - 1)
+    per_line = max(1, int(width * 1.3) - 1)
     return sum(max(1, math.ceil(len(part) / per_line)) for part in text.split("\n"))
 
 
@@ -420,10 +435,8 @@ class _Writer:
             self.ws[name] = self.wb.create_sheet(name)
         self.gpus = self._gpu_ids()
         self.n_months = len(plan.months)
-        self.H = self.a.ref(
-            "plan", ["hours_per_month"], fallback=plan.hours_per_month, unit="h/month",
-            source="plan.hours_per_month", groups=None,
-        )
+        h = [i for i, r in enumerate(self.a.rows) if r.key == "hours_per_month" and _same(r.value, plan.hours_per_month)]
+        self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
         self.p_last = self.r_last = self.f_last = FIRST_ROW
         self.cf_total_row = 0
@@ -660,7 +673,8 @@ class _Writer:
             _Col("Model", _fit(10, [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped], 24),
                  wrap=True),
             _Col("GPUs", 12, NUM0),
-            _Col("Configuration", _fit(22, [_config(w.config) for w in plan.workloads], 34), wrap=True),
+            _Col("Configuration", _fit(22, [ln for w in plan.workloads for ln in _config(w.config).split("\n")], 50),
+                 wrap=True),
             _Col("GPU types", _fit(12, [", ".join(w.gpu) for w in plan.workloads], 22), wrap=True),
             _Col("Meets targets", 9),
             _Col("Cost USD", 14, USD),
@@ -903,8 +917,11 @@ class _Writer:
         for j, hname in enumerate(rent_hdr, start=1):
             _put(ws, r, j, hname, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
         offers: dict[str, str] = {}
+        spent: dict[str, float] = {}
         for x in plan.rentals:
             offers.setdefault(x.offer, f"{x.provider}, {x.gpu}, {x.kind.replace('_', '-')}")
+            spent[x.offer] = spent.get(x.offer, 0.0) + (x.usd if _finite(x.usd) else 0.0)
+        offers = dict(sorted(offers.items(), key=lambda kv: -spent[kv[0]]))  # biggest spend first
         if not offers:
             r += 1
             _put(ws, r, 1, "Nothing: no rentals in this plan", border=_BORDER)
@@ -1021,8 +1038,8 @@ class _Writer:
         ws.column_dimensions[get_column_letter(hc)].width = 10
         for j in range(1, len(fcols)):
             ws.column_dimensions[get_column_letter(hc + j)].width = 10
-        _print_setup(ws, None, None)
-        ws.page_setup.fitToHeight = 1
+        ws.row_breaks.append(Break(id=top - 2))  # the charts on page 1, their data after
+        _print_setup(ws, f"{top}:{top}", None)
         ws.sheet_view.showGridLines = False
 
     def build(self) -> Workbook:
@@ -1062,13 +1079,45 @@ def _style_chart(ch: BarChart, numfmt: str, colors: Sequence[str]) -> None:
         series.graphicalProperties.line.solidFill = color
 
 
+def _fmt(v: Any) -> str:
+    """A configuration value, short: floats to 4 significant digits, nested values inline.
+
+    >>> _fmt(0.47440559), _fmt(115942.41), _fmt({"tp": 1, "recompute": False}), _fmt([1, 2.5])
+    ('0.4744', '115,942', 'tp=1, recompute=false', '1; 2.5')
+    """
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "; ".join(_fmt(x) for x in v)
+    return str(v)
+
+
 def _config(cfg: dict[str, Any]) -> str:
-    """A configuration dict as ``k=v`` text.
+    """A configuration dict as text: scalars on the first line, nested values below.
 
     >>> _config({"tp": 4, "batch": 32})
     'tp=4, batch=32'
+    >>> print(_config({"precision": "fp8", "replicas": [{"gpu": "h100", "n": 2}], "layout": {"tp": 2}}))
+    precision=fp8
+    replicas:
+      gpu=h100, n=2
+    layout: tp=2
     """
-    return ", ".join(f"{k}={v}" for k, v in cfg.items())
+    scalars = [f"{k}={_fmt(v)}" for k, v in cfg.items() if not isinstance(v, (dict, list, tuple))]
+    lines = [", ".join(scalars)] if scalars else []
+    for k, v in cfg.items():
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, dict) for x in v):
+            lines.append(f"{k}:")
+            lines += [f"  {_fmt(x)}" for x in v]
+        elif isinstance(v, (dict, list, tuple)):
+            lines.append(f"{k}: {_fmt(v)}")
+    return "\n".join(lines)
 
 
 def build_workbook(plan: Plan) -> Workbook:
@@ -1076,9 +1125,45 @@ def build_workbook(plan: Plan) -> Workbook:
     return _Writer(plan).build()
 
 
+def _file_mode(path: Path) -> int:
+    """The mode a new file at ``path`` gets: the old file's, else 0o666 less the umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux: read it without changing it (os.umask is process-wide, racy in threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_workbook(plan: Plan, path: str | Path) -> None:
-    """Write the report for ``plan`` to ``path`` atomically (a temp file beside it, then rename)."""
+    """Write the report for ``plan`` to ``path`` atomically.
+
+    The whole workbook is built in memory first; then it goes to a temporary file beside
+    ``path`` that is renamed over it, so a failure at any point leaves the old file intact.
+    The file gets ordinary permissions (not the 0600 of a bare temporary file).
+    """
     wb = build_workbook(plan)
     buf = io.BytesIO()
     wb.save(buf)
-    atomic_write_bytes(path, buf.getvalue())
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fchmod(fh.fileno(), _file_mode(p))
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

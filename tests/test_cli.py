@@ -1,0 +1,80 @@
+"""The CLI end to end: solve writes Excel and JSON; bad input exits 2; infeasible exits 3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from openpyxl import load_workbook
+
+from planner.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_solve_writes_workbook_and_json(tmp_path):
+    out = tmp_path / "plan.xlsx"
+    js = tmp_path / "plan.json"
+    r = CliRunner().invoke(cli, ["solve", str(ROOT / "problems/2m_budget.yaml"), "-o", str(out), "--json", str(js)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(js.read_text())
+    assert data["status"] in ("optimal", "feasible")
+    for key in ("objective_usd", "gap", "solve_seconds"):
+        assert key in data
+    assert set(data["totals"]) >= {"capex_usd", "power_usd", "hosting_usd", "rental_usd", "total_usd"}
+    for p in data["purchases"]:
+        assert set(p) >= {"gpu", "month", "count", "unit_usd", "total_usd"}
+    for r_ in data["rentals"]:
+        assert set(r_) >= {"provider", "gpu", "month", "gpu_hours", "usd"}
+    for w in data["workloads"]:
+        assert set(w) >= {"name", "kind", "gpu", "gpus", "cost_usd", "meets_target", "predicted", "target"}
+        assert set(w["predicted"]) == set(w["target"])
+        assert all(w["predicted"][k] <= w["target"][k] + 1e-6 for k in w["target"])
+    wb = load_workbook(out)
+    assert {"Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Assumptions"} <= set(wb.sheetnames)
+
+
+def test_json_to_stdout(tmp_path):
+    r = CliRunner().invoke(
+        cli, ["solve", str(ROOT / "problems/finetune_lab.yaml"), "--no-excel", "--json", "-"]
+    )
+    assert r.exit_code == 0, r.output
+    start = r.stdout.index("{")
+    assert json.loads(r.stdout[start:])["status"] in ("optimal", "feasible")
+
+
+def test_solve_with_highs(tmp_path):
+    r = CliRunner().invoke(
+        cli, ["solve", str(ROOT / "problems/finetune_lab.yaml"), "--solver", "highs", "--no-excel",
+              "--json", str(tmp_path / "h.json")]
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "h.json").read_text())["solver"] == "highs"
+
+
+def test_bad_input_exit_2_and_no_output(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "problems/2m_budget.yaml").read_text().replace("h100-sxm,", "h100-sxn,"))
+    out = tmp_path / "out.xlsx"
+    r = CliRunner().invoke(cli, ["solve", str(bad), "-o", str(out)])
+    assert r.exit_code == 2
+    assert "h100-sxn" in r.output and "did you mean 'h100-sxm'" in r.output
+    assert "Traceback" not in r.output
+    assert not out.exists()
+
+
+def test_missing_file_exit_2(tmp_path):
+    r = CliRunner().invoke(cli, ["solve", str(tmp_path / "nope.yaml")])
+    assert r.exit_code == 2
+    assert "not found" in r.output
+
+
+def test_infeasible_exit_3(tmp_path):
+    text = (ROOT / "problems/2m_budget.yaml").read_text()
+    text = text.replace("deadline: 2027-04", "deadline: 2027-01").replace("tokens: 2e12", "tokens: 2e14")
+    p = tmp_path / "inf.yaml"
+    p.write_text(text)
+    r = CliRunner().invoke(cli, ["solve", str(p), "--no-excel"])
+    assert r.exit_code == 3, r.output
+    assert "foundation-13b" in r.output
