@@ -179,51 +179,67 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
     return dict(sorted(keep.items()))
 
 
-def serve_rental_pairs(
+def serve_rental_offers(
     cands: list[ServeCandidate], offers: Iterable[Offer], spot_ok: bool
-) -> list[tuple[ServeCandidate, Offer]]:
-    """The (candidate, offer) pairs of one serving workload that can matter when renting.
+) -> dict[str, list[Offer]]:
+    """Candidate key -> the offers its rented replicas ``q`` can need (dominated ones left out).
 
-    Rented replicas are continuous, so renting is a linear choice of $ per req/s: on offer
-    ``o`` candidate ``r`` costs ``p_o m_r / mu_r`` per req/s-hour and uses ``m_r / mu_r`` of
-    the offer's cap. Hence (a pair left out is dominated: never in an optimal plan's need)
-
-    * per offer only the eligible candidate (``tp <= u_o``) with the most req/s per GPU;
-    * of the uncapped non-reserved offers only the cheapest pair;
-    * capped non-reserved offers only when cheaper per req/s than that pair;
-    * every reserved offer (paid through ``res``, not per hour).
+    A candidate's replica is the same on every eligible offer (same GPU, ``tp <= u_o``), so
+    offers differ only in price, cap and kind: keep the cheapest uncapped non-reserved offer,
+    capped offers cheaper than it and every reserved offer. Then a candidate left with just
+    one uncapped offer is dropped when another candidate's cheapest uncapped replica serves
+    at least as many req/s at no higher price per replica-hour (``p_o m_r``): any plan renting
+    the first can rent as many of the second instead, whole replicas for whole replicas.
 
     >>> from types import SimpleNamespace as NS
     >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
     >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
     ...                                    gpus_per_instance=u, max_gpus=cap)
-    >>> [(c.key, o.id) for c, o in serve_rental_pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8),
-    ...  o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)], False)]
-    [('g_tp1', 'c'), ('g_tp2', 'd'), ('g_tp2', 'b')]
+    >>> got = serve_rental_offers([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4)], False)
+    >>> {k: [x.id for x in v] for k, v in got.items()}
+    {'g_tp1': ['a', 'c'], 'g_tp2': ['b']}
+    >>> c3 = NS(gpu="g", tp=1, rate_rps=0.5, key="g_tp1_slow")
+    >>> sorted(serve_rental_offers([c1, c3], [o("a", 1.0)], False))
+    ['g_tp1']
     """
-    best_per_offer: list[tuple[float, str, ServeCandidate, Offer]] = []
-    for o in offers:
-        if o.kind == "spot" and not spot_ok:
+    offers = [o for o in offers if o.kind != "spot" or spot_ok]
+    out: dict[str, list[Offer]] = {}
+    lone: dict[str, tuple[float, float]] = {}  # key -> (price per replica-hour, req/s)
+    for c in cands:
+        eligible = [o for o in offers if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
+        plain = sorted(
+            (o for o in eligible if o.kind != "reserved"), key=lambda o: (o.usd_per_gpu_hour, o.id)
+        )
+        uncapped = next((o for o in plain if o.max_gpus is None), None)
+        keep = [
+            o
+            for o in plain
+            if o is uncapped
+            or (o.max_gpus is not None
+                and (uncapped is None or o.usd_per_gpu_hour < uncapped.usd_per_gpu_hour))
+        ]
+        keep += sorted((o for o in eligible if o.kind == "reserved"), key=lambda o: o.id)
+        if not keep:
             continue
-        best: ServeCandidate | None = None
-        for c in cands:
-            if c.gpu != o.gpu or c.tp > o.gpus_per_instance or c.rate_rps <= 0:
+        out[c.key] = keep
+        if keep == [uncapped] and c.rate_rps > 0:
+            lone[c.key] = (uncapped.usd_per_gpu_hour * c.tp, c.rate_rps)
+    best: dict[str, tuple[float, float]] = {}  # key -> (price, rate) of its cheapest uncapped
+    for c in cands:
+        kept = out.get(c.key, [])
+        unc = [o for o in kept if o.kind != "reserved" and o.max_gpus is None]
+        if unc and c.rate_rps > 0:
+            best[c.key] = (unc[0].usd_per_gpu_hour * c.tp, c.rate_rps)
+    order = {c.key: i for i, c in enumerate(cands)}
+    for key, (price, rate) in lone.items():
+        for other, (p2, r2) in best.items():
+            if other == key or other not in out:
                 continue
-            if best is None or c.rate_rps * best.tp > best.rate_rps * c.tp:
-                best = c
-        if best is not None:
-            best_per_offer.append((o.usd_per_gpu_hour * best.tp / best.rate_rps, o.id, best, o))
-    best_per_offer.sort(key=lambda x: (x[0], x[1]))
-    cheapest_uncapped = next(
-        (x for x in best_per_offer if x[3].kind != "reserved" and x[3].max_gpus is None), None
-    )
-    out = []
-    for x in best_per_offer:
-        o = x[3]
-        if o.kind == "reserved" or x is cheapest_uncapped:
-            out.append((x[2], o))
-        elif o.max_gpus is not None and (cheapest_uncapped is None or x[0] < cheapest_uncapped[0]):
-            out.append((x[2], o))
+            better = p2 < price or r2 > rate
+            tie = p2 == price and r2 == rate and order[other] < order[key]
+            if p2 <= price and r2 >= rate and (better or tie):
+                del out[key]
+                break
     return out
 
 

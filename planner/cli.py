@@ -5,6 +5,7 @@ Exit codes: 0 solved, 1 unexpected failure, 2 bad input, 3 infeasible.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,8 +30,20 @@ class PlannerGroup(click.Group):
                 err_console.print(f"  - {line}", highlight=False, markup=False)
             sys.exit(exc.exit_code)
         except PlannerError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            err_console.print("[red]error:[/red] ", end="")
+            err_console.print(str(exc), highlight=False, markup=False)
             sys.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
+            if os.environ.get("PLANNER_DEBUG"):
+                raise
+            err_console.print(
+                f"[red]internal error:[/red] {type(exc).__name__}: {exc}\n"
+                "  (a bug in the planner; rerun with PLANNER_DEBUG=1 for the traceback and report it)",
+                highlight=False,
+            )
+            sys.exit(1)
 
 
 @click.group(cls=PlannerGroup)

@@ -1,78 +1,332 @@
-"""Why is a problem infeasible? Re-solve with one limit relaxed at a time.
+"""Why is a problem infeasible? Re-solve with limits relaxed, and look at each workload.
 
-Each probe removes one family of limits (capex budget, total budget, power cap) and asks
-for the smallest value of that limit that would admit a plan.
+:func:`diagnose_infeasible` returns plain-language lines:
+
+1. With every limit removed (capex budget, total budget, power cap) is there a plan? If not,
+   the cause is structural: each workload is tried alone and, for one that cannot be placed,
+   every GPU that could run it is listed with why it can be neither bought (licence:
+   GeForce cards without ``site.consumer_gpus_allowed``) nor rented (no trusted offer for
+   it, offers filtered out by ``offers.providers``/``offers.marketplaces``, instances too
+   small for the tensor-parallel group or the training job, availability caps, reserved
+   terms longer than the horizon, spot not allowed).
+2. Otherwise each limit is probed on its own: the limit is removed (the others kept) and the
+   smallest value of that limit that admits a plan is found by minimizing it (capex spend,
+   total cost, peak kW of the owned fleet). A limit below that value is reported with the
+   smallest value that would do.
+3. If no single limit is to blame, the limits act together; the lines say what each needs on
+   its own and that relaxing any of them helps.
+
+Relaxed problems are built from modified inputs (not by deleting constraints from a built
+model) so that bounds the model derives from the limits are relaxed too. Candidates (the
+physics) are computed once.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+from collections.abc import Callable
+
 import pulp
 
-from planner.candidates import build_candidates
-from planner.model import build_model
-from planner.problem import Inputs
+from planner.candidates import Candidates, build_candidates, rental_gpus
+from planner.catalog import load_offers
+from planner.model import PlannerModel, build_model
+from planner.problem import Inputs, month_index
 from planner.solve import solve_model
 
+NO_LIMIT_USD = 1e15  # a budget that never binds (finite: the model divides by it)
+PROBE_TIME_LIMIT_S = 60.0
 
-def _min_of(inputs: Inputs, objective: str, drop: set[str], solver: str) -> float | None:
-    """Minimize one quantity with the constraints named in ``drop`` removed."""
-    cands = build_candidates(inputs)
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """Outcome of one re-solve: ``value`` is the minimum found (None: no plan)."""
+
+    value: float | None
+    exact: bool  # solved to optimality (else ``value`` is an upper bound or unknown)
+    status: str
+
+
+def relaxed(
+    inputs: Inputs,
+    capex: bool = False,
+    total: bool = False,
+    power: bool = False,
+    workloads: set[str] | None = None,
+) -> Inputs:
+    """``inputs`` with the named limits removed and (optionally) only some workloads kept."""
+    p = inputs.problem
+    budget = p.budget.model_copy(
+        update={
+            **({"capex_usd": NO_LIMIT_USD} if capex else {}),
+            **({"total_usd": None} if total else {}),
+        }
+    )
+    site = p.site.model_copy(update={"power_cap_kw": None} if power else {})
+    update: dict = {"budget": budget, "site": site}
+    if workloads is not None:
+        update["workloads"] = p.workloads.model_copy(
+            update={
+                "train": [j for j in p.workloads.train if j.name in workloads],
+                "serve": [w for w in p.workloads.serve if w.name in workloads],
+            }
+        )
+    return dataclasses.replace(inputs, problem=p.model_copy(update=update))
+
+
+def only_workloads(cands: Candidates, names: set[str]) -> Candidates:
+    c = copy.copy(cands)
+    c.train = {k: v for k, v in cands.train.items() if k in names}
+    c.serve = {k: v for k, v in cands.serve.items() if k in names}
+    c.window = {k: v for k, v in cands.window.items() if k in names}
+    c.window_hours = {k: v for k, v in cands.window_hours.items() if k in names}
+    c.active = {k: v for k, v in cands.active.items() if k in names}
+    c.demand = {k: v for k, v in cands.demand.items() if k[0] in names}
+    return c
+
+
+def _peak_kw_objective(m: PlannerModel) -> None:
+    site = m.inputs.problem.site
+    peak = pulp.LpVariable("diagnose_peak_kw", lowBound=0)
+    for t in range(len(m.cands.months)):
+        terms = []
+        for g, gpu in m.inputs.gpus.items():
+            kw = (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
+            terms.extend((v, coef * kw) for v, coef in m.own[(g, t)].items())
+        m.prob += pulp.LpAffineExpression(terms) - peak <= 0, f"diagnose_peak_kw_{t}"
+    m.prob.setObjective(pulp.LpAffineExpression([(peak, 1.0)]))
+
+
+def minimize(
+    inputs: Inputs,
+    cands: Candidates,
+    objective: str,
+    solver: str = "cbc",
+    time_limit: float | None = None,
+) -> Probe:
+    """Minimize ``capex`` | ``total`` | ``power_kw`` | ``none`` (feasibility) on ``inputs``."""
     m = build_model(inputs, cands)
-    for name in list(m.prob.constraints):
-        if name in drop or any(name.startswith(d + "_") for d in drop):
-            del m.prob.constraints[name]
     if objective == "capex":
         m.prob.setObjective(m.cost_terms["capex"])
     elif objective == "total":
-        m.prob.setObjective(pulp.lpSum(m.cost_terms.values()))
+        pass  # the model's own objective
     elif objective == "power_kw":
-        peak = pulp.LpVariable("peak_kw", lowBound=0)
-        site = inputs.problem.site
-        for t in range(len(cands.months)):
-            m.prob += peak >= pulp.lpSum(
-                m.own[(g, t)] * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
-                for g, gpu in inputs.gpus.items()
-            ), f"peak_kw_{t}"
-        m.prob.setObjective(pulp.LpAffineExpression([(peak, 1.0)]))
-    res = solve_model(m, solver=solver, time_limit=inputs.problem.solver.time_limit_s, gap=1e-6)
+        _peak_kw_objective(m)
+    elif objective == "none":
+        m.prob.setObjective(pulp.LpAffineExpression())
+    else:  # pragma: no cover - programming error
+        raise ValueError(objective)
+    limit = time_limit or min(inputs.problem.solver.time_limit_s, PROBE_TIME_LIMIT_S)
+    res = solve_model(m, solver=solver, time_limit=limit, gap=1e-6)
     if not res.has_solution:
-        return None
-    return float(res.objective or 0.0)
+        return Probe(None, res.status == "infeasible", res.status)
+    return Probe(float(res.objective or 0.0), res.status == "optimal", res.status)
 
 
-def diagnose_infeasible(inputs: Inputs, solver: str = "cbc") -> list[str]:
+# ------------------------------------------------------------------ structural explanations
+
+
+def _untrusted_offers(inputs: Inputs, gpu: str) -> list[str]:
+    """Offers for ``gpu`` in the problem's offers files that the problem does not trust."""
+    out = []
     p = inputs.problem
-    lines: list[str] = []
-    limits = {"budget_capex", "budget_total", "power_cap"}
-    probe = _min_of(inputs, "capex", limits, solver)
-    if probe is None:
-        lines.append(
-            "infeasible even with no capex budget, total budget or power cap: check the "
-            "licence rule (consumer_gpus_allowed), the allowed GPUs and rental offers"
+    for path in inputs.offer_files:
+        try:
+            offers = load_offers(path)
+        except Exception:  # noqa: BLE001 - only for a hint; the file loaded before
+            continue
+        for o in offers.values():
+            if o.gpu != gpu or o.id in inputs.offers:
+                continue
+            if o.marketplace and not p.offers.marketplaces:
+                out.append(f"{o.id} (marketplace; offers.marketplaces is false)")
+            elif p.offers.providers is not None and o.provider not in p.offers.providers:
+                out.append(f"{o.id} (provider {o.provider} not in offers.providers)")
+    return out
+
+
+def _buy_reason(inputs: Inputs, gpu_id: str) -> str | None:
+    """Why ``gpu_id`` cannot be bought at all (None: it can be, limits aside)."""
+    gpu = inputs.gpus[gpu_id]
+    if gpu.consumer and not inputs.problem.site.consumer_gpus_allowed:
+        return (
+            f"{gpu_id} is a GeForce (consumer) card: its licence forbids datacenter use, so it "
+            "cannot be bought (site.consumer_gpus_allowed: false)"
         )
+    return None
+
+
+def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Callable) -> str:
+    offers = [o for o in inputs.offers.values() if o.gpu == gpu_id]
+    hidden = _untrusted_offers(inputs, gpu_id)
+    if not offers:
+        text = f"no trusted rental offer rents {gpu_id}"
+        if hidden:
+            text += f" ({len(hidden)} filtered out: " + ", ".join(hidden[:3]) + (", ..." if len(hidden) > 3 else "") + ")"
+        return text
+    good = [o for o in offers if eligible(o)]
+    if good:
+        capped = [o for o in good if o.max_gpus is not None]
+        if len(capped) == len(good):
+            total = sum(o.max_gpus for o in capped)
+            return f"the offers that fit are capped at {total} GPUs in all ({', '.join(o.id for o in capped[:3])})"
+        return f"{len(good)} rental offer(s) fit"
+    reasons = sorted({why_not(o) for o in offers})
+    return f"none of the {len(offers)} trusted offers for {gpu_id} fits: " + "; ".join(reasons[:3])
+
+
+def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
+    """Why one workload, alone and without limits, has no plan."""
+    p = inputs.problem
+    T = p.horizon.months
+    if name in cands.serve:
+        w = next(x for x in p.workloads.serve if x.name == name)
+        parts = []
+        for g in sorted({c.gpu for c in cands.serve[name]}):
+            tps = sorted(c.tp for c in cands.serve[name] if c.gpu == g)
+
+            def eligible(o, tps=tps):
+                return (
+                    any(o.gpus_per_instance >= tp for tp in tps)
+                    and (o.kind != "spot" or p.offers.spot_for_serving)
+                    and (o.kind != "reserved" or (o.term_months or 1) <= T)
+                )
+
+            def why_not(o, tps=tps):
+                if o.kind == "spot" and not p.offers.spot_for_serving:
+                    return "spot offers are not used for serving (offers.spot_for_serving: false)"
+                if o.kind == "reserved" and (o.term_months or 1) > T:
+                    return f"reserved term {o.term_months} months is longer than the {T}-month horizon"
+                return (
+                    f"instances of {o.gpus_per_instance} GPUs are smaller than the {min(tps)}-GPU "
+                    "tensor-parallel replica"
+                )
+
+            buy = _buy_reason(inputs, g)
+            rent = _offer_summary(inputs, g, eligible, why_not)
+            tp_text = "/".join(f"tp{t}" for t in tps)
+            parts.append(f"{g} ({tp_text}) meets the SLO, but " + (buy + " and " if buy else "") + rent)
+        return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
+    j = next(x for x in p.workloads.train if x.name == name)
+    parts = []
+    for c in cands.train.get(name, []):
+
+        def eligible(o, c=c):
+            return (
+                o.kind != "reserved"
+                and o.gpus_per_instance >= min(c.gpus, 8)
+                and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
+                and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
+            )
+
+        def why_not(o, c=c):
+            if o.kind == "reserved":
+                return "reserved offers are not used for training"
+            if o.gpus_per_instance < min(c.gpus, 8):
+                return (
+                    f"instances of {o.gpus_per_instance} GPUs; a {c.gpus}-GPU job needs instances of "
+                    f"at least {min(c.gpus, 8)}"
+                )
+            if o.max_gpus is not None and rental_gpus(c.gpus, o) > o.max_gpus:
+                return f"at most {o.max_gpus} GPUs available, the job needs {rental_gpus(c.gpus, o)}"
+            return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
+
+        buy = _buy_reason(inputs, c.gpu)
+        rent = _offer_summary(inputs, c.gpu, eligible, why_not)
+        parts.append(
+            f"{c.gpu} x{c.gpus} ({c.wall_hours:,.0f} h) fits the window, but " + (buy + " and " if buy else "") + rent
+        )
+    a = month_index(p.horizon.start, j.window.start)
+    b = month_index(p.horizon.start, j.window.deadline)
+    return (
+        f"training job {j.name!r} ({j.window.start}..{j.window.deadline}, {(b - a + 1) * 730:,.0f} h) "
+        "cannot be placed: " + " | ".join(parts)
+    )
+
+
+# ------------------------------------------------------------------ the diagnosis
+
+
+def _fmt_usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def diagnose_infeasible(
+    inputs: Inputs,
+    solver: str = "cbc",
+    cands: Candidates | None = None,
+    time_limit: float | None = None,
+) -> list[str]:
+    """Lines saying why ``inputs`` has no plan and what would fix it."""
+    p = inputs.problem
+    cands = cands or build_candidates(inputs)
+    empty = [n for n, cl in {**cands.train, **cands.serve}.items() if not cl]
+    if empty:
+        lines = []
+        for n in empty:
+            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == n]
+            lines.append(f"workload {n!r}: no allowed GPU can run it ({'; '.join(reasons)})")
         return lines
-    min_capex = _min_of(inputs, "capex", {"budget_capex"}, solver)
-    if min_capex is None:
-        pass
-    elif min_capex > p.budget.capex_usd + 1e-6:
-        lines.append(
-            f"capex budget too small: budget.capex_usd = {p.budget.capex_usd:,.0f}; the smallest "
-            f"budget that admits a plan is {min_capex:,.0f} (short by {min_capex - p.budget.capex_usd:,.0f})"
-        )
-    if p.budget.total_usd is not None:
-        min_total = _min_of(inputs, "total", {"budget_total"}, solver)
-        if min_total is not None and min_total > p.budget.total_usd + 1e-6:
+
+    def probe(inp: Inputs, objective: str, c: Candidates = cands) -> Probe:
+        return minimize(inp, c, objective, solver, time_limit)
+
+    has = {
+        "capex": True,
+        "total": p.budget.total_usd is not None,
+        "power": p.site.power_cap_kw is not None,
+    }
+    free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
+    if free.value is None:
+        if not free.exact:
+            return [f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"]
+        lines = []
+        names = list(cands.train) + list(cands.serve)
+        for n in names:
+            alone = probe(relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n}))
+            if alone.value is None:
+                lines.append(explain_workload(inputs, cands, n))
+        if not lines:
             lines.append(
-                f"total budget too small: budget.total_usd = {p.budget.total_usd:,.0f}; the cheapest "
-                f"plan under the other limits costs {min_total:,.0f} (short by {min_total - p.budget.total_usd:,.0f})"
+                "each workload can be placed alone, but not all together: they compete for "
+                "capped rental offers (max_gpus) or reserved capacity; allow more GPU types or offers"
             )
-    if p.site.power_cap_kw is not None:
-        min_kw = _min_of(inputs, "power_kw", {"power_cap"}, solver)
-        if min_kw is not None and min_kw > p.site.power_cap_kw + 1e-6:
+        return lines
+
+    lines: list[str] = []
+    spec = {
+        "capex": ("capex", p.budget.capex_usd, "capex budget too small: budget.capex_usd", _fmt_usd),
+        "total": ("total", p.budget.total_usd, "total budget too small: budget.total_usd", _fmt_usd),
+        "power": ("power_kw", p.site.power_cap_kw, "power cap too low: site.power_cap_kw", lambda x: f"{x:,.1f} kW"),
+    }
+    alone_needs: dict[str, Probe] = {}
+    for key, (objective, limit, label, fmt) in spec.items():
+        if not has[key]:
+            continue
+        res = probe(relaxed(inputs, capex=key == "capex", total=key == "total", power=key == "power"), objective)
+        alone_needs[key] = res
+        if res.value is None:
+            continue
+        if res.value > (limit or 0) * (1 + 1e-9) + 1e-6:
+            bound = "" if res.exact else " at most"
             lines.append(
-                f"power cap too low: site.power_cap_kw = {p.site.power_cap_kw:,.1f}; the smallest cap "
-                f"that admits a plan is {min_kw:,.1f} kW"
+                f"{label} = {fmt(limit)}; the smallest that admits a plan is{bound} {fmt(res.value)} "
+                f"(short by {fmt(res.value - limit)})"
             )
-    if not lines:
-        lines.append("infeasible only when the limits act together (budget and power cap)")
-    return lines
+    if lines:
+        return lines
+    # No single limit is to blame: they act together.
+    parts = []
+    for key, (objective, limit, label, fmt) in spec.items():
+        if not has[key]:
+            continue
+        other = {k: k != key for k in ("capex", "total", "power")}
+        res = probe(relaxed(inputs, capex=other["capex"], total=other["total"], power=other["power"]), objective)
+        if res.value is not None:
+            parts.append(f"{label.split(':')[1].strip()} = {fmt(limit)} (needs {fmt(res.value)} if it were the only limit)")
+    return [
+        "infeasible only when the limits act together; raising any one of them may help: " + "; ".join(parts)
+        if parts
+        else "infeasible only when the limits act together (budgets and power cap)"
+    ]

@@ -308,9 +308,9 @@ def calibration_checks() -> list[Check]:
         Check("llamacpp_3090_llama2_7b_q4_0_tg#f16", S, "llama.cpp 7B F16 decode RTX 3090",
               "tok/s", 51.85, False, 0.25, _decode_tps("llama-2-7b", "rtx-3090", "fp16")),
         Check("llamacpp_a100_llama2_7b_q4_0_tg", S, "llama.cpp 7B Q4_0 decode A100-80GB", "tok/s",
-              136.24, False, 0.80, _decode_tps("llama-2-7b", "a100-sxm-80gb", "int4")),
+              136.24, False, 1.00, _decode_tps("llama-2-7b", "a100-sxm-80gb", "int4")),
         Check("llamacpp_a100_llama2_7b_q4_0_tg#f16", S, "llama.cpp 7B F16 decode A100-80GB",
-              "tok/s", 73.83, False, 0.80, _decode_tps("llama-2-7b", "a100-sxm-80gb", "fp16")),
+              "tok/s", 73.83, False, 1.00, _decode_tps("llama-2-7b", "a100-sxm-80gb", "fp16")),
         Check("llamacpp_4090_llama3_8b_q4km_tg512", S, "llama.cpp Llama3-8B Q4_K_M tg512 4090",
               "tok/s", 130.58, False, 0.25, _decode_tps("llama-3-8b", "rtx-4090", "int4")),
         Check("llamacpp_4090_llama2_7b_q4_0_pp", S, "llama.cpp 7B Q4_0 prompt 512 RTX 4090",
@@ -340,6 +340,19 @@ def median_abs_error(rows: list[Row], kind: str, tuned: bool | None = None) -> f
     return statistics.median(errs) if errs else 0.0
 
 
+def _num(v: float) -> str:
+    """``10643 -> '10,643'``, ``0.6118 -> '0.612'``.
+
+    >>> _num(10643.2), _num(36.0), _num(0.61184)
+    ('10,643', '36.0', '0.612')
+    """
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
 def format_table(rows: list[Row]) -> str:
     """Plain-text (Markdown) table: figure, published, predicted, error, tuned/checked, bound."""
     lines = [
@@ -349,7 +362,7 @@ def format_table(rows: list[Row]) -> str:
     for r in rows:
         c = r.check
         lines.append(
-            f"| {c.id} | {c.what} | {c.unit} | {c.published:,.4g} | {r.predicted:,.4g} | "
+            f"| {c.id} | {c.what} | {c.unit} | {_num(c.published)} | {_num(r.predicted)} | "
             f"{r.error:+.1%} | {'tuned' if c.tuned else 'check'} | {c.bound:.0%} |"
         )
     lines.append("")

@@ -1,0 +1,251 @@
+"""The what-if workbook: a ``What-if`` table (one row per scenario), charts against each
+varied parameter, and the base plan's sheets (built by :func:`planner.reports.excel.build_workbook`)
+for reference. Written atomically (temp file beside the target, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.chart import LineChart, Reference, ScatterChart, Series
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.table import Table, TableStyleInfo
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.plan import atomic_write_bytes
+
+SHEET = "What-if"
+CHART_SHEET = "What-if charts"
+USD = '"$"#,##0;[Red]-"$"#,##0'
+RATE = '"$"#,##0.000'
+PCT = "0.0%"
+_F = Font(name="Arial", size=10)
+_F_TITLE = Font(name="Arial", size=15, bold=True, color="1F3864")
+_F_SUB = Font(name="Arial", size=9, italic=True, color="595959")
+_F_HEAD = Font(name="Arial", size=10, bold=True, color="FFFFFF")
+_F_BOLD = Font(name="Arial", size=10, bold=True)
+_FILL_HEAD = PatternFill("solid", fgColor="1F3864")
+_HEAD_ROW = 4
+_COLORS = ["1F4E79", "C55A11", "548235", "7030A0", "BF8F00", "2F5597", "C00000", "00B0F0", "7F7F7F", "FFC000"]
+
+
+def _num(x: Any) -> Any:
+    return x if x is None or isinstance(x, int | float | str | bool) else str(x)
+
+
+def _text(s: str) -> str:
+    """Strip control characters openpyxl refuses; cap the length Excel accepts."""
+    s = "".join(ch for ch in s if ch in "\n\t" or ord(ch) >= 32)
+    return s[:32000]
+
+
+def _put(ws: Worksheet, r: int, c: int, v: Any, fmt: str | None = None, font: Font = _F) -> None:
+    cell = ws.cell(r, c, _text(v) if isinstance(v, str) else _num(v))
+    cell.font = font
+    if fmt:
+        cell.number_format = fmt
+
+
+def _headers(ws: Worksheet, row: int, names: Sequence[str], col: int = 1) -> None:
+    for j, h in enumerate(names):
+        cell = ws.cell(row, col + j, h)
+        cell.font = _F_HEAD
+        cell.fill = _FILL_HEAD
+        cell.alignment = Alignment(wrap_text=True, vertical="center", horizontal="center")
+    ws.row_dimensions[row].height = 30
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Excel table headers must be unique, non-empty strings."""
+    out: list[str] = []
+    for n in names:
+        n = n or "column"
+        m, k = n, 2
+        while m.lower() in (x.lower() for x in out):
+            m, k = f"{n} ({k})", k + 1
+        out.append(m)
+    return out
+
+
+def _numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _scenario_sheet(wb: Workbook, res, note: str | None) -> None:
+    ws = wb.create_sheet(SHEET, 0)
+    keys = [v.key for v in res.varies]
+    results = res.results
+    gpus = sorted({g for r in results for g in r.bought})
+    _put(ws, 1, 1, f"What-if: {Path(res.base.path).name}", font=_F_TITLE)
+    varied = "; ".join(f"{v.key} = {', '.join(f'{x:g}' if isinstance(x, float) else str(x) for x in v.values)}"
+                       for v in res.varies)
+    ok = sum(1 for r in results if r.ok)
+    sub = (f"{len(results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
+           "The other sheets are the base plan (the problem file as written).")
+    if note:
+        sub += " " + note
+    _put(ws, 2, 1, sub, font=_F_SUB)
+    cols: list[tuple[str, str | None, float]] = [("#", "0", 5)]
+    cols += [(k, None, max(10, len(k) * 1.1)) for k in keys]
+    cols += [("status", None, 11), ("total (USD)", USD, 13), ("capex (USD)", USD, 12),
+             ("power (USD)", USD, 11), ("hosting (USD)", USD, 11), ("rental (USD)", USD, 12)]
+    cols += [(f"bought {g}", "0", 11) for g in gpus]
+    cols += [("owned GPU-h", "#,##0", 12), ("rented GPU-h", "#,##0", 12), ("rented share", PCT, 10),
+             ("USD per 1M tokens (serving)", RATE, 13), ("message", None, 60)]
+    names = _unique([c[0] for c in cols])
+    _headers(ws, _HEAD_ROW, names)
+    r = _HEAD_ROW
+    for r, s in enumerate(results, start=_HEAD_ROW + 1):
+        t = s.totals or {}
+        row: list[Any] = [s.index + 1] + [s.params.get(k) for k in keys] + [s.status]
+        row += [t.get("total_usd"), t.get("capex_usd"), t.get("power_usd"), t.get("hosting_usd"), t.get("rental_usd")]
+        row += [s.bought.get(g, 0) if s.ok else None for g in gpus]
+        row += [sum(s.owned_gpu_hours.values()) if s.ok else None,
+                sum(s.rented_gpu_hours.values()) if s.ok else None,
+                s.rented_share, s.usd_per_1m_tokens,
+                "" if s.ok and s.status == "optimal" else (s.message or "").splitlines()[0] if s.message else ""]
+        for j, (v, (_, fmt, _w)) in enumerate(zip(row, cols, strict=True), start=1):
+            _put(ws, r, j, v, fmt)
+    for j, (_, _, w) in enumerate(cols, start=1):
+        ws.column_dimensions[get_column_letter(j)].width = w
+    last = max(r, _HEAD_ROW + 1)
+    if r == _HEAD_ROW:  # a table needs a data row
+        _put(ws, last, 1, None)
+    tab = Table(displayName="WhatIfScenarios", ref=f"A{_HEAD_ROW}:{get_column_letter(len(cols))}{last}")
+    tab.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+    ws.add_table(tab)
+    ws.freeze_panes = ws.cell(_HEAD_ROW + 1, 2 + len(keys))
+    ws.sheet_view.zoomScale = 90
+
+
+def _value_label(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _pivot(results, x_key: str, s_key: str | None, fixed: dict[str, Any], x_vals, s_vals, metric):
+    """{(x, s): metric} over the scenarios matching ``fixed``."""
+    out: dict[tuple[Any, Any], Any] = {}
+    for r in results:
+        if any(r.params.get(k) != v for k, v in fixed.items()):
+            continue
+        out[(r.params.get(x_key), r.params.get(s_key) if s_key else None)] = metric(r)
+    return out
+
+
+def _chart_sheet(wb: Workbook, res) -> None:
+    varies = res.varies
+    if not varies or not res.results:
+        return
+    ws = wb.create_sheet(CHART_SHEET, 1)
+    _put(ws, 1, 1, "What-if charts", font=_F_TITLE)
+    _put(ws, 2, 1, "Total cost and rented share (rented / (owned busy + rented) GPU-hours) against each varied "
+                   "parameter; the tables beside each chart are its data. Failed scenarios are gaps.", font=_F_SUB)
+    metrics = [
+        ("total cost (USD)", lambda r: (r.totals or {}).get("total_usd"), USD, '"$"#,##0'),
+        ("rented share of GPU-hours", lambda r: r.rented_share, PCT, "0%"),
+    ]
+    row = 4
+    for xi, xv in enumerate(varies):
+        others = [v for v in varies if v is not xv]
+        sv = others[0] if others else None
+        fixed = {v.key: v.values[0] for v in others[1:]}
+        s_vals = sv.values if sv else [None]
+        numeric = _numeric(xv.values)
+        for mi, (mname, metric, fmt, axis_fmt) in enumerate(metrics):
+            data = _pivot(res.results, xv.key, sv.key if sv else None, fixed, xv.values, s_vals, metric)
+            head = [xv.key] + ([f"{sv.key}={_value_label(s)}" for s in s_vals] if sv else [mname])
+            _headers(ws, row, head)
+            for i, x in enumerate(xv.values, start=1):
+                _put(ws, row + i, 1, x)
+                for j, s in enumerate(s_vals, start=2):
+                    _put(ws, row + i, j, data.get((x, s)), fmt)
+            n = len(xv.values)
+            title = f"{mname} vs {xv.key}"
+            if fixed:
+                title += " (" + ", ".join(f"{k}={_value_label(v)}" for k, v in fixed.items()) + ")"
+            if numeric:
+                ch = ScatterChart()
+                ch.style = 13
+                ch.scatterStyle = "lineMarker"
+                xref = Reference(ws, min_col=1, min_row=row + 1, max_row=row + n)
+                for j in range(len(s_vals)):
+                    yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
+                    se = Series(yref, xref, title_from_data=True)
+                    color = _COLORS[j % len(_COLORS)]
+                    se.marker.symbol = "circle"
+                    se.marker.size = 6
+                    se.marker.graphicalProperties.solidFill = color
+                    se.marker.graphicalProperties.line.solidFill = color
+                    se.graphicalProperties.line.solidFill = color
+                    se.graphicalProperties.line.width = 20000
+                    se.smooth = False
+                    ch.series.append(se)
+                lo, hi = min(xv.values), max(xv.values)
+                pad = (hi - lo) * 0.03 or abs(lo) * 0.1 or 1
+                ch.x_axis.scaling.min = lo - pad
+                ch.x_axis.scaling.max = hi + pad
+            else:
+                ch = LineChart()
+                for j in range(len(s_vals)):
+                    yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
+                    ch.add_data(yref, titles_from_data=True)
+                    ch.series[-1].graphicalProperties.line.solidFill = _COLORS[j % len(_COLORS)]
+                ch.set_categories(Reference(ws, min_col=1, min_row=row + 1, max_row=row + n))
+            ch.title = title
+            ch.x_axis.title = xv.key
+            ch.y_axis.title = mname
+            ch.y_axis.numFmt = axis_fmt
+            ch.y_axis.number_format = axis_fmt
+            ch.x_axis.delete = False
+            ch.y_axis.delete = False
+            ch.legend.position = "b"
+            if mi == 1:
+                ch.y_axis.scaling.min = 0
+                ch.y_axis.scaling.max = 1
+            ch.width, ch.height = 16, 8.5
+            anchor_col = get_column_letter(len(head) + 2 if xi == 0 and mi == 0 else max(len(head) + 2, 8))
+            ws.add_chart(ch, f"{anchor_col}{row}")
+            row += max(n + 3, 19)
+    ws.column_dimensions["A"].width = 14
+    for j in range(2, 2 + max(len(v.values) for v in varies) + 1):
+        ws.column_dimensions[get_column_letter(j)].width = 13
+
+
+def build_whatif_workbook(res) -> tuple[Workbook, str | None]:
+    """The what-if workbook for a :class:`planner.whatif.WhatIf`; returns (workbook, warning)."""
+    warning = None
+    base_plan = res.base_result.plan if res.base_result is not None else None
+    wb: Workbook | None = None
+    if base_plan is not None:
+        try:
+            from planner.reports.excel import build_workbook
+
+            wb = build_workbook(base_plan)
+        except Exception as exc:  # noqa: BLE001 - the scenarios matter more than the reference sheets
+            warning = f"the base plan's sheets could not be built ({type(exc).__name__}: {exc})"
+    elif res.base_result is not None:
+        warning = (f"the base problem has no plan ({res.base_result.status}: "
+                   f"{(res.base_result.message or '').splitlines()[0] if res.base_result.message else ''})")
+    if wb is None:
+        wb = Workbook()
+        wb.remove(wb.active)
+    _scenario_sheet(wb, res, f"Note: {warning}." if warning else None)
+    _chart_sheet(wb, res)
+    wb.active = 0
+    for ws in wb.worksheets:
+        ws.sheet_view.tabSelected = ws.title == SHEET
+    return wb, warning
+
+
+def write_whatif_workbook(res, path: str | Path) -> str | None:
+    """Write the workbook atomically; returns a warning (or None) for the caller to print."""
+    wb, warning = build_whatif_workbook(res)
+    buf = io.BytesIO()
+    wb.save(buf)
+    atomic_write_bytes(path, buf.getvalue())
+    return warning
