@@ -179,67 +179,68 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
     return dict(sorted(keep.items()))
 
 
-def serve_rental_offers(
+def serve_rental_pairs(
     cands: list[ServeCandidate], offers: Iterable[Offer], spot_ok: bool
-) -> dict[str, list[Offer]]:
-    """Candidate key -> the offers its rented replicas ``q`` can need (dominated ones left out).
+) -> list[tuple[ServeCandidate, Offer]]:
+    """The (candidate, offer) pairs of one serving workload that can matter when renting.
 
-    A candidate's replica is the same on every eligible offer (same GPU, ``tp <= u_o``), so
-    offers differ only in price, cap and kind: keep the cheapest uncapped non-reserved offer,
-    capped offers cheaper than it and every reserved offer. Then a candidate left with just
-    one uncapped offer is dropped when another candidate's cheapest uncapped replica serves
-    at least as many req/s at no higher price per replica-hour (``p_o m_r``): any plan renting
-    the first can rent as many of the second instead, whole replicas for whole replicas.
+    A rented replica of candidate ``r`` on offer ``o`` gives ``mu_r`` req/s, counts as one
+    replica (``serve_floor``), costs ``p_o m_r`` per hour and uses ``m_r`` of a cap. A pair is
+    left out when another pair does at least as well replica for replica, so any plan using it
+    can use the other instead at no higher cost:
+
+    * per candidate: offers are the same replica at different prices, so only the cheapest
+      uncapped non-reserved offer, capped offers cheaper than it and every reserved offer;
+    * across candidates: a non-reserved pair is dropped when an uncapped pair gives at least
+      the req/s for at most the price per replica-hour (ties: uncapped, then earlier, wins).
+
+    (Not by $ per req/s alone: the one-replica floor makes small replicas worth keeping.)
 
     >>> from types import SimpleNamespace as NS
     >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
     >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
     ...                                    gpus_per_instance=u, max_gpus=cap)
-    >>> got = serve_rental_offers([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4)], False)
-    >>> {k: [x.id for x in v] for k, v in got.items()}
-    {'g_tp1': ['a', 'c'], 'g_tp2': ['b']}
-    >>> c3 = NS(gpu="g", tp=1, rate_rps=0.5, key="g_tp1_slow")
-    >>> sorted(serve_rental_offers([c1, c3], [o("a", 1.0)], False))
-    ['g_tp1']
+    >>> pairs = lambda cs, os: [(c.key, o.id) for c, o in serve_rental_pairs(cs, os, False)]
+    >>> pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)])
+    [('g_tp1', 'c'), ('g_tp1', 'd'), ('g_tp1', 'a'), ('g_tp2', 'd'), ('g_tp2', 'b')]
+    >>> pairs([c1, NS(gpu="g", tp=1, rate_rps=0.5, key="slow")], [o("a", 1.0)])
+    [('g_tp1', 'a')]
     """
     offers = [o for o in offers if o.kind != "spot" or spot_ok]
-    out: dict[str, list[Offer]] = {}
-    lone: dict[str, tuple[float, float]] = {}  # key -> (price per replica-hour, req/s)
+    kept: list[tuple[ServeCandidate, Offer]] = []
     for c in cands:
+        if c.rate_rps <= 0:
+            continue
         eligible = [o for o in offers if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
         plain = sorted(
             (o for o in eligible if o.kind != "reserved"), key=lambda o: (o.usd_per_gpu_hour, o.id)
         )
         uncapped = next((o for o in plain if o.max_gpus is None), None)
-        keep = [
-            o
-            for o in plain
-            if o is uncapped
-            or (o.max_gpus is not None
-                and (uncapped is None or o.usd_per_gpu_hour < uncapped.usd_per_gpu_hour))
-        ]
-        keep += sorted((o for o in eligible if o.kind == "reserved"), key=lambda o: o.id)
-        if not keep:
-            continue
-        out[c.key] = keep
-        if keep == [uncapped] and c.rate_rps > 0:
-            lone[c.key] = (uncapped.usd_per_gpu_hour * c.tp, c.rate_rps)
-    best: dict[str, tuple[float, float]] = {}  # key -> (price, rate) of its cheapest uncapped
-    for c in cands:
-        kept = out.get(c.key, [])
-        unc = [o for o in kept if o.kind != "reserved" and o.max_gpus is None]
-        if unc and c.rate_rps > 0:
-            best[c.key] = (unc[0].usd_per_gpu_hour * c.tp, c.rate_rps)
-    order = {c.key: i for i, c in enumerate(cands)}
-    for key, (price, rate) in lone.items():
-        for other, (p2, r2) in best.items():
-            if other == key or other not in out:
+        for o in plain:
+            if o is uncapped or (
+                o.max_gpus is not None
+                and (uncapped is None or o.usd_per_gpu_hour < uncapped.usd_per_gpu_hour)
+            ):
+                kept.append((c, o))
+        kept.extend((c, o) for o in sorted(eligible, key=lambda o: o.id) if o.kind == "reserved")
+
+    def rank(i: int) -> tuple[float, float, bool, int]:
+        c, o = kept[i]
+        return (c.rate_rps, o.usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
+
+    leaders = [rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None]
+    out = []
+    for i, (c, o) in enumerate(kept):
+        if o.kind != "reserved":
+            me = rank(i)
+            mu, cost = me[0], me[1]
+            if any(
+                r[0] >= mu and r[1] <= cost and (r[0] > mu or r[1] < cost or r[2:] < me[2:])
+                for r in leaders
+                if r[3] != i
+            ):
                 continue
-            better = p2 < price or r2 > rate
-            tie = p2 == price and r2 == rate and order[other] < order[key]
-            if p2 <= price and r2 >= rate and (better or tie):
-                del out[key]
-                break
+        out.append((c, o))
     return out
 
 

@@ -126,7 +126,9 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
         from planner.reports.whatif_excel import write_whatif_workbook
 
         xlsx = output or Path("outputs") / f"{problem.stem}-whatif.xlsx"
-        write_whatif_workbook(res, xlsx)
+        warning = write_whatif_workbook(res, xlsx)
+        if warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
         console.print(f"workbook: {xlsx}")
     if json_path == "-":
         click.echo(json.dumps(res.to_json(), indent=2))

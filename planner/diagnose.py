@@ -128,9 +128,9 @@ def minimize(
 
 
 def _untrusted_offers(inputs: Inputs, gpu: str) -> list[str]:
-    """Offers for ``gpu`` in the problem's offers files that the problem does not trust."""
-    out = []
+    """Why offers for ``gpu`` in the problem's offers files are not trusted, summarized."""
     p = inputs.problem
+    by_reason: dict[str, set[str]] = {}
     for path in inputs.offer_files:
         try:
             offers = load_offers(path)
@@ -140,9 +140,16 @@ def _untrusted_offers(inputs: Inputs, gpu: str) -> list[str]:
             if o.gpu != gpu or o.id in inputs.offers:
                 continue
             if o.marketplace and not p.offers.marketplaces:
-                out.append(f"{o.id} (marketplace; offers.marketplaces is false)")
+                reason = "marketplace offers (offers.marketplaces: false)"
             elif p.offers.providers is not None and o.provider not in p.offers.providers:
-                out.append(f"{o.id} (provider {o.provider} not in offers.providers)")
+                reason = "providers not in offers.providers"
+            else:
+                continue
+            by_reason.setdefault(reason, set()).add(f"{o.provider}:{o.id}")
+    out = []
+    for reason, ids in sorted(by_reason.items()):
+        provs = sorted({i.split(":")[0] for i in ids})
+        out.append(f"{len(ids)} from {reason}: {', '.join(provs)}")
     return out
 
 
@@ -163,7 +170,7 @@ def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Cal
     if not offers:
         text = f"no trusted rental offer rents {gpu_id}"
         if hidden:
-            text += f" ({len(hidden)} filtered out: " + ", ".join(hidden[:3]) + (", ..." if len(hidden) > 3 else "") + ")"
+            text += " (filtered out: " + "; ".join(hidden) + ")"
         return text
     good = [o for o in offers if eligible(o)]
     if good:
@@ -300,33 +307,217 @@ def diagnose_infeasible(
         "total": ("total", p.budget.total_usd, "total budget too small: budget.total_usd", _fmt_usd),
         "power": ("power_kw", p.site.power_cap_kw, "power cap too low: site.power_cap_kw", lambda x: f"{x:,.1f} kW"),
     }
-    alone_needs: dict[str, Probe] = {}
-    for key, (objective, limit, label, fmt) in spec.items():
-        if not has[key]:
-            continue
+    keys = [k for k in spec if has[k]]
+    unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
+
+    def need_alone(key: str) -> Probe:
+        if key not in unlimited:
+            unlimited[key] = probe(relaxed(inputs, True, True, True), spec[key][0])
+        return unlimited[key]
+
+    for key in keys:
+        objective, limit, label, fmt = spec[key]
         res = probe(relaxed(inputs, capex=key == "capex", total=key == "total", power=key == "power"), objective)
-        alone_needs[key] = res
-        if res.value is None:
+        if res.value is not None:
+            if res.value > limit * (1 + 1e-9) + 1e-6:
+                bound = "" if res.exact else " at most"
+                others = [spec[k][2].split(": ")[1] for k in keys if k != key]
+                given = f" (with {', '.join(others)} as set)" if others else ""
+                lines.append(
+                    f"{label} = {fmt(limit)}; the smallest that admits a plan{given} is{bound} "
+                    f"{fmt(res.value)} (short by {fmt(res.value - limit)})"
+                )
             continue
-        if res.value > (limit or 0) * (1 + 1e-9) + 1e-6:
-            bound = "" if res.exact else " at most"
+        # Even without this limit the others leave no plan; is this one too small by itself?
+        alone = need_alone(key)
+        if alone.value is not None and alone.value > limit * (1 + 1e-9) + 1e-6:
             lines.append(
-                f"{label} = {fmt(limit)}; the smallest that admits a plan is{bound} {fmt(res.value)} "
-                f"(short by {fmt(res.value - limit)})"
+                f"{label} = {fmt(limit)}; even with no other limit a plan needs at least "
+                f"{fmt(alone.value)} (short by {fmt(alone.value - limit)})"
             )
     if lines:
         return lines
-    # No single limit is to blame: they act together.
     parts = []
-    for key, (objective, limit, label, fmt) in spec.items():
-        if not has[key]:
-            continue
-        other = {k: k != key for k in ("capex", "total", "power")}
-        res = probe(relaxed(inputs, capex=other["capex"], total=other["total"], power=other["power"]), objective)
-        if res.value is not None:
-            parts.append(f"{label.split(':')[1].strip()} = {fmt(limit)} (needs {fmt(res.value)} if it were the only limit)")
+    for key in keys:
+        objective, limit, label, fmt = spec[key]
+        alone = need_alone(key)
+        if alone.value is not None:
+            parts.append(f"{label.split(': ')[1]} = {fmt(limit)} would do on its own (a plan needs {fmt(alone.value)})")
     return [
-        "infeasible only when the limits act together; raising any one of them may help: " + "; ".join(parts)
-        if parts
-        else "infeasible only when the limits act together (budgets and power cap)"
+        "the limits act together: each is large enough on its own, but no plan meets all of "
+        "them at once (the cheapest plans draw too much power, the most power-efficient cost "
+        "too much); raise one of them. " + "; ".join(parts)
     ]
+
+
+# ------------------------------------------------------------------ a feasible plan: what binds
+
+
+@dataclasses.dataclass
+class Explanation:
+    """What binds in an optimal plan and what the limits are worth."""
+
+    total_usd: float
+    status: str
+    limits: list[str]  # one line per limit: used / limit, binding or not
+    whatif: list[str]  # re-solves: limit +10 %, each GPU type removed
+    duals: list[str]  # LP duals with the integer decisions fixed
+    gap: float | None = None
+
+
+def _without_gpu(inputs: Inputs, cands: Candidates, g: str) -> tuple[Inputs, Candidates, list[str]]:
+    gpus = {k: v for k, v in inputs.gpus.items() if k != g}
+    offers = {k: o for k, o in inputs.offers.items() if o.gpu != g}
+    prob = inputs.problem.model_copy(update={"gpus": list(gpus)})
+    c = copy.copy(cands)
+    c.train = {j: [x for x in cl if x.gpu != g] for j, cl in cands.train.items()}
+    c.serve = {w: [x for x in cl if x.gpu != g] for w, cl in cands.serve.items()}
+    c.offers = {k: o for k, o in cands.offers.items() if o.gpu != g}
+    orphans = [n for n, cl in {**c.train, **c.serve}.items() if not cl]
+    return dataclasses.replace(inputs, problem=prob, gpus=gpus, offers=offers), c, orphans
+
+
+def _scaled(inputs: Inputs, key: str, factor: float) -> Inputs:
+    p = inputs.problem
+    if key == "capex":
+        return dataclasses.replace(
+            inputs, problem=p.model_copy(update={"budget": p.budget.model_copy(update={"capex_usd": p.budget.capex_usd * factor})})
+        )
+    if key == "total":
+        return dataclasses.replace(
+            inputs, problem=p.model_copy(update={"budget": p.budget.model_copy(update={"total_usd": p.budget.total_usd * factor})})
+        )
+    return dataclasses.replace(
+        inputs, problem=p.model_copy(update={"site": p.site.model_copy(update={"power_cap_kw": p.site.power_cap_kw * factor})})
+    )
+
+
+def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
+    """``(constraint, dual, slack)`` of the LP left when every integer variable is fixed at its
+    value in the solved MILP; sorted by |dual|, the ``top`` largest. The dual is the change of
+    the total cost per unit of the constraint's right-hand side (purchases, replica counts and
+    job choices held fixed). Mutates ``m`` (its variables become continuous)."""
+    for v in m.prob.variables():
+        if v.cat == pulp.LpInteger:
+            val = round(v.varValue or 0.0)
+            v.lowBound = v.upBound = val
+            v.cat = pulp.LpContinuous
+    m.prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    if m.prob.status != pulp.LpStatusOptimal:
+        return []
+    out = []
+    for name, c in m.prob.constraints.items():
+        pi = c.pi
+        if pi is None or abs(pi) < 1e-7:
+            continue
+        out.append((name, float(pi), float(c.slack or 0.0)))
+    out.sort(key=lambda x: (-abs(x[1]), x[0]))
+    return out[:top]
+
+
+def explain_plan(
+    inputs: Inputs,
+    solver: str = "cbc",
+    time_limit: float | None = None,
+    gap: float | None = None,
+    resolve: bool = True,
+    top: int = 15,
+) -> Explanation:
+    """Solve ``inputs``; say which limits bind and what relaxing each is worth.
+
+    Raises :class:`~planner.errors.InfeasibleError` (with the diagnosis) when there is no plan.
+    """
+    from planner.api import check_candidates
+    from planner.errors import InfeasibleError, SolverError
+    from planner.extract import extract_plan
+
+    p = inputs.problem
+    cands = build_candidates(inputs)
+    check_candidates(inputs, cands)
+    limit = time_limit if time_limit is not None else p.solver.time_limit_s
+    rel_gap = gap if gap is not None else p.solver.gap
+    m = build_model(inputs, cands)
+    res = solve_model(m, solver=solver, time_limit=limit, gap=rel_gap)
+    if res.status == "infeasible":
+        raise InfeasibleError(
+            "infeasible: no plan meets every constraint",
+            diagnose_infeasible(inputs, solver=solver, cands=cands, time_limit=time_limit),
+        )
+    if not res.has_solution:
+        raise SolverError(f"{res.solver}: {res.status}: {res.message}")
+    plan = extract_plan(m, res)
+    total = plan.totals.total_usd
+    site = p.site
+
+    # Limits at the optimum.
+    limits = []
+    node_cost = min(g.node_gpus * g.unit_capex_usd for g in inputs.gpus.values())
+    used = plan.totals.capex_usd
+    slack = p.budget.capex_usd - used
+    limits.append(
+        f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(p.budget.capex_usd)} "
+        + ("BINDING (not enough left for one more node)" if slack < node_cost else f"(slack {_fmt_usd(slack)})")
+    )
+    if p.budget.total_usd is not None:
+        slack = p.budget.total_usd - total
+        limits.append(
+            f"budget_total: {_fmt_usd(total)} of {_fmt_usd(p.budget.total_usd)} "
+            + ("BINDING" if slack <= max(1.0, 1e-4 * p.budget.total_usd) else f"(slack {_fmt_usd(slack)})")
+        )
+    if site.power_cap_kw is not None:
+        node = min(g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000 for g in inputs.gpus.values())
+        kw = {t: 0.0 for t in plan.months}
+        for fm in plan.fleet:
+            kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
+        binding = [mo for mo, v in kw.items() if site.power_cap_kw - v < node]
+        peak = max(kw.values(), default=0.0)
+        limits.append(
+            f"power_cap: peak {peak:,.1f} kW of {site.power_cap_kw:,.1f} kW "
+            + (
+                f"BINDING in {len(binding)} month(s) ({', '.join('power_cap_' + b.replace('-', '_') for b in binding[:3])}"
+                + (", ..." if len(binding) > 3 else "") + ")"
+                if binding
+                else f"(slack {site.power_cap_kw - peak:,.1f} kW)"
+            )
+        )
+    consumer = [g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed]
+    if consumer:
+        limits.append(f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)")
+
+    # Re-solves.
+    whatif = []
+    if resolve:
+        tol = max(abs(total) * rel_gap, 1.0)
+
+        def line(label: str, probe_inputs: Inputs, probe_cands: Candidates) -> str:
+            mm = build_model(probe_inputs, probe_cands)
+            rr = solve_model(mm, solver=solver, time_limit=limit, gap=rel_gap)
+            if not rr.has_solution:
+                return f"{label}: no plan ({rr.status})"
+            new = float(rr.objective or 0.0)
+            d = new - total
+            note = " (within the solver gap)" if abs(d) <= tol else ""
+            return f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}, {d / total:+.1%}){note}" if total else f"{label}: total {_fmt_usd(new)}"
+
+        whatif.append(f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> " + line("", _scaled(inputs, "capex", 1.1), cands).lstrip(": "))
+        if p.budget.total_usd is not None:
+            whatif.append(f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> " + line("", _scaled(inputs, "total", 1.1), cands).lstrip(": "))
+        if site.power_cap_kw is not None:
+            whatif.append(f"power_cap +10% ({site.power_cap_kw * 1.1:,.1f} kW) -> " + line("", _scaled(inputs, "power", 1.1), cands).lstrip(": "))
+        used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
+        for g in inputs.gpus:
+            tag = "used" if g in used_gpus else "unused"
+            if len(inputs.gpus) == 1:
+                whatif.append(f"without {g}: no GPU type left")
+                continue
+            if g not in used_gpus:
+                whatif.append(f"without {g} ({tag}): no change (the plan does not use it)")
+                continue
+            pi, pc, orphans = _without_gpu(inputs, cands, g)
+            if orphans:
+                whatif.append(f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU")
+                continue
+            whatif.append(f"without {g} ({tag}) -> " + line("", pi, pc).lstrip(": "))
+
+    duals = [f"{name}: {pi:+,.4g} $/unit (slack {slack:,.3g})" for name, pi, slack in lp_duals(m, top)]
+    return Explanation(total, res.status, limits, whatif, duals, res.gap)

@@ -28,8 +28,8 @@ Variables
 ``z[j,c,t,s]``    wall hours of job j on owned GPUs in month t, slice s
 ``r[j,c,o]``      wall hours of job j rented from offer o (spot hours progress 1/(1+overhead))
 ``n[k,r,t,s]``    integer replicas of workload k on owned GPUs
-``q[k,r,o,t,s]``  replicas rented from offer o; ``v[k,r,t,s] = sum_o q`` is integer (demand is
-                  flat within a slice, so each of its hours needs whole replicas)
+``q[k,r,o,t,s]``  replicas rented from offer o, continuous: the average over the slice's hours
+                  of hourly rentals, with at least one whole replica always up (``serve_floor``)
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
 
 Objective (``total_cost``)
@@ -53,7 +53,7 @@ Constraints (label used for the constraint names)
 ``train_slot_<j>_<c>_<t>_<s>``  z <= w_s a[j,c,t];  ``train_use_<j>_<c>_<t>``: a <= y
 ``train_gpus_<j>_<c>_<t>``      k_c a[j,c,t] <= own[g_c,t]
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) >= D[k,t,s]
-``rent_whole_<k>_<r>_<t>_<s>``  sum_o q[k,r,o,t,s] = v[k,r,t,s] (integer)
+``serve_floor_<k>_<t>_<s>``     sum_r (n + sum_o q) >= 1: a live service keeps a replica up
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
@@ -67,17 +67,17 @@ Size reductions (the optimum is unchanged; see also :mod:`planner.candidates`)
 ------------------------------------------------------------------------------
 Variables that no optimal plan needs are not created, and implied bounds are stated:
 
-* ``q`` exists only for offers that are not dominated for their candidate
-  (:func:`planner.candidates.serve_rental_offers`): the cheapest uncapped non-reserved offer,
-  capped offers cheaper than it, every reserved offer; and not at all for a candidate whose
-  only such offer is uncapped while another candidate's rented replica serves at least as many
-  req/s for at least as little (``v`` and ``rent_whole`` then go too).
+* ``q`` exists only for (candidate, offer) pairs that are not dominated replica for replica
+  (:func:`planner.candidates.serve_rental_pairs`): per candidate the cheapest uncapped
+  non-reserved offer, capped offers cheaper than it and every reserved offer; and no
+  non-reserved pair when an uncapped pair gives at least its req/s for at most its price per
+  replica-hour.
 * ``r`` exists only for the cheapest offer per training candidate and kind
   (:func:`train_offers`): nothing but price and kind tells training offers apart.
 * ``n``, ``a`` and ``z`` exist only on GPU types that can be owned at all (not a GeForce card
   without ``consumer_gpus_allowed``, one node within the capex budget and the power cap).
 * bounds: ``buy[g,t] <= min(capex / (n_g K_g), cap kW / (n_g P^max_g PUE / 1000))`` nodes,
-  ``n[k,r,t,s], v[k,r,t,s] <= ceil(D_kts / mu_r)``.
+  ``n[k,r,t,s] <= max(1, ceil(D_kts / mu_r))``, ``q[k,r,o,t,s] <= max(1, D_kts / mu_r)``.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ from planner.candidates import (
     ServeCandidate,
     TrainCandidate,
     rental_gpus,
-    serve_rental_offers,
+    serve_rental_pairs,
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
@@ -159,7 +159,6 @@ class PlannerModel:
     r: dict[tuple[str, str, str], pulp.LpVariable] = field(default_factory=dict)
     n: dict[tuple[str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     q: dict[tuple[str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
-    v: dict[tuple[str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     res: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
     cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)
     busy: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
@@ -319,38 +318,37 @@ def add_training_constraints(m: PlannerModel) -> None:
 
 
 def add_serving_constraints(m: PlannerModel) -> None:
-    """serve_demand per workload, month and slice; rent_whole per candidate renting."""
+    """serve_demand and serve_floor per workload, month and slice.
+
+    Rented replicas are continuous (an average of hourly rentals over the slice's hours; real
+    demand varies inside a slice). Integer rentals were tried: CBC and HiGHS stalled at a
+    3-6 % gap on the reference case (a rounding gap in each of ~130 month-slices). The floor
+    of one replica keeps small services honest.
+    """
     slices = m.cands.slices
     months = m.cands.months
     spot_ok = m.inputs.problem.offers.spot_for_serving
     for w, cands in m.cands.serve.items():
-        rent = serve_rental_offers(cands, m.cands.offers.values(), spot_ok)
+        owned = [c for c in cands if m.ownable[c.gpu]]
+        pairs = serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)
         for t in m.cands.active[w]:
             for s, sl in enumerate(slices):
                 d = m.cands.demand[(w, t, s)]
                 terms = []
-                for c in cands:
-                    # more whole replicas than the demand needs on their own never help
-                    up = math.ceil(max(d, 0.0) / c.rate_rps * (1 + 1e-9))
-                    if m.ownable[c.gpu]:
-                        n = m.var(nid("n", w, c.key, months[t], sl.name), 0, up, pulp.LpInteger)
-                        m.n[(w, c.key, t, s)] = n
-                        terms.append((n, c.rate_rps))
-                    offers = rent.get(c.key)
-                    if not offers:
-                        continue
-                    rented = []
-                    for o in offers:
-                        q = m.var(nid("q", w, c.key, o.id, months[t], sl.name), 0, up)
-                        m.q[(w, c.key, o.id, t, s)] = q
-                        terms.append((q, c.rate_rps))
-                        rented.append((q, 1))
-                    # Demand is flat within a slice, so every hour of it needs the same
-                    # whole number of rented replicas: their total is an integer.
-                    v = m.var(nid("v", w, c.key, months[t], sl.name), 0, up, pulp.LpInteger)
-                    m.v[(w, c.key, t, s)] = v
-                    m.add([*rented, (v, -1)], EQ, 0, nid("rent_whole", w, c.key, months[t], sl.name))
+                for c in owned:
+                    up = max(1, math.ceil(max(d, 0.0) / c.rate_rps * (1 + 1e-9)))
+                    n = m.var(nid("n", w, c.key, months[t], sl.name), 0, up, pulp.LpInteger)
+                    m.n[(w, c.key, t, s)] = n
+                    terms.append((n, c.rate_rps))
+                for c, o in pairs:
+                    q = m.var(nid("q", w, c.key, o.id, months[t], sl.name), 0,
+                              max(max(d, 0.0) / c.rate_rps, 1.0) * (1 + 1e-9))
+                    m.q[(w, c.key, o.id, t, s)] = q
+                    terms.append((q, c.rate_rps))
                 m.add(terms, GE, d, nid("serve_demand", w, months[t], sl.name))
+                # A live service keeps at least one whole replica up in every slice: rentals
+                # are an hourly average (continuous), but 0.1 of a GPU is not a service.
+                m.add([(v, 1.0) for v, _ in terms], GE, 1.0, nid("serve_floor", w, months[t], sl.name))
 
 
 def add_capacity_constraints(m: PlannerModel) -> None:
@@ -487,7 +485,7 @@ def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
     add_capacity_constraints(m)
     add_rental_constraints(m)
     build_cost_terms(m)
-    m.prob.setObjective(pulp.LpAffineExpression(_total(m), name="total_cost"))
+    m.prob += pulp.LpAffineExpression(_total(m)), "total_cost"
     add_budget_constraints(m)
     add_site_constraints(m)
     return m

@@ -2,7 +2,8 @@
 
 A *vary* is ``KEY=VALUES``. KEY is a dotted path into the problem file's data (the YAML
 mapping, before validation); list items are addressed by their ``name``
-(``workloads.serve.chat.traffic.utilization``) or by their index. Two aliases exist:
+(``workloads.serve.chat.traffic.utilization``), by their ``id`` (``offers.extra.<id>``) or by
+their index. Two aliases exist:
 ``utilization`` (every serving workload's ``traffic.utilization``) and ``power_price``
 (``site.power_usd_per_kwh``). VALUES is a comma list (``0.08,0.12,0.2``) or an inclusive
 range ``start:stop:step`` (``0.2:0.9:0.1`` -> 8 values ending at 0.9; the arithmetic is
@@ -232,6 +233,15 @@ def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
+def _item_name(item: Any) -> str | None:
+    """A list item's address: its ``name`` (workloads), else its ``id`` (inline offers)."""
+    if isinstance(item, dict):
+        for k in ("name", "id"):
+            if isinstance(item.get(k), str | int):
+                return str(item[k])
+    return None
+
+
 def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
     """Resolve one dotted path to a location in ``data`` (list items by name or index).
 
@@ -267,8 +277,8 @@ def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
                     + (did_you_mean(part, known) if known else "it is empty")
                 )
         elif isinstance(cur, list):
-            names = [it.get("name") for it in cur if isinstance(it, dict) and "name" in it]
-            idx = next((j for j, it in enumerate(cur) if isinstance(it, dict) and it.get("name") == part), None)
+            names = [_item_name(it) for it in cur if _item_name(it) is not None]
+            idx = next((j for j, it in enumerate(cur) if _item_name(it) == part), None)
             if idx is None and part.lstrip("-").isdigit():
                 j = int(part)
                 if -len(cur) <= j < len(cur):

@@ -158,8 +158,9 @@ def weight_bw(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
     """Achieved bytes/s streaming weights: bandwidth x ``weight_bw_eff`` (x ``int4_bw_factor``).
 
     >>> from planner.physics.train import _toy_gpu
-    >>> weight_bw(_toy_gpu(), "bf16", default_calibration()) / 1e9
-    2680.0
+    >>> c = default_calibration()
+    >>> weight_bw(_toy_gpu(), "bf16", c) / 1e9 == 3350 * c.serve.weight_bw_eff.value
+    True
     """
     eff = calib.serve.weight_bw_eff.value
     if precision == "int4":
@@ -186,8 +187,9 @@ def layer_overhead_s(model: ModelArch, calib: Calibration) -> float:
     """Fixed time per forward pass: ``layers x layer_overhead_us`` (launches, sync, sampling).
 
     >>> from planner.physics.train import _toy_model
-    >>> round(layer_overhead_s(_toy_model(), default_calibration()), 4)
-    0.0016
+    >>> c = default_calibration()
+    >>> layer_overhead_s(_toy_model(), c) == 32 * c.serve.layer_overhead_us.value * 1e-6
+    True
     """
     return model.layers * calib.serve.layer_overhead_us.value * 1e-6
 
@@ -262,8 +264,9 @@ def prefill_iter_s(
     GEMMs are not assumed to overlap: this is what makes short prompts cost a decode step).
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> round(prefill_iter_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 128, default_calibration()) * 1e3, 1)
-    9.1
+    >>> t = prefill_iter_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 128, default_calibration())
+    >>> 0.005 < t < 0.015  # a short prompt costs about one weight read
+    True
     """
     w_bytes = model.params * weight_bytes_per_param(precision, calib) / tp
     return (

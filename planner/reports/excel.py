@@ -320,7 +320,7 @@ class _Col:
     wrap: bool = False
 
 
-def _title(ws: Worksheet, title: str, subtitle: str, ncols: int) -> None:
+def _title(ws: Worksheet, title: str, subtitle: str) -> None:
     _put(ws, 1, 1, title, font=_F_TITLE)
     _put(ws, 2, 1, subtitle, font=_F_SUB)
     ws.row_dimensions[1].height = 22
@@ -434,7 +434,6 @@ class _Writer:
         for name in SHEETS[1:]:
             self.ws[name] = self.wb.create_sheet(name)
         self.gpus = self._gpu_ids()
-        self.n_months = len(plan.months)
         h = [i for i, r in enumerate(self.a.rows) if r.key == "hours_per_month" and _same(r.value, plan.hours_per_month)]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
@@ -470,7 +469,7 @@ class _Writer:
         ws = self.ws["Purchases"]
         plan = self.plan
         _title(ws, "Purchases", "Extended cost = GPUs x unit price; unit price = card + server/network "
-               "share per GPU. Yellow prices on the Assumptions sheet drive every total.", 10)
+               "share per GPU. Yellow prices on the Assumptions sheet drive every total.")
         cols = [
             _Col("GPU", _fit(10, [p.gpu for p in plan.purchases], 30)),
             _Col("Month", 10, MONTH_FMT),
@@ -518,7 +517,7 @@ class _Writer:
         ws = self.ws["Rentals"]
         plan = self.plan
         _title(ws, "Rentals", "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
-               "kind 'reserved' (workload '(reserved)'), paid whether used or not.", 10)
+               "kind 'reserved' (workload '(reserved)'), paid whether used or not.")
         cols = [
             _Col("Provider", _fit(10, [x.provider for x in plan.rentals], 24)),
             _Col("Offer", _fit(10, [x.offer for x in plan.rentals], 36)),
@@ -557,14 +556,14 @@ class _Writer:
         ws = self.ws["Fleet"]
         plan = self.plan
         _title(ws, "Fleet by GPU type and month", "Power USD = PUE x USD/kWh x (owned x H x (idle W + host W) "
-               "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.", 12)
+               "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.")
         cols = [
             _Col("GPU", _fit(10, [f.gpu for f in plan.fleet], 30)),
             _Col("Month", 10, MONTH_FMT),
             _Col("Bought", 8, NUM0),
             _Col("Owned", 8, NUM0),
             _Col("Reserved", 9, NUM0),
-            _Col("Owned busy GPU-h", 12, NUM0),
+            _Col("Owned busy GPU-h", 14, NUM0),
             _Col("Rented GPU-h", 12, NUM0),
             _Col("Rented (avg GPUs)", 10, NUM1),
             _Col("Owned utilization", 11, PCT),
@@ -605,7 +604,7 @@ class _Writer:
         ws = self.ws["Cash flow"]
         plan = self.plan
         _title(ws, "Cash flow by month", "Capex, power, hosting and rentals are SUMIFS over the Purchases, Fleet "
-               "and Rentals sheets; headroom = capex budget - cumulative capex.", 11)
+               "and Rentals sheets; headroom = capex budget - cumulative capex.")
         cols = [
             _Col("Month", 10, MONTH_FMT),
             _Col("Capex USD", 14, USD),
@@ -665,7 +664,7 @@ class _Writer:
         ws = self.ws["Workloads"]
         plan = self.plan
         _title(ws, "Workloads", "Chosen configuration, GPUs, cost and cost share per workload (the solver's "
-               "attribution); below: predicted vs target for each key.", 12)
+               "attribution); below: predicted vs target for each key.")
         keys = [k for w in plan.workloads for k in [*w.target, *w.predicted, *w.slack]]
         cols = [
             _Col("Workload", _fit(12, [w.name for w in plan.workloads], 28), wrap=True),
@@ -742,7 +741,7 @@ class _Writer:
         ws = self.ws["Assumptions"]
         a = self.a
         _title(ws, "Assumptions", "Every figure the plan used, with its source. The yellow values are the inputs "
-               "of the live formulas: edit one here and every total in the workbook updates.", 7)
+               "of the live formulas: edit one here and every total in the workbook updates.")
         cols = [
             _Col("Group", _fit(10, [r.group for r in a.rows], 28)),
             _Col("Key", _fit(10, [r.key for r in a.rows], 34)),
@@ -969,7 +968,7 @@ class _Writer:
         ws = self.ws["Charts"]
         plan = self.plan
         _title(ws, "Charts", "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
-               "The charts follow every edit of the Assumptions.", 8)
+               "The charts follow every edit of the Assumptions.")
         cf = self.ws["Cash flow"]
         first, last = FIRST_ROW, self.cf_last
 

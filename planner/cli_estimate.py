@@ -1,0 +1,258 @@
+"""``planner estimate``: the physics of one configuration, without the optimizer.
+
+``planner estimate train`` answers "how long, how much memory, which layout" for a training job on
+K GPUs of one type; ``planner estimate serve`` answers "what throughput, TTFT and TPOT" for one
+serving replica (and, given SLOs, the request rate it sustains). Catalog ids come from
+``catalogs/gpus.yaml`` and ``catalogs/models.yaml``; ``--params N`` stands in for a model that is
+not in the catalog with a Llama-like architecture derived from N.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from planner.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
+from planner.errors import InputError
+from planner.physics.calibration import CALIBRATION_PATH, Calibration, load_calibration
+from planner.physics.serve import PRECISIONS, TP_SIZES, estimate_serve, replica_capacity
+from planner.physics.train import METHODS, estimate_train, llama_like
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_count(text: str | float | int, what: str) -> float:
+    """A positive count: ``7e9``, ``7B``, ``1.5T``, ``300M``, ``2_000_000``.
+
+    >>> parse_count("7B", "--params"), parse_count("1.5t", "--tokens"), parse_count("2e6", "x")
+    (7000000000.0, 1500000000000.0, 2000000.0)
+    """
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)", s, re.IGNORECASE)
+    if not m:
+        raise InputError(f"{what}: expected a number like 7e9, 7B or 1.5T, got {text!r}")
+    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what}: must be a positive number, got {text!r}")
+    return value
+
+
+def derive_model(params: float) -> ModelArch:
+    """A plausible Llama-like architecture with ``params`` parameters.
+
+    Llama proportions: hidden ~ 128 x layers (Llama-2-7B 4096/32, 13B 5120/40) rounded to a
+    multiple of 1024 (so the head count divides by 8), head_dim 128,
+    SwiGLU inner size ~ 8/3 hidden (rounded to 256), 32k vocabulary, grouped-query attention with
+    8 KV heads from 30B up; layers from ``params ~ 12 L h^2 + 2 V h``.
+
+    >>> m = derive_model(7e9)
+    >>> m.layers, m.hidden, m.heads, m.kv_heads
+    (33, 4096, 32, 32)
+    >>> derive_model(70e9).kv_heads
+    8
+    """
+    vocab = 32000
+    hidden_guess = 128 * max(2.0, (params / (12 * 128**2)) ** (1 / 3))
+    step = 1024 if hidden_guess >= 2048 else 256  # heads a multiple of 8 for tensor parallelism
+    hidden = max(256, int(round(hidden_guess / step)) * step)
+    body = max(params - 2 * vocab * hidden, params * 0.5)
+    layers = max(2, round(body / (12 * hidden**2)))
+    heads = hidden // 128
+    kv_heads = 8 if params >= 30e9 and heads % 8 == 0 else heads
+    inter = int(round(8 / 3 * hidden / 256)) * 256
+    return llama_like(f"custom-{params / 1e9:g}b", params, layers, hidden, heads, kv_heads, inter,
+                      vocab, max_context=131072)
+
+
+def _pick_model(model_id: str | None, params: str | None, models_file: Path | None) -> ModelArch:
+    if (model_id is None) == (params is None):
+        raise InputError("give exactly one of --model ID or --params N")
+    if params is not None:
+        return derive_model(parse_count(params, "--params"))
+    models = load_models(models_file or CATALOG_DIR / "models.yaml")
+    if model_id not in models:
+        from planner.yamlio import did_you_mean
+
+        raise InputError(f"unknown model {model_id!r}; " + did_you_mean(model_id, models.keys()))
+    return models[model_id]
+
+
+def _pick_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
+    gpus = load_gpus(gpus_file or CATALOG_DIR / "gpus.yaml")
+    if gpu_id not in gpus:
+        from planner.yamlio import did_you_mean
+
+        raise InputError(f"unknown gpu {gpu_id!r}; " + did_you_mean(gpu_id, gpus.keys()))
+    return gpus[gpu_id]
+
+
+def _calib(path: Path | None) -> Calibration:
+    from planner.physics.calibration import default_calibration
+
+    return load_calibration(path) if path else default_calibration()
+
+
+def _finite(obj: Any) -> Any:
+    """JSON-safe: infinities and NaN become null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def _common(f):
+    opts = [
+        click.option("--model", "model_id", metavar="ID", help="model id from the model catalog"),
+        click.option("--params", metavar="N", help="or: parameter count (7e9, 7B) of a Llama-like model"),
+        click.option("--gpu", "gpu_id", required=True, metavar="ID", help="GPU id from the catalog"),
+        click.option("--gpus", "gpus", required=True, type=int, metavar="K", help="number of GPUs"),
+        click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table"),
+        click.option("--gpus-file", type=click.Path(path_type=Path), default=None,
+                     help="GPU catalog (default catalogs/gpus.yaml)"),
+        click.option("--models-file", type=click.Path(path_type=Path), default=None,
+                     help="model catalog (default catalogs/models.yaml)"),
+        click.option("--calibration", "calib_file", type=click.Path(path_type=Path),
+                     default=None, help=f"calibration file (default {CALIBRATION_PATH.name})"),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+@click.group("estimate")
+def estimate() -> None:
+    """Physics estimates for one configuration (training time or serving latency)."""
+
+
+@estimate.command("train")
+@_common
+@click.option("--tokens", required=True, metavar="N", help="training tokens (1e12, 300B, 2T)")
+@click.option("--method", type=click.Choice(METHODS), default="full", show_default=True)
+@click.option("--seq-len", type=int, default=4096, show_default=True)
+@click.option("--precision", type=click.Choice(["bf16", "fp8"]), default="bf16",
+              show_default=True, help="training precision (fp8 needs FP8 tensor cores)")
+def train_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, as_json: bool,
+              gpus_file: Path | None, models_file: Path | None, calib_file: Path | None,
+              tokens: str, method: str, seq_len: int, precision: str) -> None:
+    """Time, GPU-hours, memory per GPU and the fastest parallel layout of a training job."""
+    if gpus < 1:
+        raise InputError(f"--gpus must be at least 1, got {gpus}")
+    if seq_len < 1:
+        raise InputError(f"--seq-len must be at least 1, got {seq_len}")
+    n_tokens = parse_count(tokens, "--tokens")
+    model = _pick_model(model_id, params, models_file)
+    gpu = _pick_gpu(gpu_id, gpus_file)
+    est = estimate_train(model, gpu, gpus, n_tokens, method, _calib(calib_file), seq_len,
+                         precision=precision)
+    out = {
+        "model": model.id, "params": model.params, "gpu": gpu.id, "gpus": gpus,
+        "tokens": n_tokens, "method": method, "seq_len": seq_len, "precision": precision,
+        **asdict(est),
+    }
+    if as_json:
+        click.echo(json.dumps(_finite(out), indent=2))
+        return
+    con = Console()
+    t = Table(title=f"train {model.id} ({model.params / 1e9:.3g}B) on {gpus}x {gpu.id}, "
+                    f"{n_tokens:.3g} tokens, {method}")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("fits", "yes" if est.fits else "NO")
+    if est.reason:
+        t.add_row("reason", est.reason)
+    t.add_row("wall hours", _fmt(est.wall_hours))
+    t.add_row("GPU-hours", _fmt(est.gpu_hours, 0))
+    t.add_row("tokens/s per GPU", _fmt(est.tokens_per_s_per_gpu, 0))
+    t.add_row("MFU", f"{est.mfu:.1%}")
+    if est.layout:
+        lay = est.layout
+        t.add_row("layout", f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}, ZeRO-{lay.zero_stage}, "
+                            f"micro-batch {lay.micro_batch}"
+                            f"{', recompute' if lay.recompute else ''}")
+    t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
+    for k, v in est.memory.items():
+        t.add_row(f"  {k}", _fmt(v))
+    con.print(t)
+
+
+@estimate.command("serve")
+@_common
+@click.option("--precision", type=click.Choice(PRECISIONS), default="bf16", show_default=True)
+@click.option("--prompt", type=int, required=True, metavar="N", help="prompt tokens per request")
+@click.option("--output", type=int, required=True, metavar="N", help="output tokens per request")
+@click.option("--batch", type=int, default=None, help="concurrent requests (default: most that fit)")
+@click.option("--slo-ttft-ms", type=float, default=None, help="with --slo-tpot-ms: also the "
+              "highest request rate with p95 TTFT/TPOT within the SLO")
+@click.option("--slo-tpot-ms", type=float, default=None)
+def serve_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, as_json: bool,
+              gpus_file: Path | None, models_file: Path | None, calib_file: Path | None,
+              precision: str, prompt: int, output: int, batch: int | None,
+              slo_ttft_ms: float | None, slo_tpot_ms: float | None) -> None:
+    """Throughput, TTFT, TPOT and memory of one serving replica (gpus = tensor-parallel size)."""
+    if gpus not in TP_SIZES:
+        raise InputError(f"--gpus is the tensor-parallel size of one replica: 1, 2, 4 or 8, "
+                         f"got {gpus}")
+    if prompt < 1 or output < 1:
+        raise InputError("--prompt and --output must be at least 1 token")
+    if batch is not None and batch < 1:
+        raise InputError(f"--batch must be at least 1, got {batch}")
+    if (slo_ttft_ms is None) != (slo_tpot_ms is None):
+        raise InputError("give both --slo-ttft-ms and --slo-tpot-ms, or neither")
+    for name, v in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-tpot-ms", slo_tpot_ms)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{name} must be a positive number of milliseconds, got {v}")
+    model = _pick_model(model_id, params, models_file)
+    gpu = _pick_gpu(gpu_id, gpus_file)
+    calib = _calib(calib_file)
+    est = estimate_serve(model, gpu, gpus, precision, prompt, output, batch, calib)
+    out: dict[str, Any] = {
+        "model": model.id, "params": model.params, "gpu": gpu.id, "prompt": prompt,
+        "output": output, **asdict(est),
+    }
+    cap = None
+    if slo_ttft_ms is not None and slo_tpot_ms is not None:
+        cap = replica_capacity(model, gpu, gpus, precision, prompt, output, slo_ttft_ms,
+                               slo_tpot_ms, calib)
+        out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
+    if as_json:
+        click.echo(json.dumps(_finite(out), indent=2))
+        return
+    con = Console()
+    t = Table(title=f"serve {model.id} on {gpus}x {gpu.id}, {precision}, "
+                    f"{prompt} in / {output} out")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("fits", "yes" if est.fits else "NO")
+    if est.reason:
+        t.add_row("reason", est.reason)
+    t.add_row("batch", str(est.batch))
+    t.add_row("output tokens/s (replica)", _fmt(est.tokens_per_s, 0))
+    t.add_row("TTFT ms (unloaded)", _fmt(est.ttft_ms))
+    t.add_row("TPOT ms (at this batch)", _fmt(est.tpot_ms, 2))
+    t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
+    for k, v in est.memory.items():
+        t.add_row(f"  {k}", _fmt(v))
+    if cap is not None:
+        if cap.feasible:
+            t.add_row("max rate within SLO (req/s)", _fmt(cap.rate_rps, 2))
+            t.add_row("  p95 TTFT / TPOT ms", f"{cap.p95_ttft_ms:.0f} / {cap.p95_tpot_ms:.1f}")
+            t.add_row("  output tokens/s", _fmt(cap.tokens_per_s, 0))
+            t.add_row("  batch cap", str(cap.batch))
+        else:
+            t.add_row("SLO", f"not reachable: {cap.reason}")
+    con.print(t)
