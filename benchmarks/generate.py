@@ -70,7 +70,7 @@ def _pick_gpus(rng: random.Random, gpus: int | str, catalog: list[str]) -> list[
     return [ANCHOR_GPU] + sorted(rng.sample(others, n - 1))
 
 
-def _serve(rng: random.Random, i: int, months: int) -> dict[str, Any]:
+def _serve(rng: random.Random, i: int, months: int, context: dict[str, int]) -> dict[str, Any]:
     model = rng.choice(sorted(SERVE_MODELS))
     start = rng.randrange(0, max(1, months // 2))
     w: dict[str, Any] = {
@@ -87,6 +87,8 @@ def _serve(rng: random.Random, i: int, months: int) -> dict[str, Any]:
         "tokens": {"prompt": rng.choice((200, 500, 1000, 2000)), "output": rng.choice((100, 250, 500))},
         "slo": {"p95_ttft_ms": rng.choice((800, 1000, 2000)), "p95_tpot_ms": rng.choice((50, 60, 100))},
     }
+    tok = w["tokens"]  # prompt + output must fit the model's context (no extra random draws)
+    tok["prompt"] = min(tok["prompt"], context[model] - tok["output"])
     if rng.random() < 0.3 and start + 2 < months - 1:
         w["end"] = month_label(START, rng.randrange(start + 2, months))
     return w
@@ -119,7 +121,8 @@ def generate(workloads: int, gpus: int | str = "all", months: int = 36, seed: in
     allowed = _pick_gpus(rng, gpus, catalog)
     n_train = workloads // 4 if workloads > 1 else 0
     n_serve = workloads - n_train
-    serve = [_serve(rng, i, months) for i in range(n_serve)]
+    context = {k: m.max_context for k, m in load_models().items()}
+    serve = [_serve(rng, i, months, context) for i in range(n_serve)]
     train = [_train(rng, i, months) for i in range(n_train)]
     data: dict[str, Any] = {
         "name": f"bench {workloads}w x {len(allowed) if allowed else 'all'} gpus x {months}m (seed {seed})",

@@ -74,7 +74,7 @@ def explain(problem: Path, solver: str, time_limit: float | None, gap: float | N
     if ex.duals:
         click.echo(
             "shadow prices (LP duals with purchases, replica counts and job choices fixed; "
-            "$ change of the total per unit of the right-hand side):"
+            "one constraint per distinct value):"
         )
         for line in ex.duals:
             click.echo(f"  {line}")

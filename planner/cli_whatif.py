@@ -101,6 +101,8 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
     vs = wi.make_varies(base, list(varies) if varies else list(wi.DEFAULT_VARIES))
     n = len(wi.grid(vs))
     console = Console(stderr=json_path == "-")
+    if not console.is_terminal:
+        console.width = max(console.width, 160)  # logs and pipes: do not squeeze the table
     where = f"Dask scheduler {scheduler}" if scheduler else f"{workers or os.cpu_count()} worker process(es)"
     console.print(
         f"what-if: {n} scenarios ({' x '.join(f'{v.key} [{len(v.values)}]' for v in vs)}) "

@@ -392,11 +392,38 @@ def _scaled(inputs: Inputs, key: str, factor: float) -> Inputs:
     )
 
 
+# Constraint families whose right-hand side is a real quantity (demand, capacity, hours,
+# money, kW). Families that only link a fixed binary to its continuous variable (train_slot,
+# train_use, train_gpus, train_assign, licence, rent_whole) are left out: with the integers
+# fixed their duals price an artifact of the fixing.
+DUAL_FAMILIES = {
+    "serve_demand": "$ per extra req/s of demand in that month and slice",
+    "capacity": "$ per extra owned GPU in that month and slice (negative: it would save)",
+    "train_progress": "$ per extra hour of training the job would need",
+    "train_window": "$ per extra wall hour in the job's window",
+    "train_spot_share": "$ per extra hour allowed on spot",
+    "reserved_cap": "$ per extra reserved GPU in that month and slice",
+    "availability": "$ per extra GPU the offer could supply",
+    "budget_capex": "$ per extra $ of capex budget",
+    "budget_total": "$ per extra $ of total budget",
+    "power_cap": "$ per extra kW of power cap",
+}
+
+
+def _family(name: str) -> str | None:
+    for fam in sorted(DUAL_FAMILIES, key=len, reverse=True):
+        if name == fam or name.startswith(fam + "_"):
+            return fam
+    return None
+
+
 def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
     """``(constraint, dual, slack)`` of the LP left when every integer variable is fixed at its
-    value in the solved MILP; sorted by |dual|, the ``top`` largest. The dual is the change of
-    the total cost per unit of the constraint's right-hand side (purchases, replica counts and
-    job choices held fixed). Mutates ``m`` (its variables become continuous)."""
+    value in the solved MILP, for the constraint families of :data:`DUAL_FAMILIES`; sorted by
+    |dual|, at most ``top``, and within a family one constraint per distinct dual value. The
+    dual is the change of the total cost per unit of the constraint's right-hand side
+    (purchases, replica counts and job choices held fixed). Mutates ``m``: its integer
+    variables become continuous, fixed at their values."""
     for v in m.prob.variables():
         if v.cat == pulp.LpInteger:
             val = round(v.varValue or 0.0)
@@ -405,13 +432,20 @@ def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
     m.prob.solve(pulp.PULP_CBC_CMD(msg=False))
     if m.prob.status != pulp.LpStatusOptimal:
         return []
-    out = []
+    rows = []
     for name, c in m.prob.constraints.items():
         pi = c.pi
-        if pi is None or abs(pi) < 1e-7:
+        if pi is None or abs(pi) < 1e-7 or _family(name) is None:
             continue
-        out.append((name, float(pi), float(c.slack or 0.0)))
-    out.sort(key=lambda x: (-abs(x[1]), x[0]))
+        rows.append((name, float(pi), float(c.slack or 0.0)))
+    rows.sort(key=lambda x: (-abs(x[1]), x[0]))
+    out, seen = [], set()
+    for name, pi, slack in rows:
+        key = (_family(name), round(pi, 6))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((name, pi, slack))
     return out[:top]
 
 
@@ -519,5 +553,5 @@ def explain_plan(
                 continue
             whatif.append(f"without {g} ({tag}) -> " + line("", pi, pc).lstrip(": "))
 
-    duals = [f"{name}: {pi:+,.4g} $/unit (slack {slack:,.3g})" for name, pi, slack in lp_duals(m, top)]
+    duals = [f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)]
     return Explanation(total, res.status, limits, whatif, duals, res.gap)

@@ -491,6 +491,7 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
     bought: dict[str, int] = defaultdict(int)
     for p in plan.purchases:
         bought[p.gpu] += p.count
+    gpus = sorted(set(owned) | set(rented) | set(bought))
     total_h = sum(owned.values()) + sum(rented.values())
     serve = [w for w in plan.workloads if w.kind == "serve"]
     tokens = sum(w.tokens for w in serve)
@@ -502,8 +503,8 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
         message=plan.message,
         totals=plan.totals.model_dump(),
         purchases=[p.model_dump() for p in plan.purchases],
-        owned_gpu_hours={g: round(h, 6) for g, h in sorted(owned.items())},
-        rented_gpu_hours={g: round(h, 6) for g, h in sorted(rented.items())},
+        owned_gpu_hours={g: round(owned.get(g, 0.0), 6) for g in gpus},
+        rented_gpu_hours={g: round(rented.get(g, 0.0), 6) for g in gpus},
         rented_share=(sum(rented.values()) / total_h) if total_h > 0 else 0.0,
         usd_per_1m_tokens=per_m,
         bought={g: n for g, n in sorted(bought.items()) if n},

@@ -150,7 +150,9 @@ def _chart_sheet(wb: Workbook, res) -> None:
         ("rented share of GPU-hours", lambda r: r.rented_share, PCT, "0%"),
     ]
     row = 4
-    for xi, xv in enumerate(varies):
+    widest = max(1 + (len(v.values) if len(varies) > 1 else 1) for v in varies)
+    anchor_col = get_column_letter(max(widest, 1 + max((len(o.values) for o in varies[:2]), default=1)) + 2)
+    for xv in varies:
         others = [v for v in varies if v is not xv]
         sv = others[0] if others else None
         fixed = {v.key: v.values[0] for v in others[1:]}
@@ -186,9 +188,9 @@ def _chart_sheet(wb: Workbook, res) -> None:
                     se.smooth = False
                     ch.series.append(se)
                 lo, hi = min(xv.values), max(xv.values)
-                pad = (hi - lo) * 0.03 or abs(lo) * 0.1 or 1
-                ch.x_axis.scaling.min = lo - pad
-                ch.x_axis.scaling.max = hi + pad
+                if hi > lo:
+                    ch.x_axis.scaling.min = lo
+                    ch.x_axis.scaling.max = hi
             else:
                 ch = LineChart()
                 for j in range(len(s_vals)):
@@ -208,7 +210,6 @@ def _chart_sheet(wb: Workbook, res) -> None:
                 ch.y_axis.scaling.min = 0
                 ch.y_axis.scaling.max = 1
             ch.width, ch.height = 16, 8.5
-            anchor_col = get_column_letter(len(head) + 2 if xi == 0 and mi == 0 else max(len(head) + 2, 8))
             ws.add_chart(ch, f"{anchor_col}{row}")
             row += max(n + 3, 19)
     ws.column_dimensions["A"].width = 14
