@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import __version__
 from planner.errors import InfeasibleError, PlannerError
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 class PlannerGroup(click.Group):

@@ -153,7 +153,12 @@ def parse_values(text: str, what: str = "values") -> list[Value]:
         return list(parse_range(text, what))
     values = [_scalar(t, what) for t in text.split(",")]
     seen: set = set()
-    dups = [v for v in values if (repr(v) in seen) or seen.add(repr(v))]
+    dups = []
+    for v in values:
+        k = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else repr(v)
+        if k in seen:
+            dups.append(v)
+        seen.add(k)
     if dups:
         raise InputError(f"{what}: repeated value(s) {dups} in {text!r}")
     return values

@@ -297,7 +297,7 @@ def validation_message(
         show = found and not kinds & {"extra_forbidden", "missing"}
         if show and isinstance(value, dict | list) and len(repr(value)) > 80:
             show = False
-        if show and (repr(value) in msg or (isinstance(value, str) and value in msg)):
+        if show and isinstance(value, str) and repr(value) in msg:
             show = False  # the message already quotes the value
         got = f" (got {_short(value)})" if show else ""
         lines.append(f"{doc.where(loc)}: {format_loc(loc)}: {msg}{got}")

@@ -9,16 +9,22 @@ Core API used by the optimizer::
 Every efficiency factor comes from ``catalogs/calibration.yaml`` (:func:`default_calibration`).
 """
 
-from planner.physics.calibration import Calibration, default_calibration, load_calibration
-from planner.physics.serve import (
-    PRECISIONS,
-    ReplicaCapacity,
-    ServeEstimate,
-    estimate_serve,
-    replica_capacity,
-)
-from planner.physics.train import METHODS, TrainEstimate, TrainLayout, estimate_train
+from typing import TYPE_CHECKING, Any
 
+_EXPORTS = {
+    "Calibration": "calibration",
+    "default_calibration": "calibration",
+    "load_calibration": "calibration",
+    "PRECISIONS": "serve",
+    "ReplicaCapacity": "serve",
+    "ServeEstimate": "serve",
+    "estimate_serve": "serve",
+    "replica_capacity": "serve",
+    "METHODS": "train",
+    "TrainEstimate": "train",
+    "TrainLayout": "train",
+    "estimate_train": "train",
+}
 __all__ = [
     "METHODS",
     "PRECISIONS",
@@ -33,3 +39,24 @@ __all__ = [
     "load_calibration",
     "replica_capacity",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy re-exports (PEP 562), so ``python -m planner.physics.calibration`` runs cleanly."""
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"planner.physics.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'planner.physics' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.physics.calibration import Calibration, default_calibration, load_calibration
+    from planner.physics.serve import (
+        PRECISIONS,
+        ReplicaCapacity,
+        ServeEstimate,
+        estimate_serve,
+        replica_capacity,
+    )
+    from planner.physics.train import METHODS, TrainEstimate, TrainLayout, estimate_train

@@ -377,7 +377,10 @@ def format_table(rows: list[Row]) -> str:
 
 def main() -> None:
     """Print the calibration table (``python -m planner.physics.calibration``)."""
-    print(format_table(calibration_table()))
+    # use the canonical module, not this file's ``__main__`` copy
+    from planner.physics import calibration as mod
+
+    print(mod.format_table(mod.calibration_table()))
 
 
 if __name__ == "__main__":  # pragma: no cover - thin wrapper

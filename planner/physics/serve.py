@@ -543,7 +543,7 @@ def _loaded(
         # feedback: one more running request lengthens every life by g requests' worth
         slope = step(max(n, 1.0) + 1) - t_d
         g = min(0.9, lam * d * slope / (1 - rho_p))
-        n95 = n + 1.6449 * math.sqrt(max(n, 1.0)) / (1 - g)
+        n95 = n + 1.6449 * math.sqrt(n) / (1 - g)
         if n95 > batch:  # slots must cover the 95% point of the running batch
             return big, False
         t95 = step(max(n95, 1.0))
@@ -633,9 +633,15 @@ def _capacity(
     rate, at = best_rate(top)
     if at is None:
         r0 = loaded_latency(model, gpu, gpus, precision, prompt, output, top, 1e-6, calib)
+        if not r0.stable:
+            return no(f"no stable operating point with at most {top} concurrent requests "
+                      "(too little memory left for the KV cache)", top)
         return no(f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
                   f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
                   f"{slo_tpot_ms:g} ms) even at batch {top}", top)
+    if rate < 1e-3:
+        return no(f"sustains only {rate:.2g} req/s within the SLO (batch {top}: too little "
+                  f"memory left for KV cache)", top)
     batch = top
     # a larger batch cap never lowers capacity here; report the smallest power-of-two cap that
     # sustains the same rate within the SLO (one evaluation per candidate)
