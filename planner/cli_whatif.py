@@ -142,10 +142,10 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
 def _side_by_side(be) -> Table:
     a, b = be.below, be.above
     if be.changed:
-        ta, tb = f"below: {be.key}={be.bracket[0]:.6g}", f"above: {be.key}={be.bracket[1]:.6g}"
+        ta, tb = f"below: {be.bracket[0]:.6g}", f"above: {be.bracket[1]:.6g}"
     else:
-        ta, tb = f"{be.key}={be.lo:g}", f"{be.key}={be.hi:g}"
-    t = Table(title=f"Break-even on {be.key}" if be.changed else f"{be.key}: plan unchanged")
+        ta, tb = f"at {be.lo:g}", f"at {be.hi:g}"
+    t = Table(title=f"Break-even on {be.key}" if be.changed else f"{be.key}: the plan does not change")
     t.add_column("")
     t.add_column(ta, justify="right")
     t.add_column(tb, justify="right")

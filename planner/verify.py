@@ -18,8 +18,8 @@ What is checked (each failure is one line of the returned list):
   replicas are whole and fit the owned fleet (with training) per month and slice; rented
   replicas use a trusted offer for that GPU whose instances hold the replica's tensor-parallel
   group, spot only if ``offers.spot_for_serving``, within the offer's availability cap and,
-  for reserved offers, within the committed reservations; demand covered in every
-  (month, slice);
+  for reserved offers, within the committed reservations; demand covered and at least one
+  whole replica up (owned + rented, ``serve_floor``) in every (month, slice);
 * training: one configuration, which fits in memory (physics); progress >= the hours the
   physics needs; wall hours inside the window (in total, per month and per slice); owned runs
   need ``k`` owned GPUs; rentals obey the instance-size rule (instances of >= min(k, 8)
@@ -223,6 +223,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             for s, load in loads.items()
         }
         offered: dict[tuple[int, str], float] = defaultdict(float)
+        replicas_up: dict[tuple[int, str], float] = defaultdict(float)
         for al in plan.serve_allocations:
             if al.workload != w.name:
                 continue
@@ -267,6 +268,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             if al.replicas > 0:
                 serve_used_caps[w.name].add((al.gpu, al.gpus_per_replica))
             offered[(t, al.slice)] += al.replicas * min(rate, al.rate_rps_per_replica)
+            replicas_up[(t, al.slice)] += al.replicas
             gpus = al.replicas * al.gpus_per_replica
             if al.source == "owned":
                 errs.check(
@@ -301,6 +303,12 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
                 have >= need * (1 - REL) - 1e-9,
                 f"serving {w.name} {months[t]} {s}: capacity {have:.3f} req/s < demand {need:.3f} req/s",
                 group=("demand", w.name),
+            )
+            errs.check(
+                replicas_up[(t, s)] >= 1 - 1e-6,
+                f"serving {w.name} {months[t]} {s}: {replicas_up[(t, s)]:.3f} replicas up; a live "
+                "service keeps at least one whole replica up (serve_floor)",
+                group=("floor", w.name),
             )
 
     # ---------------------------------------------------------------- training
@@ -347,6 +355,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
                 errs.check(
                     owned[(gpu_id, t)] >= k,
                     f"{what}: needs {k} owned {gpu_id}, owns {owned[(gpu_id, t)]}",
+                    group=("train_owned", j.name),
                 )
                 use[(gpu_id, t, al.slice)] += k * al.wall_hours / sl_hours[al.slice]
                 busy[(gpu_id, t)] += k * al.wall_hours
@@ -406,6 +415,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
         errs.check(
             gpus <= owned[(g, t)] * (1 + REL) + ABS,
             f"{months[t]} {s}: {gpus:.2f} owned {g} in use > {owned[(g, t)]} owned",
+            group=("use", g),
         )
 
     # ---------------------------------------------------------------- reservations and caps
@@ -535,6 +545,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             errs.check(
                 fm.owned == own and fm.bought == bought[(g, t)],
                 f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases give {bought[(g, t)]}, {own}",
+                group=("fleet_owned", g),
             )
             errs.check(
                 fm.reserved == reserved_gpus[(g, t)],
@@ -543,13 +554,17 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             errs.check(
                 _close(fm.owned_busy_gpu_hours, busy[(g, t)], abs_=0.01),
                 f"{what}: says {fm.owned_busy_gpu_hours:,.1f} busy GPU-h; the allocations give {busy[(g, t)]:,.1f}",
+                group=("fleet_busy", g),
             )
             errs.check(
                 _close(fm.rented_gpu_hours, rented_by_gpu[(g, t)], abs_=0.01),
                 f"{what}: says {fm.rented_gpu_hours:,.1f} rented GPU-h; the rentals give {rented_by_gpu[(g, t)]:,.1f}",
             )
             kw = own * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
-            errs.check(_close(fm.power_kw, kw, abs_=1e-3), f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}")
+            errs.check(
+                _close(fm.power_kw, kw, abs_=1e-3), f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
+                group=("fleet_kw", g),
+            )
     total = capex + power + hosting + rental
     tt = plan.totals
     for name, mine, theirs in (
@@ -591,13 +606,19 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
                 errs.check(
                     _close(mine, theirs, rel=1e-6, abs_=0.5),
                     f"cash flow {mc.month}: {name} {theirs:,.2f} but recomputed {mine:,.2f}",
+                    group=("cash", name),
                 )
             mine = capex_by_month[t] + opex_by_month[t] + rental_by_month[t]
             running += mine
-            errs.check(_close(mine, mc.total_usd, rel=1e-6, abs_=0.5), f"cash flow {mc.month}: total {mc.total_usd:,.2f} but recomputed {mine:,.2f}")
+            errs.check(
+                _close(mine, mc.total_usd, rel=1e-6, abs_=0.5),
+                f"cash flow {mc.month}: total {mc.total_usd:,.2f} but recomputed {mine:,.2f}",
+                group=("cash", "total"),
+            )
             errs.check(
                 _close(running, mc.cumulative_usd, rel=1e-6, abs_=0.5),
                 f"cash flow {mc.month}: cumulative {mc.cumulative_usd:,.2f} but recomputed {running:,.2f}",
+                group=("cash", "cumulative"),
             )
 
     # ---------------------------------------------------------------- workloads: predicted vs target

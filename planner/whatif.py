@@ -269,7 +269,9 @@ def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
             ):
                 # allowed by the schema but absent from the file: create it
                 loc.append(part)
-                cur = {} if i < len(parts) - 1 and _is_model(_child_type(tp, part)) else None
+                child = _child_type(tp, part)
+                mapping = _is_model(child) or typing.get_origin(_model_type(child)) is dict
+                cur = {} if i < len(parts) - 1 and mapping else None
                 if cur is None and i < len(parts) - 1:
                     raise InputError(
                         f"--vary {key}: {format_loc(tuple(loc))} is not in the problem file "
