@@ -98,7 +98,7 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
     if scheduler and not scheduler.strip():
         raise InputError("--scheduler: empty address")
     base = wi.load_base(problem)
-    vs = wi.make_varies(base, list(varies) if varies else list(wi.DEFAULT_VARIES))
+    vs = wi.make_varies(base, list(varies) if varies else wi.default_varies(base))
     n = len(wi.grid(vs))
     console = Console(stderr=json_path == "-")
     if not console.is_terminal:

@@ -393,6 +393,12 @@ def base_from_text(text: str, name: str = "<text>", base_dir: str | Path | None 
     return Base(doc.data, name, str(Path(base_dir or Path.cwd()).resolve()), doc.lines)
 
 
+def default_varies(base: Base) -> list[tuple[str, str]]:
+    """:data:`DEFAULT_VARIES`, without ``utilization`` when the problem serves nothing."""
+    serve = (base.data.get("workloads") or {}).get("serve") if isinstance(base.data.get("workloads"), dict) else None
+    return [(k, v) for k, v in DEFAULT_VARIES if k != "utilization" or serve]
+
+
 def make_varies(base: Base, specs: Iterable[str | tuple[str, Sequence[Value] | str]]) -> list[Vary]:
     """``["utilization=0.2:0.9:0.1", ("power_price", [0.1, 0.2])]`` -> resolved varies."""
     out: list[Vary] = []
@@ -613,7 +619,8 @@ def _run_local(tasks: Sequence[Task], workers: int, progress: Progress | None) -
     if "forkserver" in methods:
         ctx.set_forkserver_preload(["planner.whatif", "planner.api", "pulp"])
     results: dict[int, ScenarioResult] = {}
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    try:
         futs = {pool.submit(run_task, t): t for t in tasks}
         for fut in as_completed(futs):
             t = futs[fut]
@@ -624,10 +631,17 @@ def _run_local(tasks: Sequence[Task], workers: int, progress: Progress | None) -
             results[t.index] = r
             if progress:
                 progress(r)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: do not wait for the whole grid
+        raise
+    pool.shutdown(wait=True)
     return [results[t.index] for t in tasks]
 
 
 def _run_dask(tasks: Sequence[Task], address: str, progress: Progress | None) -> list[ScenarioResult]:
+    """Run on an existing Dask cluster. The workers need ``planner`` installed, and the
+    problem's offers files at the same absolute path (a shared file system), since each
+    scenario resolves them from the problem file's directory."""
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
@@ -697,7 +711,7 @@ def run_whatif(
         base = load_base(base)
     if solver not in ("cbc", "highs"):
         raise InputError(f"--solver: unknown solver {solver!r}; allowed: cbc, highs")
-    vs = make_varies(base, list(varies) if varies else list(DEFAULT_VARIES))
+    vs = make_varies(base, list(varies) if varies else default_varies(base))
     tasks = make_tasks(base, vs, solver, time_limit, gap)
     if with_base:
         tasks.append(Task(len(tasks), base, {}, [], solver, time_limit, gap, keep_plan=True))
