@@ -25,7 +25,7 @@ class PlannerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except InfeasibleError as exc:
-            err_console.print(f"[bold red]{exc}[/bold red]", highlight=False)
+            err_console.print(str(exc), style="bold red", highlight=False, markup=False)
             for line in exc.diagnosis:
                 err_console.print(f"  - {line}", highlight=False, markup=False)
             sys.exit(exc.exit_code)

@@ -67,6 +67,10 @@ def explain(problem: Path, solver: str, time_limit: float | None, gap: float | N
     click.echo("limits at the optimum:")
     for line in ex.limits:
         click.echo(f"  {line}")
+    if ex.binding:
+        click.echo("constraints holding with equality at the optimum, by family:")
+        for line in ex.binding:
+            click.echo(f"  {line}")
     if ex.whatif:
         click.echo("what relaxing or removing each is worth (re-solved):")
         for line in ex.whatif:

@@ -187,11 +187,12 @@ def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
     """Why one workload, alone and without limits, has no plan."""
     p = inputs.problem
     T = p.horizon.months
+    parts = []
     if name in cands.serve:
         w = next(x for x in p.workloads.serve if x.name == name)
-        parts = []
         for g in sorted({c.gpu for c in cands.serve[name]}):
             tps = sorted(c.tp for c in cands.serve[name] if c.gpu == g)
+            biggest = max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0)
 
             def eligible(o, tps=tps):
                 return (
@@ -200,50 +201,51 @@ def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
                     and (o.kind != "reserved" or (o.term_months or 1) <= T)
                 )
 
-            def why_not(o, tps=tps):
+            def why_not(o, tps=tps, biggest=biggest):
                 if o.kind == "spot" and not p.offers.spot_for_serving:
                     return "spot offers are not used for serving (offers.spot_for_serving: false)"
                 if o.kind == "reserved" and (o.term_months or 1) > T:
-                    return f"reserved term {o.term_months} months is longer than the {T}-month horizon"
+                    return f"a reserved term is longer than the {T}-month horizon"
                 return (
-                    f"instances of {o.gpus_per_instance} GPUs are smaller than the {min(tps)}-GPU "
-                    "tensor-parallel replica"
+                    f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
                 )
 
             buy = _buy_reason(inputs, g)
             rent = _offer_summary(inputs, g, eligible, why_not)
             tp_text = "/".join(f"tp{t}" for t in tps)
-            parts.append(f"{g} ({tp_text}) meets the SLO, but " + (buy + " and " if buy else "") + rent)
+            parts.append(f"{g} ({tp_text}) meets the SLO, but " + (buy + "; and " if buy else "") + rent)
         return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
     j = next(x for x in p.workloads.train if x.name == name)
-    parts = []
-    for c in cands.train.get(name, []):
+    for g in sorted({c.gpu for c in cands.train.get(name, [])}):
+        cl = [c for c in cands.train[name] if c.gpu == g]
+        kmin = min(c.gpus for c in cl)
+        biggest = max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0)
 
-        def eligible(o, c=c):
-            return (
+        def eligible(o, cl=cl):
+            return any(
                 o.kind != "reserved"
                 and o.gpus_per_instance >= min(c.gpus, 8)
                 and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
                 and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
+                for c in cl
             )
 
-        def why_not(o, c=c):
+        def why_not(o, kmin=kmin, biggest=biggest):
             if o.kind == "reserved":
                 return "reserved offers are not used for training"
-            if o.gpus_per_instance < min(c.gpus, 8):
+            if o.gpus_per_instance < min(kmin, 8):
                 return (
-                    f"instances of {o.gpus_per_instance} GPUs; a {c.gpus}-GPU job needs instances of "
-                    f"at least {min(c.gpus, 8)}"
+                    f"instances hold at most {biggest} GPUs; a {kmin}-GPU job needs instances of at "
+                    f"least {min(kmin, 8)}"
                 )
-            if o.max_gpus is not None and rental_gpus(c.gpus, o) > o.max_gpus:
-                return f"at most {o.max_gpus} GPUs available, the job needs {rental_gpus(c.gpus, o)}"
+            if o.max_gpus is not None and rental_gpus(kmin, o) > o.max_gpus:
+                return f"offers cap availability below the {kmin} GPUs the job needs"
             return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
 
-        buy = _buy_reason(inputs, c.gpu)
-        rent = _offer_summary(inputs, c.gpu, eligible, why_not)
-        parts.append(
-            f"{c.gpu} x{c.gpus} ({c.wall_hours:,.0f} h) fits the window, but " + (buy + " and " if buy else "") + rent
-        )
+        sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
+        buy = _buy_reason(inputs, g)
+        rent = _offer_summary(inputs, g, eligible, why_not)
+        parts.append(f"{g} ({sizes}) fits the window, but " + (buy + "; and " if buy else "") + rent)
     a = month_index(p.horizon.start, j.window.start)
     b = month_index(p.horizon.start, j.window.deadline)
     return (
@@ -363,6 +365,7 @@ class Explanation:
     whatif: list[str]  # re-solves: limit +10 %, each GPU type removed
     duals: list[str]  # LP duals with the integer decisions fixed
     gap: float | None = None
+    binding: list[str] = dataclasses.field(default_factory=list)  # per family, at the optimum
 
 
 def _without_gpu(inputs: Inputs, cands: Candidates, g: str) -> tuple[Inputs, Candidates, list[str]]:
@@ -530,8 +533,10 @@ def explain_plan(
                 return f"{label}: no plan ({rr.status})"
             new = float(rr.objective or 0.0)
             d = new - total
-            note = " (within the solver gap)" if abs(d) <= tol else ""
-            return f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}, {d / total:+.1%}){note}" if total else f"{label}: total {_fmt_usd(new)}"
+            if abs(d) <= tol:
+                return f"{label}: total {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
+            pct = f", {d / total:+.1%}" if total else ""
+            return f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
 
         whatif.append(f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> " + line("", _scaled(inputs, "capex", 1.1), cands).lstrip(": "))
         if p.budget.total_usd is not None:
@@ -553,5 +558,32 @@ def explain_plan(
                 continue
             whatif.append(f"without {g} ({tag}) -> " + line("", pi, pc).lstrip(": "))
 
+    binding = binding_families(m)
     duals = [f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)]
-    return Explanation(total, res.status, limits, whatif, duals, res.gap)
+    return Explanation(total, res.status, limits, whatif, duals, res.gap, binding)
+
+
+def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:
+    """Per constraint family: how many constraints hold with equality in the solved model
+    (with some variable non-zero), e.g. ``capacity: 40 of 132 binding (e.g. ...)``."""
+    fams: dict[str, list[int]] = {}
+    example: dict[str, str] = {}
+    for name, c in m.prob.constraints.items():
+        fam = _family(name)
+        if fam is None:
+            continue
+        val = c.value()
+        if val is None:
+            continue
+        scale = max(1.0, abs(c.constant) + sum(abs(a * (v.varValue or 0.0)) for v, a in c.items()))
+        # tight, and not trivially so (0 <= 0 for a GPU type or job choice the plan does not use)
+        tight = abs(val) <= tol * scale and any(abs(v.varValue or 0.0) > 1e-9 for v in c)
+        counts = fams.setdefault(fam, [0, 0])
+        counts[1] += 1
+        if tight:
+            counts[0] += 1
+            example.setdefault(fam, name)
+    return [
+        f"{fam}: {b} of {n} binding" + (f" (e.g. {example[fam]})" if fam in example else "")
+        for fam, (b, n) in sorted(fams.items())
+    ]

@@ -72,7 +72,17 @@ class YamlDoc:
         return f"{self.path}:{line}" if line else f"{self.path}"
 
 
-def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path) -> None:
+MAX_VALUES = 200_000  # values in a document once YAML aliases are expanded ("billion laughs")
+
+
+def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path, count: list[int] | None = None) -> None:
+    count = count if count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_VALUES:
+        raise InputError(
+            f"{path}:{node.start_mark.line + 1}: the document expands to more than {MAX_VALUES:,} values "
+            "(YAML anchors and aliases nested too deep); write the values out"
+        )
     out.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
@@ -87,11 +97,11 @@ def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path) -> 
                     )
                 seen[key] = line
             out[loc + (key,)] = line
-            _index_lines(value_node, loc + (key,), out, path)
+            _index_lines(value_node, loc + (key,), out, path, count)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             out[loc + (i,)] = item.start_mark.line + 1
-            _index_lines(item, loc + (i,), out, path)
+            _index_lines(item, loc + (i,), out, path, count)
 
 
 def parse_yaml_text(text: str, path: Path) -> YamlDoc:
@@ -297,7 +307,7 @@ def validation_message(
         show = found and not kinds & {"extra_forbidden", "missing"}
         if show and isinstance(value, dict | list) and len(repr(value)) > 80:
             show = False
-        if show and isinstance(value, str) and repr(value) in msg:
+        if show and isinstance(value, str) and (repr(value) in msg or (kinds == {"value_error"} and value in msg)):
             show = False  # the message already quotes the value
         got = f" (got {_short(value)})" if show else ""
         lines.append(f"{doc.where(loc)}: {format_loc(loc)}: {msg}{got}")

@@ -120,6 +120,14 @@ def test_union_errors_merged_into_one_line():
     assert msg.count("offers.providers") == 1
 
 
+def test_alias_bomb_is_rejected_quickly():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with pytest.raises(InputError, match="expands to more than"):
+        load_problem_text("\n".join(lines) + "\n", name="bomb.yaml")
+
+
 def test_did_you_mean():
     assert did_you_mean("h100-sxn", ["h100-sxm", "a100-sxm-80gb"]) == "did you mean 'h100-sxm'?"
     assert did_you_mean("zzz", ["a", "b"]) == "known: a, b"
