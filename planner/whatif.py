@@ -862,10 +862,20 @@ def breakeven(
     sigs = [_signature(r, watch) for r in points]
     changes = [i for i in range(scan - 1) if sigs[i] != sigs[i + 1]]
     if not changes:
-        what = f"the number of {watch} bought" if watch else "the set of GPU types bought"
+        if watch:
+            what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)}"
+        else:
+            types = ", ".join(points[0].bought) if points[0].ok else ""
+            what = "the set of GPU types bought stays the same (" + (
+                f"it buys {types}" if types else f"it {_buys(points[0], None)}"
+            )
+            counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
+            moved = [f"{g} {c[0]}..{c[-1]}" for g, c in counts.items() if len(c) > 1]
+            if moved:
+                what += f"; the counts vary: {', '.join(moved)}; try --watch gpu=<id>"
         sentence = (
-            f"the plan does not change over {key} {lo:g}..{hi:g}: {what} stays the same "
-            f"(it {_buys(points[0], watch)} at every one of {scan} values tried)"
+            f"the plan does not change over {key} {lo:g}..{hi:g}: {what}, "
+            f"at every one of the {scan} values tried)"
         )
         return BreakEven(key, lo, hi, watch, False, None, None, points[0], points[-1], sentence,
                          counter["solves"], [], tol)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from planner.candidates import Candidates, ServeCandidate, TrainCandidate
-from planner.catalog import GpuSpec, ModelArch, Offer
+from planner.catalog import GpuSpec, ModelArch
 from planner.demand import load_slices
 from planner.problem import Inputs, Problem, resolve
 
