@@ -75,7 +75,8 @@ Variables that no optimal plan needs are not created, and implied bounds are sta
 * ``r`` exists only for the cheapest offer per training candidate and kind
   (:func:`train_offers`): nothing but price and kind tells training offers apart.
 * ``n``, ``a`` and ``z`` exist only on GPU types that can be owned at all (not a GeForce card
-  without ``consumer_gpus_allowed``, one node within the capex budget and the power cap).
+  without ``consumer_gpus_allowed``, one node within the capex budget and the power cap) and
+  whose ownership can pay off against renting (:func:`worth_owning`; else ``buy`` is 0).
 * bounds: ``buy[g,t] <= min(capex / (n_g K_g), cap kW / (n_g P^max_g PUE / 1000))`` nodes,
   ``n[k,r,t,s] <= max(1, ceil(D_kts / mu_r))``, ``q[k,r,o,t,s] <= max(1, D_kts / mu_r)``.
 """
@@ -252,11 +253,78 @@ def _ownable(m: PlannerModel) -> dict[str, int | None]:
     return out
 
 
+def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
+    """Per GPU type, the most an hour of one owned GPU can save in rentals (inf if some use
+    of it has no uncapped rental to fall back on).
+
+    An owned replica of serving candidate ``r`` can always be replaced, replica for replica,
+    by ``max(1, mu_r / mu_r')`` rented replicas of a candidate ``r'`` of the same workload on
+    an uncapped non-reserved offer ``o'`` (as many req/s, at least as many replicas for the
+    floor), at ``p_o' m_r' max(1, mu_r / mu_r')`` per hour, i.e. per GPU-hour of ``r``
+    divided by ``m_r``; an owned wall hour of training candidate ``c`` by one rented on-demand
+    wall hour of the same candidate at ``p_o ceil(k/u_o) u_o``, per GPU-hour divided by ``k``.
+    """
+    spot_ok = m.inputs.problem.offers.spot_for_serving
+    plain = [
+        o for o in m.cands.offers.values()
+        if o.kind != "reserved" and o.max_gpus is None and (o.kind != "spot" or spot_ok)
+    ]
+    value: dict[str, float] = {g: 0.0 for g in m.inputs.gpus}
+    for cands in m.cands.serve.values():
+        options = []  # (price per replica-hour, req/s) of the workload's uncapped rentals
+        for c in cands:
+            prices = [o.usd_per_gpu_hour for o in plain if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
+            if prices and c.rate_rps > 0:
+                options.append((min(prices) * c.tp, c.rate_rps))
+        for c in cands:
+            if c.gpu not in value or c.rate_rps <= 0:
+                continue
+            best = min((p * max(1.0, c.rate_rps / mu) for p, mu in options), default=math.inf)
+            value[c.gpu] = max(value[c.gpu], best / c.tp)
+    for cands in m.cands.train.values():
+        for c in cands:
+            if c.gpu not in value:
+                continue
+            prices = [o.usd_per_gpu_hour * rental_gpus(c.gpus, o) / c.gpus
+                      for o in train_offers(m, c) if o.kind != "spot"]
+            value[c.gpu] = max(value[c.gpu], min(prices, default=math.inf))
+    return value
+
+
+def worth_owning(m: PlannerModel) -> dict[str, bool]:
+    """Per GPU type, whether owning any of it can ever beat renting.
+
+    A GPU bought in month t0 costs at least ``K_g + (T - t0)(idle power + hosting)`` and can
+    save at most ``(T - t0) H (V_g - busy power)`` in rentals (``V_g`` from
+    :func:`rent_value_per_gpu_hour`); the balance is best for t0 = 0. When even then the cost
+    is at least the saving, a plan that owns the type is matched by the same plan with every
+    one of those GPUs removed and all their work rented instead (busy GPU-hours never exceed
+    owned GPU-hours), so the type never needs ``n``, ``a`` or ``z`` and ``buy`` is 0.
+    (Only the whole type: removing some nodes can force whole replicas or a whole training
+    month onto rentals, which the per-GPU saving does not cover.)
+    """
+    site = m.inputs.problem.site
+    e = site.power_usd_per_kwh * site.pue / 1000.0
+    T = len(m.cands.months)
+    value = rent_value_per_gpu_hour(m)
+    out: dict[str, bool] = {}
+    for g, gpu in m.inputs.gpus.items():
+        if math.isinf(value[g]):
+            out[g] = True
+            continue
+        per_month, per_busy = power_coefficients(gpu, e)
+        cost = gpu.unit_capex_usd + T * (per_month + site.hosting_usd_per_gpu_month)
+        saving = T * HOURS_PER_MONTH * max(0.0, value[g] - per_busy)
+        out[g] = saving > cost * (1 - 1e-9)
+    return out
+
+
 def add_purchase_variables(m: PlannerModel) -> None:
     T = len(m.cands.months)
     bounds = _ownable(m)
+    worth = worth_owning(m)
     for g, gpu in m.inputs.gpus.items():
-        up = bounds[g]
+        up = bounds[g] if worth[g] else 0
         m.ownable[g] = up is None or up > 0
         terms: list[tuple[pulp.LpVariable, int]] = []
         for t in range(T):

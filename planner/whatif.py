@@ -781,8 +781,14 @@ class BreakEven:
 
 
 def _fmt_val(x: float, tol: float) -> str:
+    """``x`` with as many decimals as the tolerance resolves.
+
+    >>> _fmt_val(0.28457, 0.0045), _fmt_val(1.5, 0.01), _fmt_val(1234.5, 10)
+    ('0.285', '1.5', '1234')
+    """
     digits = max(0, -math.floor(math.log10(tol))) if tol > 0 else 3
-    return f"{x:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{x:.{digits}f}" else f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _buys(r: ScenarioResult, watch: str | None) -> str:
@@ -862,21 +868,20 @@ def breakeven(
     sigs = [_signature(r, watch) for r in points]
     changes = [i for i in range(scan - 1) if sigs[i] != sigs[i + 1]]
     if not changes:
+        tried = f"at every one of the {scan} values tried"
         if watch:
-            what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)}"
+            what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
         else:
             types = ", ".join(points[0].bought) if points[0].ok else ""
             what = "the set of GPU types bought stays the same (" + (
                 f"it buys {types}" if types else f"it {_buys(points[0], None)}"
-            )
+            ) + f" {tried}"
             counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
-            moved = [f"{g} {c[0]}..{c[-1]}" for g, c in counts.items() if len(c) > 1]
+            moved = [f"{g} from {c[0]} to {c[-1]}" for g, c in counts.items() if len(c) > 1]
             if moved:
-                what += f"; the counts vary: {', '.join(moved)}; try --watch gpu=<id>"
-        sentence = (
-            f"the plan does not change over {key} {lo:g}..{hi:g}: {what}, "
-            f"at every one of the {scan} values tried)"
-        )
+                what += f"; the counts change: {', '.join(moved)}: try --watch gpu=<id>"
+            what += ")"
+        sentence = f"the plan does not change over {key} {lo:g}..{hi:g}: {what}"
         return BreakEven(key, lo, hi, watch, False, None, None, points[0], points[-1], sentence,
                          counter["solves"], [], tol)
     i = changes[0]

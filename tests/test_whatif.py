@@ -376,3 +376,13 @@ def test_cli_whatif_bad_path_exit_code_2(small: Path):
     assert "no key 'powr' in site" in r.output
     r = CliRunner().invoke(cli, ["whatif", str(small), "--vary", "power_price=0.3:0.1:0.1", "--no-excel"])
     assert r.exit_code == 2 and "never reaches its stop" in r.output
+
+
+def test_default_grid_skips_utilization_without_serving():
+    from planner.whatif import DEFAULT_VARIES, default_varies
+
+    assert default_varies(base_from_text(TWO_SERVE)) == list(DEFAULT_VARIES)
+    train_only = base_from_text(TWO_SERVE.split("  serve:")[0])
+    assert default_varies(train_only) == [("power_price", "0.06:0.30:0.06")]
+    vs = make_varies(base_from_text(TWO_SERVE), default_varies(base_from_text(TWO_SERVE)))
+    assert [len(v.values) for v in vs] == [8, 5] and len(grid(vs)) == 40
