@@ -255,6 +255,69 @@ def rental_gpus(k: int, offer: Offer) -> int:
     return math.ceil(k / unit) * unit
 
 
+# Physics for many workloads runs in worker processes (each workload's candidates are
+# independent). Below this many (workload x GPU type) pairs, or with PLANNER_WORKERS=1, it
+# runs in-process.
+PARALLEL_MIN_PAIRS = 240
+_WORKER: dict = {}
+
+
+def _worker_init(inputs: Inputs, calib: Calibration) -> None:
+    _WORKER["inputs"], _WORKER["calib"] = inputs, calib
+
+
+def _worker_task(kind: str, index: int, window_hours: float):
+    inputs, calib = _WORKER["inputs"], _WORKER["calib"]
+    if kind == "train":
+        return train_candidates(inputs.problem.workloads.train[index], inputs, calib, window_hours)
+    return serve_candidates(inputs.problem.workloads.serve[index], inputs, calib)
+
+
+def _workers(inputs: Inputs) -> int:
+    import os
+
+    env = os.environ.get("PLANNER_WORKERS")
+    if env is not None:
+        return max(1, int(env))
+    p = inputs.problem
+    pairs = (len(p.workloads.train) + len(p.workloads.serve)) * len(inputs.gpus)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cpus, 4) if pairs >= PARALLEL_MIN_PAIRS else 1
+
+
+def _physics(inputs: Inputs, calib: Calibration, window_hours: dict[str, float]):
+    """(train results, serve results) in workload order, each (candidates, dropped)."""
+    p = inputs.problem
+    tasks = [("train", i, window_hours[j.name]) for i, j in enumerate(p.workloads.train)]
+    tasks += [("serve", i, 0.0) for i in range(len(p.workloads.serve))]
+    workers = _workers(inputs)
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        results = None
+        # fork: workers start in milliseconds and never re-run the caller's __main__ (spawn
+        # would); the planner runs solvers with one thread, so there are no native threads
+        # to trip over. Where fork is missing, or anything goes wrong, run in-process.
+        if "fork" in multiprocessing.get_all_start_methods():
+            try:
+                with ProcessPoolExecutor(
+                    workers, mp_context=multiprocessing.get_context("fork"),
+                    initializer=_worker_init, initargs=(inputs, calib),
+                ) as pool:
+                    results = list(pool.map(_worker_task, *zip(*tasks, strict=True), chunksize=4))
+            except Exception:  # noqa: BLE001 (BrokenProcessPool, OSError, pickling, ...)
+                results = None
+        if results is not None:
+            n = len(p.workloads.train)
+            return results[:n], results[n:]
+    _worker_init(inputs, calib)
+    results = [_worker_task(*t) for t in tasks]
+    _WORKER.clear()
+    n = len(p.workloads.train)
+    return results[:n], results[n:]
+
+
 def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candidates:
     calib = calib or default_calibration()
     p = inputs.problem
@@ -265,10 +328,11 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
         window = train_window(job, p.horizon.start)
         cands.window[job.name] = window
         cands.window_hours[job.name] = len(window) * HOURS_PER_MONTH
-        tc, dropped = train_candidates(job, inputs, calib, cands.window_hours[job.name])
+    train_res, serve_res = _physics(inputs, calib, cands.window_hours)
+    for job, (tc, dropped) in zip(p.workloads.train, train_res, strict=True):
         cands.train[job.name] = tc
         cands.dropped.extend(dropped)
-    for w in p.workloads.serve:
+    for w, (sc, dropped) in zip(p.workloads.serve, serve_res, strict=True):
         a = month_index(p.horizon.start, w.start)
         b = p.horizon.months - 1 if w.end is None else min(p.horizon.months - 1, month_index(p.horizon.start, w.end))
         cands.active[w.name] = list(range(a, b + 1))
@@ -279,7 +343,6 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
             peak = peak_request_rate(mean, w.traffic.utilization, w.traffic.growth_per_month, t - a)
             for s, sl in enumerate(slices):
                 cands.demand[(w.name, t, s)] = peak * sl.load
-        sc, dropped = serve_candidates(w, inputs, calib)
         cands.serve[w.name] = sc
         cands.dropped.extend(dropped)
     return cands

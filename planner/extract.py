@@ -153,7 +153,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                 rent_hours[(oid, w, t)] += val * c.tp * slices[s].hours_per_month
             serve_used[w].add(key)
             gpus_in_use[(w, t, s)] += val * c.tp
-    for (w, t, s), g in gpus_in_use.items():
+    for (w, _t, _s), g in gpus_in_use.items():
         serve_peak_gpus[w] = max(serve_peak_gpus[w], g)
 
     # Training allocations: owned hours in slices; rented wall hours placed in the window's
@@ -306,7 +306,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     # Per-workload results. Owned costs (capex, idle power, hosting) are shared among the
     # workloads in proportion to the owned GPU-hours each used on that GPU type.
     busy_total = defaultdict(float)
-    for (w, g), h in workload_owned_hours.items():
+    for (_w, g), h in workload_owned_hours.items():
         busy_total[g] += h
     reserved_cost_by_gpu = defaultdict(float)
     for r in reservations:
@@ -317,7 +317,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
             sl = next(x for x in slices if x.name == a.slice)
             reserved_use[(a.workload, a.gpu)] += a.replicas * a.gpus_per_replica * sl.hours_per_month
     reserved_use_total = defaultdict(float)
-    for (w, g), h in reserved_use.items():
+    for (_w, g), h in reserved_use.items():
         reserved_use_total[g] += h
     rent_by_workload = defaultdict(float)
     for r in rentals:

@@ -518,7 +518,7 @@ def build_cost_terms(m: PlannerModel) -> None:
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
         rental.append((r, o.usd_per_gpu_hour * rental_gpus(c.gpus, o)))
-    for (w, key, oid, t, s), q in m.q.items():
+    for (w, key, oid, _t, s), q in m.q.items():
         o = m.cands.offers[oid]
         if o.kind != "reserved":
             c = m.serve_cand(w, key)

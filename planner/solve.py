@@ -44,6 +44,53 @@ def _cbc_gap(log: str, objective: float | None) -> float | None:
     return 0.0 if objective is not None and "Optimal solution found" in log else None
 
 
+class _BulkHiGHS(pulp.HiGHS):
+    """PuLP's HiGHS interface, with the model passed in one call (``passModel``) instead of a
+    column and a row at a time: ~10x faster to hand over a 100k-variable model."""
+
+    def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        import highspy
+
+        inf = highspy.kHighsInf
+        variables = lp.variables()
+        for i, v in enumerate(variables):
+            v.index = i
+        sign = -1.0 if lp.sense == pulp.LpMaximize else 1.0
+        cost = [0.0] * len(variables)
+        for v, coef in lp.objective.items():
+            cost[v.index] = sign * coef
+        starts, index, value, lower, upper = [], [], [], [], []
+        for i, c in enumerate(lp._constraints.values()):
+            c.index = i
+            starts.append(len(index))
+            for v, coef in c.items():
+                if coef != 0:
+                    index.append(v.index)
+                    value.append(coef)
+            lb, ub = c.getLb(), c.getUb()
+            lower.append(-inf if lb is None else lb)
+            upper.append(inf if ub is None else ub)
+        starts.append(len(index))
+        model = highspy.HighsLp()
+        model.num_col_ = len(variables)
+        model.num_row_ = len(lower)
+        model.col_cost_ = cost
+        model.col_lower_ = [-inf if v.lowBound is None else v.lowBound for v in variables]
+        model.col_upper_ = [inf if v.upBound is None else v.upBound for v in variables]
+        model.row_lower_ = lower
+        model.row_upper_ = upper
+        model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        model.a_matrix_.num_col_ = len(variables)
+        model.a_matrix_.num_row_ = len(lower)
+        model.a_matrix_.start_ = starts
+        model.a_matrix_.index_ = index
+        model.a_matrix_.value_ = value
+        if self.mip:
+            integer, continuous = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
+            model.integrality_ = [integer if v.cat == pulp.LpInteger else continuous for v in variables]
+        lp.solverModel.passModel(model)
+
+
 def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
     sol = prob.sol_status
     if sol == pulp.LpSolutionOptimal:
@@ -87,7 +134,7 @@ def solve_model(
         finally:
             Path(log_path).unlink(missing_ok=True)
     else:
-        cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
+        cmd = _BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
         try:
             m.prob.solve(cmd)
         except pulp.PulpSolverError as exc:
