@@ -82,6 +82,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     p = inputs.problem
     site = p.site
     months = cands.months
+    month_idx = {label: t for t, label in enumerate(months)}
     T = len(months)
     H = HOURS_PER_MONTH
     slices = cands.slices
@@ -253,10 +254,10 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     month_cost = {t: defaultdict(float) for t in range(T)}
     rented_by_gpu: dict[tuple[str, int], float] = defaultdict(float)
     for r in rentals:
-        rented_by_gpu[(r.gpu, months.index(r.month))] += r.gpu_hours
-        month_cost[months.index(r.month)]["rental"] += r.usd
+        rented_by_gpu[(r.gpu, month_idx[r.month])] += r.gpu_hours
+        month_cost[month_idx[r.month]]["rental"] += r.usd
     for pch in purchases:
-        month_cost[months.index(pch.month)]["capex"] += pch.total_usd
+        month_cost[month_idx[pch.month]]["capex"] += pch.total_usd
     power_by_gpu: dict[str, float] = defaultdict(float)
     fixed_by_gpu: dict[str, float] = defaultdict(float)
     for g, gpu in inputs.gpus.items():
@@ -366,6 +367,10 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                 usd_per_1m_tokens=cost / job.tokens * 1e6,
             )
         )
+    served: dict[tuple[str, str, str], float] = {}  # (workload, month, slice) -> req/s
+    for a in serve_alloc:
+        k = (a.workload, a.month, a.slice)
+        served[k] = served.get(k, 0) + a.replicas * a.rate_rps_per_replica
     for w in p.workloads.serve:
         used = sorted(serve_used.get(w.name, set()))
         cl = [m.serve_cand(w.name, k) for k in used]
@@ -374,11 +379,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         covered = True
         for t in cands.active[w.name]:
             for s in range(len(slices)):
-                have = sum(
-                    a.replicas * a.rate_rps_per_replica
-                    for a in serve_alloc
-                    if a.workload == w.name and a.month == months[t] and a.slice == slices[s].name
-                )
+                have = served.get((w.name, months[t], slices[s].name), 0.0)
                 if have + 1e-6 < cands.demand[(w.name, t, s)] * (1 - 1e-7):
                     covered = False
         tokens = sum(

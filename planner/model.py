@@ -396,27 +396,31 @@ def add_serving_constraints(m: PlannerModel) -> None:
     slices = m.cands.slices
     months = m.cands.months
     spot_ok = m.inputs.problem.offers.spot_for_serving
+    # names are built from cached pieces: nid(a, b) == nid(a) + "_" + nid(b) for non-empty parts
+    when = {(t, s): nid(months[t], sl.name) for t in range(len(months)) for s, sl in enumerate(slices)}
     for w, cands in m.cands.serve.items():
-        owned = [c for c in cands if m.ownable[c.gpu]]
-        pairs = serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)
+        owned = [(c, nid("n", w, c.key), c.rate_rps) for c in cands if m.ownable[c.gpu]]
+        pairs = [(c, o, nid("q", w, c.key, o.id), c.rate_rps)
+                 for c, o in serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)]
+        demand_name, floor_name = nid("serve_demand", w), nid("serve_floor", w)
         for t in m.cands.active[w]:
-            for s, sl in enumerate(slices):
+            for s in range(len(slices)):
                 d = m.cands.demand[(w, t, s)]
+                ts = when[(t, s)]
                 terms = []
-                for c in owned:
-                    up = max(1, math.ceil(max(d, 0.0) / c.rate_rps * (1 + 1e-9)))
-                    n = m.var(nid("n", w, c.key, months[t], sl.name), 0, up, pulp.LpInteger)
+                for c, name, mu in owned:
+                    up = max(1, math.ceil(max(d, 0.0) / mu * (1 + 1e-9)))
+                    n = m.var(f"{name}_{ts}", 0, up, pulp.LpInteger)
                     m.n[(w, c.key, t, s)] = n
-                    terms.append((n, c.rate_rps))
-                for c, o in pairs:
-                    q = m.var(nid("q", w, c.key, o.id, months[t], sl.name), 0,
-                              max(max(d, 0.0) / c.rate_rps, 1.0) * (1 + 1e-9))
+                    terms.append((n, mu))
+                for c, o, name, mu in pairs:
+                    q = m.var(f"{name}_{ts}", 0, max(max(d, 0.0) / mu, 1.0) * (1 + 1e-9))
                     m.q[(w, c.key, o.id, t, s)] = q
-                    terms.append((q, c.rate_rps))
-                m.add(terms, GE, d, nid("serve_demand", w, months[t], sl.name))
+                    terms.append((q, mu))
+                m.add(terms, GE, d, f"{demand_name}_{ts}")
                 # A live service keeps at least one whole replica up in every slice: rentals
                 # are an hourly average (continuous), but 0.1 of a GPU is not a service.
-                m.add([(v, 1.0) for v, _ in terms], GE, 1.0, nid("serve_floor", w, months[t], sl.name))
+                m.add([(v, 1.0) for v, _ in terms], GE, 1.0, f"{floor_name}_{ts}")
 
 
 def add_capacity_constraints(m: PlannerModel) -> None:
@@ -424,8 +428,9 @@ def add_capacity_constraints(m: PlannerModel) -> None:
     T = len(m.cands.months)
     slices = m.cands.slices
     use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
     for (w, key, t, s), n in m.n.items():
-        c = m.serve_cand(w, key)
+        c = index[(w, key)]
         use[(c.gpu, t, s)].append((n, float(c.tp)))
     for (job, key, t, s), z in m.z.items():
         c = m.train_cand(job, key)
@@ -447,8 +452,9 @@ def add_rental_constraints(m: PlannerModel) -> None:
     T = len(m.cands.months)
     slices = m.cands.slices
     use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
     for (w, key, oid, t, s), q in m.q.items():
-        use[(oid, t, s)].append((q, float(m.serve_cand(w, key).tp)))
+        use[(oid, t, s)].append((q, float(index[(w, key)].tp)))
     for oid, o in m.cands.offers.items():
         if o.kind == "reserved":
             L = o.term_months or 1
@@ -518,10 +524,11 @@ def build_cost_terms(m: PlannerModel) -> None:
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
         rental.append((r, o.usd_per_gpu_hour * rental_gpus(c.gpus, o)))
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
     for (w, key, oid, _t, s), q in m.q.items():
         o = m.cands.offers[oid]
         if o.kind != "reserved":
-            c = m.serve_cand(w, key)
+            c = index[(w, key)]
             rental.append((q, o.usd_per_gpu_hour * c.tp * slices[s].hours_per_month))
     for (oid, _t0), v in m.res.items():
         o = m.cands.offers[oid]

@@ -91,6 +91,47 @@ class _BulkHiGHS(pulp.HiGHS):
         lp.solverModel.passModel(model)
 
 
+def rental_start(m: PlannerModel) -> bool:
+    """Set every variable to an all-rental plan (a MIP start); False if there is none to hand.
+
+    Nothing is bought; each serving month-slice rents ``max(1, D / mu)`` replicas of its
+    cheapest uncapped non-reserved pair, each training job runs its first candidate with an
+    on-demand offer entirely on it. CBC on large models may find no plan of its own within the
+    time limit; with this start it always has one (it checks the start and drops it if a
+    budget makes it infeasible).
+    """
+    offers = m.cands.offers
+    serve_opts: dict[str, list[tuple[str, str, float, float]]] = {}
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
+    for (w, key, oid, t, s) in m.q:
+        if t != m.cands.active[w][0] or s != 0:
+            continue
+        o = offers[oid]
+        if o.kind != "reserved" and o.max_gpus is None:
+            c = index[(w, key)]
+            serve_opts.setdefault(w, []).append((key, oid, c.rate_rps, o.usd_per_gpu_hour * c.tp))
+    if any(w not in serve_opts for w in m.cands.serve):
+        return False
+    train_pick: dict[str, tuple[str, str]] = {}
+    for (job, key, oid) in m.r:
+        if job not in train_pick and offers[oid].kind == "on_demand":
+            train_pick[job] = (key, oid)
+    if any(job not in train_pick for job, cl in m.cands.train.items() if cl):
+        return False
+    for v in m.prob.variables():
+        v.varValue = 0.0
+    for w, opts in serve_opts.items():
+        for t in m.cands.active[w]:
+            for s in range(len(m.cands.slices)):
+                d = max(0.0, m.cands.demand[(w, t, s)])
+                key, oid, mu, _ = min(opts, key=lambda x: (x[3] * max(1.0, d / x[2]), x[0], x[1]))
+                m.q[(w, key, oid, t, s)].varValue = max(1.0, d / mu)
+    for job, (key, oid) in train_pick.items():
+        m.y[(job, key)].varValue = 1.0
+        m.r[(job, key, oid)].varValue = m.train_cand(job, key).wall_hours
+    return True
+
+
 def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
     sol = prob.sol_status
     if sol == pulp.LpSolutionOptimal:
@@ -124,7 +165,8 @@ def solve_model(
         fd, log_path = tempfile.mkstemp(prefix="planner_cbc_", suffix=".log")
         os.close(fd)
         cmd = pulp.PULP_CBC_CMD(
-            msg=False, timeLimit=time_limit, gapRel=gap, threads=threads, logPath=log_path
+            msg=False, timeLimit=time_limit, gapRel=gap, threads=threads, logPath=log_path,
+            warmStart=rental_start(m),
         )
         try:
             m.prob.solve(cmd)
