@@ -43,7 +43,9 @@ class SourcedRange(Sourced):
     @model_validator(mode="after")
     def _ordered(self) -> SourcedRange:
         if not (self.low <= self.value <= self.high):
-            raise ValueError(f"need low <= value <= high, got {self.low}, {self.value}, {self.high}")
+            raise ValueError(
+                f"need low <= value <= high, got {self.low}, {self.value}, {self.high}"
+            )
         return self
 
 
@@ -73,7 +75,9 @@ class GpuSpec(Strict):
     purchase_usd: SourcedRange
     server_overhead_usd_per_gpu: SourcedRange
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True
+    )
 
     @property
     def consumer(self) -> bool:
@@ -115,7 +119,9 @@ class Offer(Strict):
     kind: Literal["on_demand", "spot", "reserved"]
     usd_per_gpu_hour: float = Field(gt=0)
     gpus_per_instance: int = Field(1, ge=1, description="rental unit")
-    max_gpus: int | None = Field(None, ge=1, description="most GPUs available at once; None = no limit")
+    max_gpus: int | None = Field(
+        None, ge=1, description="most GPUs available at once; None = no limit"
+    )
     term_months: int | None = Field(None, ge=1, description="reserved: commitment length")
     marketplace: bool = False
     region: str | None = None

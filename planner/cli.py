@@ -54,14 +54,33 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("problem", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="workbook path (default outputs/<stem>.xlsx)")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="workbook path (default outputs/<stem>.xlsx)",
+)
 @click.option("--json", "json_path", help="write the plan as JSON to PATH, or '-' for stdout")
 @click.option("--solver", type=click.Choice(["cbc", "highs"]), default="cbc", show_default=True)
-@click.option("--time-limit", type=float, default=None, help="solver time limit in seconds (default: the problem's solver.time_limit_s, 60)")
-@click.option("--gap", type=float, default=None, help="relative optimality gap to stop at (default 0.001)")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=None,
+    help="solver time limit in seconds (default: the problem's solver.time_limit_s, 60)",
+)
+@click.option(
+    "--gap", type=float, default=None, help="relative optimality gap to stop at (default 0.001)"
+)
 @click.option("--no-excel", is_flag=True, help="do not write the workbook")
-def solve(problem: Path, output: Path | None, json_path: str | None, solver: str,
-          time_limit: float | None, gap: float | None, no_excel: bool) -> None:
+def solve(
+    problem: Path,
+    output: Path | None,
+    json_path: str | None,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    no_excel: bool,
+) -> None:
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON)."""
     from planner.api import plan_problem
     from planner.plan import write_json

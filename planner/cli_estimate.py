@@ -68,8 +68,17 @@ def derive_model(params: float) -> ModelArch:
     heads = hidden // 128
     kv_heads = 8 if params >= 30e9 and heads % 8 == 0 else heads
     inter = int(round(8 / 3 * hidden / 256)) * 256
-    return llama_like(f"custom-{params / 1e9:g}b", params, layers, hidden, heads, kv_heads, inter,
-                      vocab, max_context=131072)
+    return llama_like(
+        f"custom-{params / 1e9:g}b",
+        params,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        inter,
+        vocab,
+        max_context=131072,
+    )
 
 
 def _pick_model(model_id: str | None, params: str | None, models_file: Path | None) -> ModelArch:
@@ -118,16 +127,33 @@ def _fmt(value: float, digits: int = 1) -> str:
 def _common(f):
     opts = [
         click.option("--model", "model_id", metavar="ID", help="model id from the model catalog"),
-        click.option("--params", metavar="N", help="or: parameter count (7e9, 7B) of a Llama-like model"),
-        click.option("--gpu", "gpu_id", required=True, metavar="ID", help="GPU id from the catalog"),
+        click.option(
+            "--params", metavar="N", help="or: parameter count (7e9, 7B) of a Llama-like model"
+        ),
+        click.option(
+            "--gpu", "gpu_id", required=True, metavar="ID", help="GPU id from the catalog"
+        ),
         click.option("--gpus", "gpus", required=True, type=int, metavar="K", help="number of GPUs"),
         click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table"),
-        click.option("--gpus-file", type=click.Path(path_type=Path), default=None,
-                     help="GPU catalog (default catalogs/gpus.yaml)"),
-        click.option("--models-file", type=click.Path(path_type=Path), default=None,
-                     help="model catalog (default catalogs/models.yaml)"),
-        click.option("--calibration", "calib_file", type=click.Path(path_type=Path),
-                     default=None, help=f"calibration file (default {CALIBRATION_PATH.name})"),
+        click.option(
+            "--gpus-file",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="GPU catalog (default catalogs/gpus.yaml)",
+        ),
+        click.option(
+            "--models-file",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="model catalog (default catalogs/models.yaml)",
+        ),
+        click.option(
+            "--calibration",
+            "calib_file",
+            type=click.Path(path_type=Path),
+            default=None,
+            help=f"calibration file (default {CALIBRATION_PATH.name})",
+        ),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -144,11 +170,27 @@ def estimate() -> None:
 @click.option("--tokens", required=True, metavar="N", help="training tokens (1e12, 300B, 2T)")
 @click.option("--method", type=click.Choice(METHODS), default="full", show_default=True)
 @click.option("--seq-len", type=int, default=4096, show_default=True)
-@click.option("--precision", type=click.Choice(["bf16", "fp8"]), default="bf16",
-              show_default=True, help="training precision (fp8 needs FP8 tensor cores)")
-def train_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, as_json: bool,
-              gpus_file: Path | None, models_file: Path | None, calib_file: Path | None,
-              tokens: str, method: str, seq_len: int, precision: str) -> None:
+@click.option(
+    "--precision",
+    type=click.Choice(["bf16", "fp8"]),
+    default="bf16",
+    show_default=True,
+    help="training precision (fp8 needs FP8 tensor cores)",
+)
+def train_cmd(
+    model_id: str | None,
+    params: str | None,
+    gpu_id: str,
+    gpus: int,
+    as_json: bool,
+    gpus_file: Path | None,
+    models_file: Path | None,
+    calib_file: Path | None,
+    tokens: str,
+    method: str,
+    seq_len: int,
+    precision: str,
+) -> None:
     """Time, GPU-hours, memory per GPU and the fastest parallel layout of a training job."""
     if gpus < 1:
         raise InputError(f"--gpus must be at least 1, got {gpus}")
@@ -157,19 +199,28 @@ def train_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, 
     n_tokens = parse_count(tokens, "--tokens")
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
-    est = estimate_train(model, gpu, gpus, n_tokens, method, _calib(calib_file), seq_len,
-                         precision=precision)
+    est = estimate_train(
+        model, gpu, gpus, n_tokens, method, _calib(calib_file), seq_len, precision=precision
+    )
     out = {
-        "model": model.id, "params": model.params, "gpu": gpu.id, "gpus": gpus,
-        "tokens": n_tokens, "method": method, "seq_len": seq_len, "precision": precision,
+        "model": model.id,
+        "params": model.params,
+        "gpu": gpu.id,
+        "gpus": gpus,
+        "tokens": n_tokens,
+        "method": method,
+        "seq_len": seq_len,
+        "precision": precision,
         **asdict(est),
     }
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
         return
     con = Console()
-    t = Table(title=f"train {model.id} ({model.params / 1e9:.3g}B) on {gpus}x {gpu.id}, "
-                    f"{n_tokens:.3g} tokens, {method}")
+    t = Table(
+        title=f"train {model.id} ({model.params / 1e9:.3g}B) on {gpus}x {gpu.id}, "
+        f"{n_tokens:.3g} tokens, {method}"
+    )
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_row("fits", "yes" if est.fits else "NO")
@@ -181,9 +232,12 @@ def train_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, 
     t.add_row("MFU", f"{est.mfu:.1%}")
     if est.layout:
         lay = est.layout
-        t.add_row("layout", f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}, ZeRO-{lay.zero_stage}, "
-                            f"micro-batch {lay.micro_batch}"
-                            f"{', recompute' if lay.recompute else ''}")
+        t.add_row(
+            "layout",
+            f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}, ZeRO-{lay.zero_stage}, "
+            f"micro-batch {lay.micro_batch}"
+            f"{', recompute' if lay.recompute else ''}",
+        )
     t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
     for k, v in est.memory.items():
         t.add_row(f"  {k}", _fmt(v))
@@ -195,18 +249,37 @@ def train_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, 
 @click.option("--precision", type=click.Choice(PRECISIONS), default="bf16", show_default=True)
 @click.option("--prompt", type=int, required=True, metavar="N", help="prompt tokens per request")
 @click.option("--output", type=int, required=True, metavar="N", help="output tokens per request")
-@click.option("--batch", type=int, default=None, help="concurrent requests (default: most that fit)")
-@click.option("--slo-ttft-ms", type=float, default=None, help="with --slo-tpot-ms: also the "
-              "highest request rate with p95 TTFT/TPOT within the SLO")
+@click.option(
+    "--batch", type=int, default=None, help="concurrent requests (default: most that fit)"
+)
+@click.option(
+    "--slo-ttft-ms",
+    type=float,
+    default=None,
+    help="with --slo-tpot-ms: also the highest request rate with p95 TTFT/TPOT within the SLO",
+)
 @click.option("--slo-tpot-ms", type=float, default=None)
-def serve_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, as_json: bool,
-              gpus_file: Path | None, models_file: Path | None, calib_file: Path | None,
-              precision: str, prompt: int, output: int, batch: int | None,
-              slo_ttft_ms: float | None, slo_tpot_ms: float | None) -> None:
+def serve_cmd(
+    model_id: str | None,
+    params: str | None,
+    gpu_id: str,
+    gpus: int,
+    as_json: bool,
+    gpus_file: Path | None,
+    models_file: Path | None,
+    calib_file: Path | None,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None,
+    slo_ttft_ms: float | None,
+    slo_tpot_ms: float | None,
+) -> None:
     """Throughput, TTFT, TPOT and memory of one serving replica (gpus = tensor-parallel size)."""
     if gpus not in TP_SIZES:
-        raise InputError(f"--gpus is the tensor-parallel size of one replica: 1, 2, 4 or 8, "
-                         f"got {gpus}")
+        raise InputError(
+            f"--gpus is the tensor-parallel size of one replica: 1, 2, 4 or 8, got {gpus}"
+        )
     if prompt < 1 or output < 1:
         raise InputError("--prompt and --output must be at least 1 token")
     if batch is not None and batch < 1:
@@ -221,20 +294,26 @@ def serve_cmd(model_id: str | None, params: str | None, gpu_id: str, gpus: int, 
     calib = _calib(calib_file)
     est = estimate_serve(model, gpu, gpus, precision, prompt, output, batch, calib)
     out: dict[str, Any] = {
-        "model": model.id, "params": model.params, "gpu": gpu.id, "prompt": prompt,
-        "output": output, **asdict(est),
+        "model": model.id,
+        "params": model.params,
+        "gpu": gpu.id,
+        "prompt": prompt,
+        "output": output,
+        **asdict(est),
     }
     cap = None
     if slo_ttft_ms is not None and slo_tpot_ms is not None:
-        cap = replica_capacity(model, gpu, gpus, precision, prompt, output, slo_ttft_ms,
-                               slo_tpot_ms, calib)
+        cap = replica_capacity(
+            model, gpu, gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib
+        )
         out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
         return
     con = Console()
-    t = Table(title=f"serve {model.id} on {gpus}x {gpu.id}, {precision}, "
-                    f"{prompt} in / {output} out")
+    t = Table(
+        title=f"serve {model.id} on {gpus}x {gpu.id}, {precision}, {prompt} in / {output} out"
+    )
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_row("fits", "yes" if est.fits else "NO")

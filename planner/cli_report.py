@@ -31,18 +31,26 @@ def load_plan(src: Path) -> Plan:
     except FileNotFoundError:
         raise InputError(f"{src}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{src}: cannot read the plan: {getattr(exc, 'strerror', None) or exc}") from None
+        raise InputError(
+            f"{src}: cannot read the plan: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise InputError(f"{src}: not JSON ({exc}); expected a plan written by `planner solve --json`") from None
+        raise InputError(
+            f"{src}: not JSON ({exc}); expected a plan written by `planner solve --json`"
+        ) from None
     if not isinstance(data, dict) or "totals" not in data or "planner_version" not in data:
-        raise InputError(f"{src}: not a plan JSON written by `planner solve --json` (no totals/planner_version)")
+        raise InputError(
+            f"{src}: not a plan JSON written by `planner solve --json` (no totals/planner_version)"
+        )
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
         errs = exc.errors()
-        shown = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in errs[:5])
+        shown = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in errs[:5]
+        )
         more = f" (and {len(errs) - 5} more)" if len(errs) > 5 else ""
         raise InputError(f"{src}: not a valid plan JSON: {shown}{more}") from None
 
@@ -53,7 +61,9 @@ def build_report(plan_path: str | Path, output: str | Path | None = None) -> Pat
 
     src = Path(plan_path)
     if src.is_dir():
-        raise InputError(f"{src}: is a directory, expected a plan JSON written by `planner solve --json`")
+        raise InputError(
+            f"{src}: is a directory, expected a plan JSON written by `planner solve --json`"
+        )
     plan = load_plan(src)
     out = Path(output) if output is not None else default_output(src)
     if out.suffix.lower() != ".xlsx":

@@ -18,7 +18,9 @@ import click
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
 @click.argument("plan_json", metavar="PLAN.json", type=click.Path(path_type=Path))
-@click.option("--max-lines", type=int, default=50, show_default=True, help="violations to print at most")
+@click.option(
+    "--max-lines", type=int, default=50, show_default=True, help="violations to print at most"
+)
 def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
     """Check a saved plan against PROBLEM: every constraint and total, recomputed."""
     from planner.plan import Plan
@@ -35,7 +37,9 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
             err=True,
         )
     if rep.errors:
-        click.echo(f"FAILED: {plan_json} violates {len(rep.errors)} check(s) of {problem}:", err=True)
+        click.echo(
+            f"FAILED: {plan_json} violates {len(rep.errors)} check(s) of {problem}:", err=True
+        )
         for line in rep.errors[:max_lines]:
             click.echo(f"  - {line}", err=True)
         if len(rep.errors) > max_lines:
@@ -51,17 +55,32 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
 @click.option("--solver", type=click.Choice(["cbc", "highs"]), default="cbc", show_default=True)
-@click.option("--time-limit", type=float, default=None, help="seconds per solve (default: the problem's)")
-@click.option("--gap", type=float, default=None, help="relative optimality gap (default: the problem's)")
-@click.option("--no-resolve", is_flag=True, help="skip the re-solves (limits +10 %, each GPU type removed)")
+@click.option(
+    "--time-limit", type=float, default=None, help="seconds per solve (default: the problem's)"
+)
+@click.option(
+    "--gap", type=float, default=None, help="relative optimality gap (default: the problem's)"
+)
+@click.option(
+    "--no-resolve", is_flag=True, help="skip the re-solves (limits +10 %, each GPU type removed)"
+)
 @click.option("--top", type=int, default=15, show_default=True, help="LP duals to list")
-def explain(problem: Path, solver: str, time_limit: float | None, gap: float | None, no_resolve: bool, top: int) -> None:
+def explain(
+    problem: Path,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    no_resolve: bool,
+    top: int,
+) -> None:
     """Why PROBLEM is infeasible, or which constraints bind in its optimal plan and their worth."""
     from planner.diagnose import explain_plan
     from planner.problem import load_problem
 
     inputs = load_problem(problem)
-    ex = explain_plan(inputs, solver=solver, time_limit=time_limit, gap=gap, resolve=not no_resolve, top=top)
+    ex = explain_plan(
+        inputs, solver=solver, time_limit=time_limit, gap=gap, resolve=not no_resolve, top=top
+    )
     gap_text = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
     click.echo(f"{inputs.problem.name}: {ex.status}{gap_text}, total ${ex.total_usd:,.0f}")
     click.echo("limits at the optimum:")

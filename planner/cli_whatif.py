@@ -64,34 +64,74 @@ def summary_table(results, keys: list[str], title: str = "What-if") -> Table:
         tot = r.totals or {}
         row = [_val(r.params.get(k, "")) for k in keys]
         status = r.status if r.ok else f"[red]{r.status}[/red]"
-        row += [status, _money(tot.get("total_usd")), _money(tot.get("capex_usd")), _money(tot.get("rental_usd"))]
+        row += [
+            status,
+            _money(tot.get("total_usd")),
+            _money(tot.get("capex_usd")),
+            _money(tot.get("rental_usd")),
+        ]
         row += [str(r.bought.get(g, 0)) if r.ok else "" for g in gpus]
-        row += [_pct(r.rented_share), "" if r.usd_per_1m_tokens is None else f"{r.usd_per_1m_tokens:.3f}"]
+        row += [
+            _pct(r.rented_share),
+            "" if r.usd_per_1m_tokens is None else f"{r.usd_per_1m_tokens:.3f}",
+        ]
         t.add_row(*row)
     return t
 
 
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
-@click.option("--vary", "varies", multiple=True, metavar="KEY=VALUES",
-              help="a dotted path (or alias utilization / power_price) and a comma list or "
-                   "start:stop:step range; several --vary make a grid. "
-                   "Default: utilization=0.2:0.9:0.1 x power_price=0.06:0.30:0.06")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="workbook path (default outputs/<stem>-whatif.xlsx)")
+@click.option(
+    "--vary",
+    "varies",
+    multiple=True,
+    metavar="KEY=VALUES",
+    help="a dotted path (or alias utilization / power_price) and a comma list or "
+    "start:stop:step range; several --vary make a grid. "
+    "Default: utilization=0.2:0.9:0.1 x power_price=0.06:0.30:0.06",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="workbook path (default outputs/<stem>-whatif.xlsx)",
+)
 @click.option("--json", "json_path", help="write the scenarios as JSON to PATH, or '-' for stdout")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="parallel solves (default: the number of CPUs)")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="parallel solves (default: the number of CPUs)",
+)
 @click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
-@click.option("--time-limit", type=float, default=None,
-              help="solver time limit per scenario in seconds (default: the problem's)")
-@click.option("--gap", type=float, default=None, help="relative optimality gap (default: the problem's)")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
-              help="run the scenarios on this Dask distributed scheduler (pip install 'gpu-planner[cluster]')")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=None,
+    help="solver time limit per scenario in seconds (default: the problem's)",
+)
+@click.option(
+    "--gap", type=float, default=None, help="relative optimality gap (default: the problem's)"
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="run the scenarios on this Dask distributed scheduler (pip install 'gpu-planner[cluster]')",
+)
 @click.option("--no-excel", is_flag=True, help="do not write the workbook")
-def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_path: str | None,
-           workers: int | None, solver: str, time_limit: float | None, gap: float | None,
-           scheduler: str | None, no_excel: bool) -> None:
+def whatif(
+    problem: Path,
+    varies: tuple[str, ...],
+    output: Path | None,
+    json_path: str | None,
+    workers: int | None,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    scheduler: str | None,
+    no_excel: bool,
+) -> None:
     """Re-plan PROBLEM over a grid of changed inputs (what-if analysis)."""
     from planner import whatif as wi
 
@@ -103,7 +143,11 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
     console = Console(stderr=json_path == "-")
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs and pipes: do not squeeze the table
-    where = f"Dask scheduler {scheduler}" if scheduler else f"{workers or os.cpu_count()} worker process(es)"
+    where = (
+        f"Dask scheduler {scheduler}"
+        if scheduler
+        else f"{workers or os.cpu_count()} worker process(es)"
+    )
     console.print(
         f"what-if: {n} scenarios ({' x '.join(f'{v.key} [{len(v.values)}]' for v in vs)}) "
         f"+ the base problem on {where}",
@@ -111,19 +155,30 @@ def whatif(problem: Path, varies: tuple[str, ...], output: Path | None, json_pat
     )
     prog, step = _progress(console, n + 1, "solving")
     with prog:
-        res = wi.run_whatif(base, [(v.key, v.values) for v in vs], solver=solver,
-                            time_limit=time_limit, gap=gap, workers=workers,
-                            scheduler=scheduler, progress=step)
+        res = wi.run_whatif(
+            base,
+            [(v.key, v.values) for v in vs],
+            solver=solver,
+            time_limit=time_limit,
+            gap=gap,
+            workers=workers,
+            scheduler=scheduler,
+            progress=step,
+        )
     console.print(summary_table(res.results, [v.key for v in vs]))
     bad = [r for r in res.results if not r.ok]
     for r in bad[:10]:
         params = ", ".join(f"{k}={_val(v)}" for k, v in r.params.items())
-        console.print(f"[yellow]{params}: {r.status}:[/yellow] {r.message.splitlines()[0] if r.message else ''}",
-                      highlight=False)
+        console.print(
+            f"[yellow]{params}: {r.status}:[/yellow] {r.message.splitlines()[0] if r.message else ''}",
+            highlight=False,
+        )
     if len(bad) > 10:
         console.print(f"... and {len(bad) - 10} more failed scenarios (see the workbook / JSON)")
-    console.print(f"{n} scenarios ({n - len(bad)} solved) + base in {res.seconds:.1f} s wall time",
-                  highlight=False)
+    console.print(
+        f"{n} scenarios ({n - len(bad)} solved) + base in {res.seconds:.1f} s wall time",
+        highlight=False,
+    )
     if not no_excel:
         from planner.reports.whatif_excel import write_whatif_workbook
 
@@ -145,15 +200,22 @@ def _side_by_side(be) -> Table:
         ta, tb = f"below: {be.bracket[0]:.6g}", f"above: {be.bracket[1]:.6g}"
     else:
         ta, tb = f"at {be.lo:g}", f"at {be.hi:g}"
-    t = Table(title=f"Break-even on {be.key}" if be.changed else f"{be.key}: the plan does not change")
+    t = Table(
+        title=f"Break-even on {be.key}" if be.changed else f"{be.key}: the plan does not change"
+    )
     t.add_column("")
     t.add_column(ta, justify="right")
     t.add_column(tb, justify="right")
     t.add_row("status", a.status, b.status)
     gpus = sorted(set(a.bought) | set(b.bought) | set(a.rented_gpu_hours) | set(b.rented_gpu_hours))
     for g in gpus:
-        t.add_row(f"buy {g}", str(a.bought.get(g, 0)) if a.ok else "", str(b.bought.get(g, 0)) if b.ok else "")
+        t.add_row(
+            f"buy {g}",
+            str(a.bought.get(g, 0)) if a.ok else "",
+            str(b.bought.get(g, 0)) if b.ok else "",
+        )
     for g in gpus:
+
         def rent(r, g=g) -> str:
             if not r.ok:
                 return ""
@@ -161,39 +223,77 @@ def _side_by_side(be) -> Table:
             if not kinds:
                 return "-"
             return ", ".join(f"{h:,.0f} h {k.replace('_', '-')}" for k, h in kinds.items())
+
         t.add_row(f"rent {g}", rent(a), rent(b))
     for g in gpus:
-        t.add_row(f"owned busy {g}",
-                  f"{a.owned_gpu_hours.get(g, 0):,.0f} h" if a.ok else "",
-                  f"{b.owned_gpu_hours.get(g, 0):,.0f} h" if b.ok else "")
+        t.add_row(
+            f"owned busy {g}",
+            f"{a.owned_gpu_hours.get(g, 0):,.0f} h" if a.ok else "",
+            f"{b.owned_gpu_hours.get(g, 0):,.0f} h" if b.ok else "",
+        )
     for k in ("capex_usd", "power_usd", "hosting_usd", "rental_usd", "total_usd"):
-        t.add_row(k.removesuffix("_usd"), _money((a.totals or {}).get(k)), _money((b.totals or {}).get(k)))
+        t.add_row(
+            k.removesuffix("_usd"), _money((a.totals or {}).get(k)), _money((b.totals or {}).get(k))
+        )
     t.add_row("rented share (GPU-h)", _pct(a.rented_share), _pct(b.rented_share))
-    t.add_row("$/1M tokens (serving)",
-              "" if a.usd_per_1m_tokens is None else f"{a.usd_per_1m_tokens:.4f}",
-              "" if b.usd_per_1m_tokens is None else f"{b.usd_per_1m_tokens:.4f}")
+    t.add_row(
+        "$/1M tokens (serving)",
+        "" if a.usd_per_1m_tokens is None else f"{a.usd_per_1m_tokens:.4f}",
+        "" if b.usd_per_1m_tokens is None else f"{b.usd_per_1m_tokens:.4f}",
+    )
     return t
 
 
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
-@click.option("--vary", "vary", required=True, metavar="KEY=LO:HI",
-              help="the input to search over, e.g. utilization=0.1:1.0")
-@click.option("--watch", default=None, metavar="WHAT",
-              help="what counts as a change: default the set of GPU types bought; "
-                   "gpu=<id> for the number of that type bought")
-@click.option("--tol", type=float, default=None, help="bracket width to stop at (default (HI-LO)/200)")
-@click.option("--scan", type=click.IntRange(min=2), default=5, show_default=True,
-              help="evenly spaced values solved before bisecting")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="parallel solves of the scan (default: the number of CPUs)")
+@click.option(
+    "--vary",
+    "vary",
+    required=True,
+    metavar="KEY=LO:HI",
+    help="the input to search over, e.g. utilization=0.1:1.0",
+)
+@click.option(
+    "--watch",
+    default=None,
+    metavar="WHAT",
+    help="what counts as a change: default the set of GPU types bought; "
+    "gpu=<id> for the number of that type bought",
+)
+@click.option(
+    "--tol", type=float, default=None, help="bracket width to stop at (default (HI-LO)/200)"
+)
+@click.option(
+    "--scan",
+    type=click.IntRange(min=2),
+    default=5,
+    show_default=True,
+    help="evenly spaced values solved before bisecting",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="parallel solves of the scan (default: the number of CPUs)",
+)
 @click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
-@click.option("--time-limit", type=float, default=None, help="solver time limit per solve in seconds")
+@click.option(
+    "--time-limit", type=float, default=None, help="solver time limit per solve in seconds"
+)
 @click.option("--gap", type=float, default=None, help="relative optimality gap")
 @click.option("--json", "json_path", help="write the result as JSON to PATH, or '-' for stdout")
-def breakeven(problem: Path, vary: str, watch: str | None, tol: float | None, scan: int,
-              workers: int | None, solver: str, time_limit: float | None, gap: float | None,
-              json_path: str | None) -> None:
+def breakeven(
+    problem: Path,
+    vary: str,
+    watch: str | None,
+    tol: float | None,
+    scan: int,
+    workers: int | None,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    json_path: str | None,
+) -> None:
     """Find the value of one input at which PROBLEM's plan changes (bisection on solves)."""
     from planner import whatif as wi
 
@@ -203,17 +303,32 @@ def breakeven(problem: Path, vary: str, watch: str | None, tol: float | None, sc
     wi.resolve_key(base.data, key)  # a bad path fails before any solve
     prog, step = _progress(console, None, "solving")
     with prog:
-        be = wi.breakeven(base, (key, lo, hi), watch=watch, tol=tol, scan=scan, solver=solver,
-                          time_limit=time_limit, gap=gap, workers=workers or os.cpu_count() or 1,
-                          progress=step)
+        be = wi.breakeven(
+            base,
+            (key, lo, hi),
+            watch=watch,
+            tol=tol,
+            scan=scan,
+            solver=solver,
+            time_limit=time_limit,
+            gap=gap,
+            workers=workers or os.cpu_count() or 1,
+            progress=step,
+        )
     console.print(_side_by_side(be))
     for r in (be.below, be.above):
         if r.ok and r.status != "optimal":
-            console.print(f"[yellow]note:[/yellow] {be.key}={_val(r.params.get(be.key))}: {r.status}: {r.message}",
-                          highlight=False)
+            console.print(
+                f"[yellow]note:[/yellow] {be.key}={_val(r.params.get(be.key))}: {r.status}: {r.message}",
+                highlight=False,
+            )
     if be.other_changes:
-        console.print("the plan also changes between " + "; ".join(f"{x:g} and {y:g}" for x, y in be.other_changes)
-                      + " (not bisected)", highlight=False)
+        console.print(
+            "the plan also changes between "
+            + "; ".join(f"{x:g} and {y:g}" for x, y in be.other_changes)
+            + " (not bisected)",
+            highlight=False,
+        )
     console.print(f"[bold]{be.sentence}[/bold]  ({be.solves} solves)", highlight=False)
     if json_path == "-":
         click.echo(json.dumps(be.to_json(), indent=2))

@@ -192,7 +192,9 @@ def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
         w = next(x for x in p.workloads.serve if x.name == name)
         for g in sorted({c.gpu for c in cands.serve[name]}):
             tps = sorted(c.tp for c in cands.serve[name] if c.gpu == g)
-            biggest = max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0)
+            biggest = max(
+                (o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0
+            )
 
             def eligible(o, tps=tps):
                 return (
@@ -206,20 +208,22 @@ def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
                     return "spot offers are not used for serving (offers.spot_for_serving: false)"
                 if o.kind == "reserved" and (o.term_months or 1) > T:
                     return f"a reserved term is longer than the {T}-month horizon"
-                return (
-                    f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
-                )
+                return f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
 
             buy = _buy_reason(inputs, g)
             rent = _offer_summary(inputs, g, eligible, why_not)
             tp_text = "/".join(f"tp{t}" for t in tps)
-            parts.append(f"{g} ({tp_text}) meets the SLO, but " + (buy + "; and " if buy else "") + rent)
+            parts.append(
+                f"{g} ({tp_text}) meets the SLO, but " + (buy + "; and " if buy else "") + rent
+            )
         return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
     j = next(x for x in p.workloads.train if x.name == name)
     for g in sorted({c.gpu for c in cands.train.get(name, [])}):
         cl = [c for c in cands.train[name] if c.gpu == g]
         kmin = min(c.gpus for c in cl)
-        biggest = max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0)
+        biggest = max(
+            (o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0
+        )
 
         def eligible(o, cl=cl):
             return any(
@@ -245,7 +249,9 @@ def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
         sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
         buy = _buy_reason(inputs, g)
         rent = _offer_summary(inputs, g, eligible, why_not)
-        parts.append(f"{g} ({sizes}) fits the window, but " + (buy + "; and " if buy else "") + rent)
+        parts.append(
+            f"{g} ({sizes}) fits the window, but " + (buy + "; and " if buy else "") + rent
+        )
     a = month_index(p.horizon.start, j.window.start)
     b = month_index(p.horizon.start, j.window.deadline)
     return (
@@ -289,11 +295,15 @@ def diagnose_infeasible(
     free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
     if free.value is None:
         if not free.exact:
-            return [f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"]
+            return [
+                f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"
+            ]
         lines = []
         names = list(cands.train) + list(cands.serve)
         for n in names:
-            alone = probe(relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n}))
+            alone = probe(
+                relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n})
+            )
             if alone.value is None:
                 lines.append(explain_workload(inputs, cands, n))
         if not lines:
@@ -305,9 +315,24 @@ def diagnose_infeasible(
 
     lines: list[str] = []
     spec = {
-        "capex": ("capex", p.budget.capex_usd, "capex budget too small: budget.capex_usd", _fmt_usd),
-        "total": ("total", p.budget.total_usd, "total budget too small: budget.total_usd", _fmt_usd),
-        "power": ("power_kw", p.site.power_cap_kw, "power cap too low: site.power_cap_kw", lambda x: f"{x:,.1f} kW"),
+        "capex": (
+            "capex",
+            p.budget.capex_usd,
+            "capex budget too small: budget.capex_usd",
+            _fmt_usd,
+        ),
+        "total": (
+            "total",
+            p.budget.total_usd,
+            "total budget too small: budget.total_usd",
+            _fmt_usd,
+        ),
+        "power": (
+            "power_kw",
+            p.site.power_cap_kw,
+            "power cap too low: site.power_cap_kw",
+            lambda x: f"{x:,.1f} kW",
+        ),
     }
     keys = [k for k in spec if has[k]]
     unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
@@ -319,7 +344,10 @@ def diagnose_infeasible(
 
     for key in keys:
         objective, limit, label, fmt = spec[key]
-        res = probe(relaxed(inputs, capex=key == "capex", total=key == "total", power=key == "power"), objective)
+        res = probe(
+            relaxed(inputs, capex=key == "capex", total=key == "total", power=key == "power"),
+            objective,
+        )
         if res.value is not None:
             if res.value > limit * (1 + 1e-9) + 1e-6:
                 bound = "" if res.exact else " at most"
@@ -344,7 +372,9 @@ def diagnose_infeasible(
         objective, limit, label, fmt = spec[key]
         alone = need_alone(key)
         if alone.value is not None:
-            parts.append(f"{label.split(': ')[1]} = {fmt(limit)} would do on its own (a plan needs {fmt(alone.value)})")
+            parts.append(
+                f"{label.split(': ')[1]} = {fmt(limit)} would do on its own (a plan needs {fmt(alone.value)})"
+            )
     return [
         "the limits act together: each is large enough on its own, but no plan meets all of "
         "them at once (the cheapest plans draw too much power, the most power-efficient cost "
@@ -384,14 +414,29 @@ def _scaled(inputs: Inputs, key: str, factor: float) -> Inputs:
     p = inputs.problem
     if key == "capex":
         return dataclasses.replace(
-            inputs, problem=p.model_copy(update={"budget": p.budget.model_copy(update={"capex_usd": p.budget.capex_usd * factor})})
+            inputs,
+            problem=p.model_copy(
+                update={
+                    "budget": p.budget.model_copy(update={"capex_usd": p.budget.capex_usd * factor})
+                }
+            ),
         )
     if key == "total":
         return dataclasses.replace(
-            inputs, problem=p.model_copy(update={"budget": p.budget.model_copy(update={"total_usd": p.budget.total_usd * factor})})
+            inputs,
+            problem=p.model_copy(
+                update={
+                    "budget": p.budget.model_copy(update={"total_usd": p.budget.total_usd * factor})
+                }
+            ),
         )
     return dataclasses.replace(
-        inputs, problem=p.model_copy(update={"site": p.site.model_copy(update={"power_cap_kw": p.site.power_cap_kw * factor})})
+        inputs,
+        problem=p.model_copy(
+            update={
+                "site": p.site.model_copy(update={"power_cap_kw": p.site.power_cap_kw * factor})
+            }
+        ),
     )
 
 
@@ -493,16 +538,27 @@ def explain_plan(
     slack = p.budget.capex_usd - used
     limits.append(
         f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(p.budget.capex_usd)} "
-        + ("BINDING (not enough left for one more node)" if slack < node_cost else f"(slack {_fmt_usd(slack)})")
+        + (
+            "BINDING (not enough left for one more node)"
+            if slack < node_cost
+            else f"(slack {_fmt_usd(slack)})"
+        )
     )
     if p.budget.total_usd is not None:
         slack = p.budget.total_usd - total
         limits.append(
             f"budget_total: {_fmt_usd(total)} of {_fmt_usd(p.budget.total_usd)} "
-            + ("BINDING" if slack <= max(1.0, 1e-4 * p.budget.total_usd) else f"(slack {_fmt_usd(slack)})")
+            + (
+                "BINDING"
+                if slack <= max(1.0, 1e-4 * p.budget.total_usd)
+                else f"(slack {_fmt_usd(slack)})"
+            )
         )
     if site.power_cap_kw is not None:
-        node = min(g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000 for g in inputs.gpus.values())
+        node = min(
+            g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000
+            for g in inputs.gpus.values()
+        )
         kw = {t: 0.0 for t in plan.months}
         for fm in plan.fleet:
             kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
@@ -512,14 +568,19 @@ def explain_plan(
             f"power_cap: peak {peak:,.1f} kW of {site.power_cap_kw:,.1f} kW "
             + (
                 f"BINDING in {len(binding)} month(s) ({', '.join('power_cap_' + b.replace('-', '_') for b in binding[:3])}"
-                + (", ..." if len(binding) > 3 else "") + ")"
+                + (", ..." if len(binding) > 3 else "")
+                + ")"
                 if binding
                 else f"(slack {site.power_cap_kw - peak:,.1f} kW)"
             )
         )
-    consumer = [g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed]
+    consumer = [
+        g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed
+    ]
     if consumer:
-        limits.append(f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)")
+        limits.append(
+            f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)"
+        )
 
     # Re-solves.
     whatif = []
@@ -536,13 +597,24 @@ def explain_plan(
             if abs(d) <= tol:
                 return f"{label}: total {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
             pct = f", {d / total:+.1%}" if total else ""
-            return f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
+            return (
+                f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
+            )
 
-        whatif.append(f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> " + line("", _scaled(inputs, "capex", 1.1), cands).lstrip(": "))
+        whatif.append(
+            f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> "
+            + line("", _scaled(inputs, "capex", 1.1), cands).lstrip(": ")
+        )
         if p.budget.total_usd is not None:
-            whatif.append(f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> " + line("", _scaled(inputs, "total", 1.1), cands).lstrip(": "))
+            whatif.append(
+                f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> "
+                + line("", _scaled(inputs, "total", 1.1), cands).lstrip(": ")
+            )
         if site.power_cap_kw is not None:
-            whatif.append(f"power_cap +10% ({site.power_cap_kw * 1.1:,.1f} kW) -> " + line("", _scaled(inputs, "power", 1.1), cands).lstrip(": "))
+            whatif.append(
+                f"power_cap +10% ({site.power_cap_kw * 1.1:,.1f} kW) -> "
+                + line("", _scaled(inputs, "power", 1.1), cands).lstrip(": ")
+            )
         used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
         for g in inputs.gpus:
             tag = "used" if g in used_gpus else "unused"
@@ -554,12 +626,16 @@ def explain_plan(
                 continue
             pi, pc, orphans = _without_gpu(inputs, cands, g)
             if orphans:
-                whatif.append(f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU")
+                whatif.append(
+                    f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU"
+                )
                 continue
             whatif.append(f"without {g} ({tag}) -> " + line("", pi, pc).lstrip(": "))
 
     binding = binding_families(m)
-    duals = [f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)]
+    duals = [
+        f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)
+    ]
     return Explanation(total, res.status, limits, whatif, duals, res.gap, binding)
 
 

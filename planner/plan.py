@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Status = Literal["optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"]
+Status = Literal[
+    "optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"
+]
 
 
 class _Data(BaseModel):

@@ -158,8 +158,13 @@ class Window(Strict):
     def _order(self) -> Window:
         if month_index(self.start, self.deadline) < 0:
             raise LocatedError(
-                [(("deadline",), f"deadline {self.deadline} is before start {self.start}; "
-                  "the deadline must be the same month as the start or later")]
+                [
+                    (
+                        ("deadline",),
+                        f"deadline {self.deadline} is before start {self.start}; "
+                        "the deadline must be the same month as the start or later",
+                    )
+                ]
             )
         return self
 
@@ -188,9 +193,7 @@ class TrainJob(Strict):
 class Traffic(Strict):
     daily_active_users: float = Field(gt=0)
     requests_per_user_per_day: float = Field(gt=0)
-    utilization: float = Field(
-        0.5, ge=0.1, le=1.0, description="mean load / peak load over a day"
-    )
+    utilization: float = Field(0.5, ge=0.1, le=1.0, description="mean load / peak load over a day")
     growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
 
 
@@ -214,9 +217,7 @@ class ServeWorkload(Strict):
     tokens: TokenShape
     slo: Slo
 
-    _v = field_validator("start", "end")(
-        classmethod(lambda cls, v: v if v is None else _month(v))
-    )
+    _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
 
 
 class Workloads(Strict):
@@ -249,33 +250,55 @@ class Problem(Strict):
         seen: dict[str, str] = {}
         for kind, i, n in names:
             if n in seen:
-                errs.append(((("workloads", kind, i, "name")),
-                             f"workload name {n!r} is already used by {seen[n]}; names must be unique"))
+                errs.append(
+                    (
+                        (("workloads", kind, i, "name")),
+                        f"workload name {n!r} is already used by {seen[n]}; names must be unique",
+                    )
+                )
             else:
                 seen[n] = f"workloads.{kind}[{i}]"
         if not names:
-            errs.append((("workloads",), "no workloads: add workloads.train or workloads.serve entries"))
+            errs.append(
+                (("workloads",), "no workloads: add workloads.train or workloads.serve entries")
+            )
         end = self.horizon.months - 1
         span = f"{self.horizon.start}..{month_label(self.horizon.start, end)}"
         for i, j in enumerate(self.workloads.train):
             a = month_index(self.horizon.start, j.window.start)
             b = month_index(self.horizon.start, j.window.deadline)
             if a < 0 or a > end:
-                errs.append(((("workloads", "train", i, "window", "start")),
-                             f"training job {j.name!r}: window start {j.window.start} is outside "
-                             f"the horizon {span} (horizon.start + horizon.months)"))
+                errs.append(
+                    (
+                        (("workloads", "train", i, "window", "start")),
+                        f"training job {j.name!r}: window start {j.window.start} is outside "
+                        f"the horizon {span} (horizon.start + horizon.months)",
+                    )
+                )
             elif b > end:
-                errs.append(((("workloads", "train", i, "window", "deadline")),
-                             f"training job {j.name!r}: deadline {j.window.deadline} is after the "
-                             f"horizon's last month ({span}); extend horizon.months or move the deadline"))
+                errs.append(
+                    (
+                        (("workloads", "train", i, "window", "deadline")),
+                        f"training job {j.name!r}: deadline {j.window.deadline} is after the "
+                        f"horizon's last month ({span}); extend horizon.months or move the deadline",
+                    )
+                )
         for i, s in enumerate(self.workloads.serve):
             a = month_index(self.horizon.start, s.start)
             if a < 0 or a > end:
-                errs.append(((("workloads", "serve", i, "start")),
-                             f"serving workload {s.name!r}: start {s.start} is outside the horizon {span}"))
+                errs.append(
+                    (
+                        (("workloads", "serve", i, "start")),
+                        f"serving workload {s.name!r}: start {s.start} is outside the horizon {span}",
+                    )
+                )
             if s.end is not None and month_index(s.start, s.end) < 0:
-                errs.append(((("workloads", "serve", i, "end")),
-                             f"serving workload {s.name!r}: end {s.end} is before start {s.start}"))
+                errs.append(
+                    (
+                        (("workloads", "serve", i, "end")),
+                        f"serving workload {s.name!r}: end {s.end} is before start {s.start}",
+                    )
+                )
         if errs:
             raise LocatedError(errs)
         return self
@@ -330,7 +353,7 @@ def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
 
 def _find_offer_file(name: str, base: Path) -> Path | None:
     p = Path(name)
-    for cand in ([p] if p.is_absolute() else [base / p, CATALOG_DIR / p]):
+    for cand in [p] if p.is_absolute() else [base / p, CATALOG_DIR / p]:
         if cand.exists():
             return cand
     return None
@@ -361,7 +384,10 @@ def resolve(
         if g not in all_gpus:
             bad(("gpus", i), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
     if not allowed:
-        bad(("gpus",), "the list is empty; name at least one GPU type (or omit gpus to allow every catalog GPU)")
+        bad(
+            ("gpus",),
+            "the list is empty; name at least one GPU type (or omit gpus to allow every catalog GPU)",
+        )
     gpus = {g: all_gpus[g] for g in allowed if g in all_gpus}
     for g, ov in problem.overrides.gpus.items():
         if g not in all_gpus:
@@ -371,29 +397,38 @@ def resolve(
     for kind in ("train", "serve"):
         for i, w in enumerate(getattr(problem.workloads, kind)):
             if w.model not in models:
-                bad(("workloads", kind, i, "model"),
-                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}")
+                bad(
+                    ("workloads", kind, i, "model"),
+                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}",
+                )
     base = base_dir or Path.cwd()
     offers: dict[str, Offer] = {}
     files = []
     for i, name in enumerate(problem.offers.files):
         path = _find_offer_file(name, base)
         if path is None:
-            bad(("offers", "files", i),
-                f"offers file {name!r} not found (looked in {base} and {CATALOG_DIR})")
+            bad(
+                ("offers", "files", i),
+                f"offers file {name!r} not found (looked in {base} and {CATALOG_DIR})",
+            )
             continue
         files.append(str(path))
         for oid, o in load_offers(path, all_gpus).items():
             offers[oid] = o
     for i, o in enumerate(problem.offers.extra):
         if o.gpu not in all_gpus:
-            bad(("offers", "extra", i, "gpu"),
-                f"offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}")
+            bad(
+                ("offers", "extra", i, "gpu"),
+                f"offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}",
+            )
             continue
         offers[o.id] = o
     for oid, ov in problem.overrides.offers.items():
         if oid not in offers:
-            bad(("overrides", "offers", oid), f"unknown offer {oid!r}; {did_you_mean(oid, offers.keys())}")
+            bad(
+                ("overrides", "offers", oid),
+                f"unknown offer {oid!r}; {did_you_mean(oid, offers.keys())}",
+            )
             continue
         upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
         offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})

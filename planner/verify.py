@@ -130,10 +130,16 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
 
     def month_ok(label: str, what: str) -> int | None:
         t = idx.get(label)
-        errs.check(t is not None, f"{what}: month {label!r} is not in the horizon {months[0]}..{months[-1]}")
+        errs.check(
+            t is not None,
+            f"{what}: month {label!r} is not in the horizon {months[0]}..{months[-1]}",
+        )
         return t
 
-    errs.check(plan.status in ("optimal", "feasible"), f"plan status is {plan.status!r}, not optimal or feasible")
+    errs.check(
+        plan.status in ("optimal", "feasible"),
+        f"plan status is {plan.status!r}, not optimal or feasible",
+    )
     if not errs.check(
         plan.months == months,
         f"plan months {plan.months[:1]}..{plan.months[-1:]} differ from the problem's horizon "
@@ -141,7 +147,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
     ):
         rep.errors = errs.final()
         return rep
-    errs.check(_close(plan.hours_per_month, H, abs_=1e-9), f"plan hours_per_month {plan.hours_per_month} != {H}")
+    errs.check(
+        _close(plan.hours_per_month, H, abs_=1e-9),
+        f"plan hours_per_month {plan.hours_per_month} != {H}",
+    )
     errs.check(
         [(s.name, round(s.hours_per_month, 6)) for s in plan.slices]
         == [(s.name, round(s.hours_per_month, 6)) for s in slices],
@@ -157,7 +166,9 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
         what = f"purchase {pu.gpu} {pu.month}"
         t0 = month_ok(pu.month, what)
         gpu = inputs.gpus.get(pu.gpu)
-        if not errs.check(gpu is not None, f"{what}: {pu.gpu!r} is not among the problem's allowed GPUs"):
+        if not errs.check(
+            gpu is not None, f"{what}: {pu.gpu!r} is not among the problem's allowed GPUs"
+        ):
             continue
         if t0 is None:
             continue
@@ -165,7 +176,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             pu.count > 0 and pu.count % gpu.node_gpus == 0,
             f"{what}: {pu.count} GPUs is not a whole number of {gpu.node_gpus}-GPU nodes",
         )
-        errs.check(pu.nodes * gpu.node_gpus == pu.count, f"{what}: {pu.nodes} nodes x {gpu.node_gpus} != {pu.count} GPUs")
+        errs.check(
+            pu.nodes * gpu.node_gpus == pu.count,
+            f"{what}: {pu.nodes} nodes x {gpu.node_gpus} != {pu.count} GPUs",
+        )
         errs.check(
             not gpu.consumer or site.consumer_gpus_allowed,
             f"{what}: GeForce cards may not be deployed in a datacenter (site.consumer_gpus_allowed is false)",
@@ -178,7 +192,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             f"!= problem's {gpu.unit_capex_usd:,.2f}",
         )
         cost = max(pu.count, 0) * gpu.unit_capex_usd
-        errs.check(_close(cost, pu.total_usd), f"{what}: total {pu.total_usd:,.2f} != {pu.count} x {gpu.unit_capex_usd:,.2f}")
+        errs.check(
+            _close(cost, pu.total_usd),
+            f"{what}: total {pu.total_usd:,.2f} != {pu.count} x {gpu.unit_capex_usd:,.2f}",
+        )
         capex += cost
         capex_by_month[t0] += cost
         bought[(pu.gpu, t0)] += max(pu.count, 0)
@@ -200,15 +217,24 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             )
 
     # ---------------------------------------------------------------- serving
-    use: dict[tuple[str, int, str], float] = defaultdict(float)  # (gpu, t, slice) -> owned GPUs busy
+    use: dict[tuple[str, int, str], float] = defaultdict(
+        float
+    )  # (gpu, t, slice) -> owned GPUs busy
     busy: dict[tuple[str, int], float] = defaultdict(float)  # (gpu, t) -> owned busy GPU-hours
-    rent_expect: dict[tuple[str, str, int], float] = defaultdict(float)  # (offer, workload, t) -> GPU-h
-    reserved_use: dict[tuple[str, int, str], float] = defaultdict(float)  # (offer, t, slice) -> GPUs
+    rent_expect: dict[tuple[str, str, int], float] = defaultdict(
+        float
+    )  # (offer, workload, t) -> GPU-h
+    reserved_use: dict[tuple[str, int, str], float] = defaultdict(
+        float
+    )  # (offer, t, slice) -> GPUs
     capped_use: dict[tuple[str, int, str], float] = defaultdict(float)  # (offer, t, slice) -> GPUs
     serve_names = {w.name for w in p.workloads.serve}
     train_names = {j.name for j in p.workloads.train}
     for al in plan.serve_allocations:
-        errs.check(al.workload in serve_names, f"serving allocation for {al.workload!r}, which is not a serving workload of the problem")
+        errs.check(
+            al.workload in serve_names,
+            f"serving allocation for {al.workload!r}, which is not a serving workload of the problem",
+        )
     serve_used_caps: dict[str, set[tuple[str, int]]] = defaultdict(set)
     cap_cache: dict[tuple[str, str, int], object] = {}
     for w in p.workloads.serve:
@@ -218,7 +244,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
         b = T - 1 if w.end is None else min(T - 1, month_index(p.horizon.start, w.end))
         loads = {s.name: s.load for s in load_slices(w.traffic.utilization)}
         demand = {
-            (t, s): peak_request_rate(mean, w.traffic.utilization, w.traffic.growth_per_month, t - a) * load
+            (t, s): peak_request_rate(
+                mean, w.traffic.utilization, w.traffic.growth_per_month, t - a
+            )
+            * load
             for t in range(a, b + 1)
             for s, load in loads.items()
         }
@@ -231,11 +260,17 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             t = month_ok(al.month, what)
             if t is None:
                 continue
-            if not errs.check(a <= t <= b, f"{what}: outside the workload's active months {months[a]}..{months[b]}"):
+            if not errs.check(
+                a <= t <= b,
+                f"{what}: outside the workload's active months {months[a]}..{months[b]}",
+            ):
                 continue
             if not errs.check(al.slice in sl_hours, f"{what}: unknown load slice {al.slice!r}"):
                 continue
-            if not errs.check(not _bad_number(al.replicas), f"{what}: replicas {al.replicas} is not a finite number >= 0"):
+            if not errs.check(
+                not _bad_number(al.replicas),
+                f"{what}: replicas {al.replicas} is not a finite number >= 0",
+            ):
                 continue
             errs.check(
                 _close(al.demand_rps, demand[(t, al.slice)], abs_=1e-6),
@@ -245,12 +280,21 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             key = (w.name, al.gpu, al.gpus_per_replica)
             if key not in cap_cache:
                 if al.gpu not in inputs.gpus or al.gpus_per_replica < 1:
-                    errs.check(False, f"serving {w.name}: GPU {al.gpu!r} x{al.gpus_per_replica} is not allowed")
+                    errs.check(
+                        False,
+                        f"serving {w.name}: GPU {al.gpu!r} x{al.gpus_per_replica} is not allowed",
+                    )
                     cap_cache[key] = None
                 else:
                     cap = replica_capacity(
-                        model, inputs.gpus[al.gpu], al.gpus_per_replica, w.precision,
-                        w.tokens.prompt, w.tokens.output, w.slo.p95_ttft_ms, w.slo.p95_tpot_ms,
+                        model,
+                        inputs.gpus[al.gpu],
+                        al.gpus_per_replica,
+                        w.precision,
+                        w.tokens.prompt,
+                        w.tokens.output,
+                        w.slo.p95_ttft_ms,
+                        w.slo.p95_tpot_ms,
                     )
                     cap_cache[key] = cap
                     errs.check(
@@ -279,7 +323,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
                 busy[(al.gpu, t)] += gpus * sl_hours[al.slice]
                 continue
             o = inputs.offers.get(al.source)
-            if not errs.check(o is not None, f"{what}: offer {al.source!r} is not among the problem's trusted offers"):
+            if not errs.check(
+                o is not None,
+                f"{what}: offer {al.source!r} is not among the problem's trusted offers",
+            ):
                 continue
             errs.check(o.gpu == al.gpu, f"{what}: offer {o.id} rents {o.gpu}, not {al.gpu}")
             errs.check(
@@ -313,7 +360,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
 
     # ---------------------------------------------------------------- training
     for al in plan.train_allocations:
-        errs.check(al.workload in train_names, f"training allocation for {al.workload!r}, which is not a training job of the problem")
+        errs.check(
+            al.workload in train_names,
+            f"training allocation for {al.workload!r}, which is not a training job of the problem",
+        )
     train_rent: dict[tuple[str, str, int], float] = defaultdict(float)
     train_wall: dict[str, float] = {}
     for j in p.workloads.train:
@@ -321,11 +371,18 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
         if not errs.check(bool(allocs), f"training {j.name}: no GPU time allocated"):
             continue
         configs = {(al.gpu, al.gpus) for al in allocs}
-        errs.check(len(configs) == 1, f"training {j.name}: runs on several configurations {sorted(configs)}")
+        errs.check(
+            len(configs) == 1,
+            f"training {j.name}: runs on several configurations {sorted(configs)}",
+        )
         gpu_id, k = sorted(configs)[0]
-        if not errs.check(gpu_id in inputs.gpus and k >= 1, f"training {j.name}: GPU {gpu_id!r} x{k} not allowed"):
+        if not errs.check(
+            gpu_id in inputs.gpus and k >= 1, f"training {j.name}: GPU {gpu_id!r} x{k} not allowed"
+        ):
             continue
-        est = estimate_train(inputs.models[j.model], inputs.gpus[gpu_id], k, j.tokens, j.method, seq_len=j.seq_len)
+        est = estimate_train(
+            inputs.models[j.model], inputs.gpus[gpu_id], k, j.tokens, j.method, seq_len=j.seq_len
+        )
         errs.check(bool(est.fits), f"training {j.name}: {gpu_id} x{k} does not fit: {est.reason}")
         a = month_index(p.horizon.start, j.window.start)
         b = month_index(p.horizon.start, j.window.deadline)
@@ -337,16 +394,23 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             if t is None:
                 continue
             if not errs.check(
-                a <= t <= b, f"{what}: runs outside its window {j.window.start}..{j.window.deadline}"
+                a <= t <= b,
+                f"{what}: runs outside its window {j.window.start}..{j.window.deadline}",
             ):
                 continue
-            if not errs.check(not _bad_number(al.wall_hours), f"{what}: wall_hours {al.wall_hours} is not a finite number >= 0"):
+            if not errs.check(
+                not _bad_number(al.wall_hours),
+                f"{what}: wall_hours {al.wall_hours} is not a finite number >= 0",
+            ):
                 continue
             wall += al.wall_hours
             per_month[t] += al.wall_hours
             if al.source == "owned":
                 progress += al.wall_hours
-                errs.check(_close(al.progress_hours, al.wall_hours, abs_=1e-6), f"{what}: progress_hours != wall_hours on owned GPUs")
+                errs.check(
+                    _close(al.progress_hours, al.wall_hours, abs_=1e-6),
+                    f"{what}: progress_hours != wall_hours on owned GPUs",
+                )
                 if not errs.check(
                     al.slice in sl_hours and al.wall_hours <= sl_hours[al.slice] * (1 + REL) + ABS,
                     f"{what}: {al.wall_hours:.1f} h in slice {al.slice} exceeds its hours",
@@ -361,7 +425,9 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
                 busy[(gpu_id, t)] += k * al.wall_hours
                 continue
             o = inputs.offers.get(al.source)
-            if not errs.check(o is not None, f"{what}: offer {al.source!r} is not trusted by the problem"):
+            if not errs.check(
+                o is not None, f"{what}: offer {al.source!r} is not trusted by the problem"
+            ):
                 continue
             errs.check(o.gpu == gpu_id, f"{what}: offer {o.id} rents {o.gpu}, not {gpu_id}")
             errs.check(o.kind != "reserved", f"{what}: reserved offers are not used for training")
@@ -425,14 +491,19 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
     for rv in plan.reservations:
         what = f"reservation {rv.offer} from {rv.start_month}"
         o = inputs.offers.get(rv.offer)
-        if not errs.check(o is not None and o.kind == "reserved", f"{what}: not a reserved offer of the problem"):
+        if not errs.check(
+            o is not None and o.kind == "reserved", f"{what}: not a reserved offer of the problem"
+        ):
             continue
         t0 = month_ok(rv.start_month, what)
         if t0 is None:
             continue
         L = o.term_months or 1
         errs.check(rv.term_months == L, f"{what}: term {rv.term_months} months != the offer's {L}")
-        errs.check(rv.gpu == o.gpu and rv.provider == o.provider, f"{what}: GPU/provider differ from the offer's")
+        errs.check(
+            rv.gpu == o.gpu and rv.provider == o.provider,
+            f"{what}: GPU/provider differ from the offer's",
+        )
         errs.check(
             rv.gpus > 0 and rv.gpus % o.gpus_per_instance == 0,
             f"{what}: {rv.gpus} GPUs is not a whole number of {o.gpus_per_instance}-GPU instances",
@@ -477,7 +548,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
         t = month_ok(r.month, what)
         if t is None:
             continue
-        if not errs.check(not _bad_number(r.gpu_hours), f"{what}: gpu_hours {r.gpu_hours} is not a finite number >= 0"):
+        if not errs.check(
+            not _bad_number(r.gpu_hours),
+            f"{what}: gpu_hours {r.gpu_hours} is not a finite number >= 0",
+        ):
             continue
         errs.check(
             r.kind == o.kind and r.gpu == o.gpu and r.provider == o.provider,
@@ -489,7 +563,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             f"{what}: rate {r.usd_per_gpu_hour} != offer price {o.usd_per_gpu_hour}",
         )
         usd = r.gpu_hours * o.usd_per_gpu_hour
-        errs.check(_close(usd, r.usd), f"{what}: {r.usd:,.2f} != {r.gpu_hours:,.2f} h x {o.usd_per_gpu_hour}")
+        errs.check(
+            _close(usd, r.usd),
+            f"{what}: {r.usd:,.2f} != {r.gpu_hours:,.2f} h x {o.usd_per_gpu_hour}",
+        )
         rental += usd
         rental_by_month[t] += usd
         rented_by_gpu[(o.gpu, t)] += r.gpu_hours
@@ -524,14 +601,19 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
     fleet = {}
     for fm in plan.fleet:
         t = month_ok(fm.month, f"fleet {fm.gpu}")
-        errs.check(fm.gpu in inputs.gpus, f"fleet row for {fm.gpu!r}, which the problem does not allow")
+        errs.check(
+            fm.gpu in inputs.gpus, f"fleet row for {fm.gpu!r}, which the problem does not allow"
+        )
         if t is not None:
             errs.check((fm.gpu, t) not in fleet, f"fleet {fm.gpu} {fm.month}: listed twice")
             fleet[(fm.gpu, t)] = fm
     for g, gpu in inputs.gpus.items():
         for t in range(T):
             own = owned[(g, t)]
-            pw = e * (own * H * (gpu.idle_w.value + gpu.host_w_per_gpu.value) + busy[(g, t)] * (gpu.tdp_w.value - gpu.idle_w.value))
+            pw = e * (
+                own * H * (gpu.idle_w.value + gpu.host_w_per_gpu.value)
+                + busy[(g, t)] * (gpu.tdp_w.value - gpu.idle_w.value)
+            )
             hs = own * site.hosting_usd_per_gpu_month
             power += pw
             hosting += hs
@@ -540,7 +622,10 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             active = own or rented_by_gpu[(g, t)] > ABS or reserved_gpus[(g, t)]
             what = f"fleet {g} {months[t]}"
             if fm is None:
-                errs.check(not active, f"{what}: missing, but the plan owns {own}, rents {rented_by_gpu[(g, t)]:,.0f} GPU-h")
+                errs.check(
+                    not active,
+                    f"{what}: missing, but the plan owns {own}, rents {rented_by_gpu[(g, t)]:,.0f} GPU-h",
+                )
                 continue
             errs.check(
                 fm.owned == own and fm.bought == bought[(g, t)],
@@ -562,24 +647,35 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             )
             kw = own * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
             errs.check(
-                _close(fm.power_kw, kw, abs_=1e-3), f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
+                _close(fm.power_kw, kw, abs_=1e-3),
+                f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
                 group=("fleet_kw", g),
             )
     total = capex + power + hosting + rental
     tt = plan.totals
     for name, mine, theirs in (
-        ("capex", capex, tt.capex_usd), ("power", power, tt.power_usd),
-        ("hosting", hosting, tt.hosting_usd), ("rental", rental, tt.rental_usd),
-        ("total", total, tt.total_usd), ("reserved", reserved_usd, tt.reserved_usd),
+        ("capex", capex, tt.capex_usd),
+        ("power", power, tt.power_usd),
+        ("hosting", hosting, tt.hosting_usd),
+        ("rental", rental, tt.rental_usd),
+        ("total", total, tt.total_usd),
+        ("reserved", reserved_usd, tt.reserved_usd),
     ):
-        errs.check(_close(mine, theirs, rel=1e-6, abs_=0.5), f"totals.{name}_usd = {theirs:,.2f} but recomputed {mine:,.2f}")
+        errs.check(
+            _close(mine, theirs, rel=1e-6, abs_=0.5),
+            f"totals.{name}_usd = {theirs:,.2f} but recomputed {mine:,.2f}",
+        )
     errs.check(
         tt.capex_budget_usd is None or _close(tt.capex_budget_usd, p.budget.capex_usd),
         f"totals.capex_budget_usd {tt.capex_budget_usd} != the problem's budget.capex_usd {p.budget.capex_usd}",
     )
     errs.check(
         tt.total_budget_usd == p.budget.total_usd
-        or (tt.total_budget_usd is not None and p.budget.total_usd is not None and _close(tt.total_budget_usd, p.budget.total_usd)),
+        or (
+            tt.total_budget_usd is not None
+            and p.budget.total_usd is not None
+            and _close(tt.total_budget_usd, p.budget.total_usd)
+        ),
         f"totals.total_budget_usd {tt.total_budget_usd} != the problem's budget.total_usd {p.budget.total_usd}",
     )
     if plan.objective_usd is not None:
@@ -593,7 +689,8 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             f"total cost {total:,.0f} exceeds budget.total_usd {p.budget.total_usd:,.0f}",
         )
     if errs.check(
-        [mc.month for mc in plan.cash_flow] == months, "cash_flow does not list every month of the horizon once, in order"
+        [mc.month for mc in plan.cash_flow] == months,
+        "cash_flow does not list every month of the horizon once, in order",
     ):
         running = 0.0
         for t, mc in enumerate(plan.cash_flow):
@@ -626,10 +723,16 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
     for wr in plan.workloads:
         results[wr.name].append(wr)
     for name in results:
-        errs.check(name in serve_names | train_names, f"workload result {name!r} is not a workload of the problem")
+        errs.check(
+            name in serve_names | train_names,
+            f"workload result {name!r} is not a workload of the problem",
+        )
     for j in p.workloads.train:
         rs = results.get(j.name, [])
-        if not errs.check(len(rs) == 1 and rs[0].kind == "train", f"training {j.name}: expected one training result, found {len(rs)}"):
+        if not errs.check(
+            len(rs) == 1 and rs[0].kind == "train",
+            f"training {j.name}: expected one training result, found {len(rs)}",
+        ):
             continue
         wr = rs[0]
         a = month_index(p.horizon.start, j.window.start)
@@ -645,10 +748,16 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
             f"training {j.name}: predicted {wr.predicted} != {predicted:,.2f} wall hours in the allocations",
         )
         meets = predicted <= target + 1e-6
-        errs.check(meets and wr.meets_target, f"training {j.name}: does not meet its target (predicted {predicted:,.1f} h, window {target:,.0f} h)")
+        errs.check(
+            meets and wr.meets_target,
+            f"training {j.name}: does not meet its target (predicted {predicted:,.1f} h, window {target:,.0f} h)",
+        )
     for w in p.workloads.serve:
         rs = results.get(w.name, [])
-        if not errs.check(len(rs) == 1 and rs[0].kind == "serve", f"serving {w.name}: expected one serving result, found {len(rs)}"):
+        if not errs.check(
+            len(rs) == 1 and rs[0].kind == "serve",
+            f"serving {w.name}: expected one serving result, found {len(rs)}",
+        ):
             continue
         wr = rs[0]
         caps = [cap_cache.get((w.name, g, tp)) for g, tp in sorted(serve_used_caps[w.name])]
@@ -675,5 +784,11 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:  # noqa: C901 - o
 
     rep.errors = errs.final()
     rep.checks = errs.checks
-    rep.capex_usd, rep.power_usd, rep.hosting_usd, rep.rental_usd, rep.total_usd = capex, power, hosting, rental, total
+    rep.capex_usd, rep.power_usd, rep.hosting_usd, rep.rental_usd, rep.total_usd = (
+        capex,
+        power,
+        hosting,
+        rental,
+        total,
+    )
     return rep

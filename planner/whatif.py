@@ -70,7 +70,9 @@ def _scalar(text: str, what: str) -> Value:
     """
     item = text.strip()
     if not item:
-        raise InputError(f"{what}: empty value in the list (two commas in a row or a trailing comma?)")
+        raise InputError(
+            f"{what}: empty value in the list (two commas in a row or a trailing comma?)"
+        )
     try:
         return int(item)
     except ValueError:
@@ -121,7 +123,9 @@ def parse_range(text: str, what: str = "range") -> list[float | int]:
         raise InputError(
             f"{what}: expected a range start:stop:step (e.g. 0.2:0.9:0.1) or a comma list, got {text!r}"
         )
-    start, stop, step = (_decimal(p, what, n) for p, n in zip(parts, ("start", "stop", "step"), strict=True))
+    start, stop, step = (
+        _decimal(p, what, n) for p, n in zip(parts, ("start", "stop", "step"), strict=True)
+    )
     if step == 0:
         raise InputError(f"{what}: range step is 0 in {text!r}")
     if (stop - start) * step < 0:
@@ -292,7 +296,8 @@ def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
                     idx = j % len(cur)
             if idx is None:
                 what = (
-                    f"no item named {part!r} in {here}; " + did_you_mean(part, [str(n) for n in names])
+                    f"no item named {part!r} in {here}; "
+                    + did_you_mean(part, [str(n) for n in names])
                     if names
                     else f"{here} is a list of {len(cur)} item(s) without names; address items by index 0..{len(cur) - 1}"
                 )
@@ -331,7 +336,11 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
     if key == "power_price":
         return [_walk(data, ["site", "power_usd_per_kwh"], key, Problem)]
     if key == "utilization":
-        serve = (data.get("workloads") or {}).get("serve") if isinstance(data.get("workloads"), dict) else None
+        serve = (
+            (data.get("workloads") or {}).get("serve")
+            if isinstance(data.get("workloads"), dict)
+            else None
+        )
         if not serve or not isinstance(serve, list):
             raise InputError(
                 "--vary utilization: the problem has no serving workloads (workloads.serve), "
@@ -340,7 +349,11 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
         locs = []
         for i, w in enumerate(serve):
             name = w.get("name", i) if isinstance(w, dict) else i
-            locs.append(_walk(data, ["workloads", "serve", str(name), "traffic", "utilization"], key, Problem))
+            locs.append(
+                _walk(
+                    data, ["workloads", "serve", str(name), "traffic", "utilization"], key, Problem
+                )
+            )
         return locs
     return [_walk(data, key.split("."), key, Problem)]
 
@@ -379,7 +392,9 @@ def load_base(path: str | Path) -> Base:
     p = Path(path)
     doc = load_yaml(p)
     if not isinstance(doc.data, dict):
-        raise InputError(f"{p}: expected a mapping of keys (name, horizon, ...), got {type(doc.data).__name__}")
+        raise InputError(
+            f"{p}: expected a mapping of keys (name, horizon, ...), got {type(doc.data).__name__}"
+        )
     return Base(doc.data, str(p), str(p.resolve().parent), doc.lines)
 
 
@@ -395,7 +410,11 @@ def base_from_text(text: str, name: str = "<text>", base_dir: str | Path | None 
 
 def default_varies(base: Base) -> list[tuple[str, str]]:
     """:data:`DEFAULT_VARIES`, without ``utilization`` when the problem serves nothing."""
-    serve = (base.data.get("workloads") or {}).get("serve") if isinstance(base.data.get("workloads"), dict) else None
+    serve = (
+        (base.data.get("workloads") or {}).get("serve")
+        if isinstance(base.data.get("workloads"), dict)
+        else None
+    )
     return [(k, v) for k, v in DEFAULT_VARIES if k != "utilization" or serve]
 
 
@@ -558,13 +577,15 @@ def run_task(task: Task) -> ScenarioResult:
     t0 = time.perf_counter()
 
     def fail(status: str, message: str) -> ScenarioResult:
-        return ScenarioResult(task.index, dict(task.params), status, message,
-                              seconds=time.perf_counter() - t0)
+        return ScenarioResult(
+            task.index, dict(task.params), status, message, seconds=time.perf_counter() - t0
+        )
 
     try:
         inputs = scenario_inputs(task)
-        plan = plan_problem(inputs, solver=task.solver, time_limit=task.time_limit,
-                            gap=task.gap, diagnose=False)
+        plan = plan_problem(
+            inputs, solver=task.solver, time_limit=task.time_limit, gap=task.gap, diagnose=False
+        )
     except InputError as exc:
         return fail("invalid", str(exc))
     except InfeasibleError as exc:
@@ -601,7 +622,9 @@ def make_tasks(
 Progress = Callable[[ScenarioResult], None]
 
 
-def _run_local(tasks: Sequence[Task], workers: int, progress: Progress | None) -> list[ScenarioResult]:
+def _run_local(
+    tasks: Sequence[Task], workers: int, progress: Progress | None
+) -> list[ScenarioResult]:
     if workers <= 1 or len(tasks) <= 1:
         out = []
         for t in tasks:
@@ -627,7 +650,9 @@ def _run_local(tasks: Sequence[Task], workers: int, progress: Progress | None) -
             try:
                 r = fut.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker is a row, not an abort
-                r = ScenarioResult(t.index, dict(t.params), "error", f"worker failed: {type(exc).__name__}: {exc}")
+                r = ScenarioResult(
+                    t.index, dict(t.params), "error", f"worker failed: {type(exc).__name__}: {exc}"
+                )
             results[t.index] = r
             if progress:
                 progress(r)
@@ -638,7 +663,9 @@ def _run_local(tasks: Sequence[Task], workers: int, progress: Progress | None) -
     return [results[t.index] for t in tasks]
 
 
-def _run_dask(tasks: Sequence[Task], address: str, progress: Progress | None) -> list[ScenarioResult]:
+def _run_dask(
+    tasks: Sequence[Task], address: str, progress: Progress | None
+) -> list[ScenarioResult]:
     """Run on an existing Dask cluster. The workers need ``planner`` installed, and the
     problem's offers files at the same absolute path (a shared file system), since each
     scenario resolves them from the problem file's directory."""
@@ -652,7 +679,9 @@ def _run_dask(tasks: Sequence[Task], address: str, progress: Progress | None) ->
     try:
         client = Client(address, timeout="20s")
     except (OSError, TimeoutError) as exc:
-        raise InputError(f"--scheduler {address}: cannot connect to the Dask scheduler: {exc}") from None
+        raise InputError(
+            f"--scheduler {address}: cannot connect to the Dask scheduler: {exc}"
+        ) from None
     results: dict[int, ScenarioResult] = {}
     try:
         futs = client.map(run_task, list(tasks), pure=False)
@@ -662,7 +691,12 @@ def _run_dask(tasks: Sequence[Task], address: str, progress: Progress | None) ->
             try:
                 r = fut.result()
             except Exception as exc:  # noqa: BLE001
-                r = ScenarioResult(t.index, dict(t.params), "error", f"dask task failed: {type(exc).__name__}: {exc}")
+                r = ScenarioResult(
+                    t.index,
+                    dict(t.params),
+                    "error",
+                    f"dask task failed: {type(exc).__name__}: {exc}",
+                )
             results[t.index] = r
             if progress:
                 progress(r)
@@ -751,9 +785,15 @@ def parse_watch(text: str | None, base: Base | None = None) -> str | None:
             "or nothing (the set of GPU types bought)"
         )
     gpu = val.strip()
-    if base is not None and isinstance(base.data.get("gpus"), list) and gpu not in base.data["gpus"]:
-        raise InputError(f"--watch {text!r}: {gpu!r} is not in the problem's gpus; "
-                         + did_you_mean(gpu, [str(g) for g in base.data["gpus"]]))
+    if (
+        base is not None
+        and isinstance(base.data.get("gpus"), list)
+        and gpu not in base.data["gpus"]
+    ):
+        raise InputError(
+            f"--watch {text!r}: {gpu!r} is not in the problem's gpus; "
+            + did_you_mean(gpu, [str(g) for g in base.data["gpus"]])
+        )
     return gpu
 
 
@@ -770,7 +810,9 @@ class BreakEven:
     above: ScenarioResult  # the plan just above the change (at hi when nothing changes)
     sentence: str
     solves: int
-    other_changes: list[tuple[float, float]] = field(default_factory=list)  # further brackets seen in the scan
+    other_changes: list[tuple[float, float]] = field(
+        default_factory=list
+    )  # further brackets seen in the scan
     tol: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -810,7 +852,11 @@ def _describe_other(r: ScenarioResult, other: ScenarioResult, watch: str | None)
     rented = {g for g, h in r.rented_gpu_hours.items() if h > 1e-6}
     if not mine:
         if types and set(types) <= rented:
-            return "it rents them" if len(types) > 1 or other.bought.get(types[0], 0) > 1 else "it rents it"
+            return (
+                "it rents them"
+                if len(types) > 1 or other.bought.get(types[0], 0) > 1
+                else "it rents it"
+            )
         if rented:
             return "it buys none and rents " + ", ".join(sorted(rented))
         return "it buys none"
@@ -873,17 +919,32 @@ def breakeven(
             what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
         else:
             types = ", ".join(points[0].bought) if points[0].ok else ""
-            what = "the set of GPU types bought stays the same (" + (
-                f"it buys {types}" if types else f"it {_buys(points[0], None)}"
-            ) + f" {tried}"
+            what = (
+                "the set of GPU types bought stays the same ("
+                + (f"it buys {types}" if types else f"it {_buys(points[0], None)}")
+                + f" {tried}"
+            )
             counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
             moved = [f"{g} from {c[0]} to {c[-1]}" for g, c in counts.items() if len(c) > 1]
             if moved:
                 what += f"; the counts change: {', '.join(moved)}: try --watch gpu=<id>"
             what += ")"
         sentence = f"the plan does not change over {key} {lo:g}..{hi:g}: {what}"
-        return BreakEven(key, lo, hi, watch, False, None, None, points[0], points[-1], sentence,
-                         counter["solves"], [], tol)
+        return BreakEven(
+            key,
+            lo,
+            hi,
+            watch,
+            False,
+            None,
+            None,
+            points[0],
+            points[-1],
+            sentence,
+            counter["solves"],
+            [],
+            tol,
+        )
     i = changes[0]
     a, b = xs[i], xs[i + 1]
     ra, rb = points[i], points[i + 1]
@@ -904,4 +965,6 @@ def breakeven(
     if not rb.ok or (not rb.bought and ra.bought):
         sentence = f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
     others = [(xs[j], xs[j + 1]) for j in changes[1:]]
-    return BreakEven(key, lo, hi, watch, True, x, (a, b), ra, rb, sentence, counter["solves"], others, tol)
+    return BreakEven(
+        key, lo, hi, watch, True, x, (a, b), ra, rb, sentence, counter["solves"], others, tol
+    )

@@ -75,7 +75,9 @@ class YamlDoc:
 MAX_VALUES = 200_000  # values in a document once YAML aliases are expanded ("billion laughs")
 
 
-def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path, count: list[int] | None = None) -> None:
+def _index_lines(
+    node: yaml.Node, loc: Loc, out: dict[Loc, int], path: Path, count: list[int] | None = None
+) -> None:
     count = count if count is not None else [0]
     count[0] += 1
     if count[0] > MAX_VALUES:
@@ -183,7 +185,8 @@ def _is_tag(part: str | int) -> bool:
     return (
         part.startswith("function-")
         or "[" in part
-        or part in {"str", "int", "float", "bool", "none", "list", "dict", "is-instance", "lax-or-strict"}
+        or part
+        in {"str", "int", "float", "bool", "none", "list", "dict", "is-instance", "lax-or-strict"}
     )
 
 
@@ -307,7 +310,11 @@ def validation_message(
         show = found and not kinds & {"extra_forbidden", "missing"}
         if show and isinstance(value, dict | list) and len(repr(value)) > 80:
             show = False
-        if show and isinstance(value, str) and (repr(value) in msg or (kinds == {"value_error"} and value in msg)):
+        if (
+            show
+            and isinstance(value, str)
+            and (repr(value) in msg or (kinds == {"value_error"} and value in msg))
+        ):
             show = False  # the message already quotes the value
         got = f" (got {_short(value)})" if show else ""
         lines.append(f"{doc.where(loc)}: {format_loc(loc)}: {msg}{got}")
@@ -319,11 +326,17 @@ def require_mapping(doc: YamlDoc, what: str, model: type[BaseModel] | None = Non
     """The top level of an input file must be a mapping; say so clearly if it is not."""
     keys = f" ({', '.join(_required_keys(model))}, ...)" if model is not None else ""
     if doc.data is None:
-        raise InputError(f"{doc.path}: the {what or 'file'} is empty; expected a mapping of keys{keys}")
-    if not isinstance(doc.data, dict):
-        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
-            type(doc.data), type(doc.data).__name__
+        raise InputError(
+            f"{doc.path}: the {what or 'file'} is empty; expected a mapping of keys{keys}"
         )
+    if not isinstance(doc.data, dict):
+        kind = {
+            list: "a list",
+            str: "a string",
+            int: "a number",
+            float: "a number",
+            bool: "a boolean",
+        }.get(type(doc.data), type(doc.data).__name__)
         raise InputError(
             f"{doc.where()}: the {what or 'file'} must be a mapping of keys{keys}, but its top level is {kind}"
         )

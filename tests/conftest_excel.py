@@ -31,10 +31,22 @@ H = 730.0
 SITE = {"power_usd_per_kwh": 0.12, "pue": 1.3, "hosting_usd_per_gpu_month": 150.0}
 CAPEX_BUDGET = 2_000_000.0
 GPUS = {
-    "h100-sxm": {"tdp_w": 700.0, "idle_w": 90.0, "host_w_per_gpu": 250.0, "purchase_usd": 25_000.0,
-                 "server_overhead_usd_per_gpu": 6_250.0, "node_size": 8.0},
-    "l40s": {"tdp_w": 350.0, "idle_w": 35.0, "host_w_per_gpu": 120.0, "purchase_usd": 7_500.0,
-             "server_overhead_usd_per_gpu": 2_000.0, "node_size": 4.0},
+    "h100-sxm": {
+        "tdp_w": 700.0,
+        "idle_w": 90.0,
+        "host_w_per_gpu": 250.0,
+        "purchase_usd": 25_000.0,
+        "server_overhead_usd_per_gpu": 6_250.0,
+        "node_size": 8.0,
+    },
+    "l40s": {
+        "tdp_w": 350.0,
+        "idle_w": 35.0,
+        "host_w_per_gpu": 120.0,
+        "purchase_usd": 7_500.0,
+        "server_overhead_usd_per_gpu": 2_000.0,
+        "node_size": 4.0,
+    },
 }
 OFFERS = {
     "lambda-h100-od": ("lambda", "h100-sxm", "on_demand", 2.99),
@@ -46,8 +58,12 @@ SERVE_NAME = "chat-api"
 
 def power_usd(gpu: str, owned: int, busy: float) -> float:
     g = GPUS[gpu]
-    return (SITE["pue"] * SITE["power_usd_per_kwh"]
-            * (owned * H * (g["idle_w"] + g["host_w_per_gpu"]) + busy * (g["tdp_w"] - g["idle_w"])) / 1000)
+    return (
+        SITE["pue"]
+        * SITE["power_usd_per_kwh"]
+        * (owned * H * (g["idle_w"] + g["host_w_per_gpu"]) + busy * (g["tdp_w"] - g["idle_w"]))
+        / 1000
+    )
 
 
 def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str = "lambda") -> Plan:
@@ -61,16 +77,34 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
         for gpu, month, count in (("h100-sxm", "2027-01", 8), ("l40s", "2027-02", 4)):
             g = GPUS[gpu]
             unit = g["purchase_usd"] + g["server_overhead_usd_per_gpu"]
-            purchases.append(Purchase(gpu=gpu, month=month, count=count, nodes=int(count // g["node_size"]),
-                                      unit_usd=unit, gpu_usd=g["purchase_usd"],
-                                      overhead_usd=g["server_overhead_usd_per_gpu"], total_usd=count * unit))
+            purchases.append(
+                Purchase(
+                    gpu=gpu,
+                    month=month,
+                    count=count,
+                    nodes=int(count // g["node_size"]),
+                    unit_usd=unit,
+                    gpu_usd=g["purchase_usd"],
+                    overhead_usd=g["server_overhead_usd_per_gpu"],
+                    total_usd=count * unit,
+                )
+            )
 
         def rent(offer: str, month: str, workload: str, hours: float) -> Rental:
             prov, gpu, kind, rate = OFFERS[offer]
             if offer == "lambda-h100-od":
                 prov = provider
-            return Rental(provider=prov, offer=offer, gpu=gpu, kind=kind, month=month, workload=workload,
-                          gpu_hours=hours, usd_per_gpu_hour=rate, usd=hours * rate)
+            return Rental(
+                provider=prov,
+                offer=offer,
+                gpu=gpu,
+                kind=kind,
+                month=month,
+                workload=workload,
+                gpu_hours=hours,
+                usd_per_gpu_hour=rate,
+                usd=hours * rate,
+            )
 
         rentals += [
             rent("lambda-h100-od", "2027-02", "pretrain-7b", 1_200.0),
@@ -79,87 +113,215 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
         ]
         for m in months[1:]:
             rentals.append(rent("coreweave-l40s-res", m, "(reserved)", 2 * H))
-        reservations.append(Reservation(offer="coreweave-l40s-res", provider="coreweave", gpu="l40s",
-                                        start_month="2027-02", term_months=3, gpus=2, usd_per_gpu_hour=0.80,
-                                        hours=3 * 2 * H, usd=3 * 2 * H * 0.80))
+        reservations.append(
+            Reservation(
+                offer="coreweave-l40s-res",
+                provider="coreweave",
+                gpu="l40s",
+                start_month="2027-02",
+                term_months=3,
+                gpus=2,
+                usd_per_gpu_hour=0.80,
+                hours=3 * 2 * H,
+                usd=3 * 2 * H * 0.80,
+            )
+        )
         owned = {"h100-sxm": [8, 8, 8, 8], "l40s": [0, 4, 4, 4]}
-        busy = {"h100-sxm": [5_000.0, 5_840.0, 4_321.25, 1_000.0], "l40s": [0.0, 2_000.0, 2_500.0, 1_750.5]}
+        busy = {
+            "h100-sxm": [5_000.0, 5_840.0, 4_321.25, 1_000.0],
+            "l40s": [0.0, 2_000.0, 2_500.0, 1_750.5],
+        }
         rented = {"h100-sxm": [0.0, 1_200.0, 640.5, 0.0], "l40s": [0.0, 1_460.0, 1_760.0, 1_460.0]}
         for gpu in GPUS:
             for t, m in enumerate(months):
                 o = owned[gpu][t]
                 bought = sum(p.count for p in purchases if p.gpu == gpu and p.month == m)
                 g = GPUS[gpu]
-                fleet.append(FleetMonth(
-                    gpu=gpu, month=m, bought=bought, owned=o, reserved=2 if gpu == "l40s" and t >= 1 else 0,
-                    owned_busy_gpu_hours=busy[gpu][t], rented_gpu_hours=rented[gpu][t],
-                    owned_utilization=busy[gpu][t] / (o * H) if o else 0.0,
-                    power_kw=o * (g["tdp_w"] + g["host_w_per_gpu"]) * SITE["pue"] / 1000))
+                fleet.append(
+                    FleetMonth(
+                        gpu=gpu,
+                        month=m,
+                        bought=bought,
+                        owned=o,
+                        reserved=2 if gpu == "l40s" and t >= 1 else 0,
+                        owned_busy_gpu_hours=busy[gpu][t],
+                        rented_gpu_hours=rented[gpu][t],
+                        owned_utilization=busy[gpu][t] / (o * H) if o else 0.0,
+                        power_kw=o * (g["tdp_w"] + g["host_w_per_gpu"]) * SITE["pue"] / 1000,
+                    )
+                )
 
     cash: list[MonthCost] = []
     cum = 0.0
     for m in months:
         capex = sum(p.total_usd for p in purchases if p.month == m)
-        power = sum(power_usd(f.gpu, f.owned, f.owned_busy_gpu_hours) for f in fleet if f.month == m)
+        power = sum(
+            power_usd(f.gpu, f.owned, f.owned_busy_gpu_hours) for f in fleet if f.month == m
+        )
         hosting = sum(f.owned * SITE["hosting_usd_per_gpu_month"] for f in fleet if f.month == m)
         rental = sum(r.usd for r in rentals if r.month == m)
         total = capex + power + hosting + rental
         cum += total
-        cash.append(MonthCost(month=m, capex_usd=capex, power_usd=power, hosting_usd=hosting, rental_usd=rental,
-                              total_usd=total, cumulative_usd=cum))
+        cash.append(
+            MonthCost(
+                month=m,
+                capex_usd=capex,
+                power_usd=power,
+                hosting_usd=hosting,
+                rental_usd=rental,
+                total_usd=total,
+                cumulative_usd=cum,
+            )
+        )
     totals = Totals(
-        capex_usd=sum(c.capex_usd for c in cash), power_usd=sum(c.power_usd for c in cash),
-        hosting_usd=sum(c.hosting_usd for c in cash), rental_usd=sum(c.rental_usd for c in cash),
-        total_usd=cum, reserved_usd=sum(r.usd for r in rentals if r.kind == "reserved"),
+        capex_usd=sum(c.capex_usd for c in cash),
+        power_usd=sum(c.power_usd for c in cash),
+        hosting_usd=sum(c.hosting_usd for c in cash),
+        rental_usd=sum(c.rental_usd for c in cash),
+        total_usd=cum,
+        reserved_usd=sum(r.usd for r in rentals if r.kind == "reserved"),
         capex_budget_usd=CAPEX_BUDGET,
     )
     assumptions = [
         Assumption(group="site", key=k, value=v, unit=u, source="problem file", as_of="problem")
         for (k, v), u in zip(SITE.items(), ["USD/kWh", "", "USD/GPU-month"], strict=True)
     ]
-    assumptions.append(Assumption(group="budget", key="capex_usd", value=CAPEX_BUDGET, unit="USD",
-                                  source="problem file", as_of="problem"))
+    assumptions.append(
+        Assumption(
+            group="budget",
+            key="capex_usd",
+            value=CAPEX_BUDGET,
+            unit="USD",
+            source="problem file",
+            as_of="problem",
+        )
+    )
     for gpu, g in GPUS.items():
         for k, v in g.items():
             unit = {"node_size": "GPUs"}.get(k, "USD/GPU" if "usd" in k else "W")
-            assumptions.append(Assumption(group=f"gpu:{gpu}", key=k, value=v, unit=unit,
-                                          source=f"catalogs/gpus.yaml: vendor datasheet for {gpu}", as_of="2026-09"))
+            assumptions.append(
+                Assumption(
+                    group=f"gpu:{gpu}",
+                    key=k,
+                    value=v,
+                    unit=unit,
+                    source=f"catalogs/gpus.yaml: vendor datasheet for {gpu}",
+                    as_of="2026-09",
+                )
+            )
     for oid, (prov, _gpu, _kind, rate) in OFFERS.items():
-        assumptions.append(Assumption(group=f"offer:{oid}", key="usd_per_gpu_hour", value=rate, unit="USD/GPU-h",
-                                      source=f"https://{prov}.example/pricing", as_of="2026-10"))
+        assumptions.append(
+            Assumption(
+                group=f"offer:{oid}",
+                key="usd_per_gpu_hour",
+                value=rate,
+                unit="USD/GPU-h",
+                source=f"https://{prov}.example/pricing",
+                as_of="2026-10",
+            )
+        )
     assumptions += [
-        Assumption(group="calibration", key="mfu", value=0.42, unit="", source="benchmarks/train.csv", as_of="2026-08"),
+        Assumption(
+            group="calibration",
+            key="mfu",
+            value=0.42,
+            unit="",
+            source="benchmarks/train.csv",
+            as_of="2026-08",
+        ),
         Assumption(group="solver", key="time_limit_s", value=60, unit="s", source="problem file"),
-        Assumption(group="problem", key="offers.files", value=["offers.yaml"], source="problem file"),
+        Assumption(
+            group="problem", key="offers.files", value=["offers.yaml"], source="problem file"
+        ),
         Assumption(group="site", key="consumer_gpus_allowed", value=False, source="problem file"),
     ]
     train_cost = totals.total_usd * 0.6
     workloads = [
-        WorkloadResult(name="pretrain-7b", kind="train", model="llama-3-8b", gpu=["h100-sxm"], gpus=8,
-                       config={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 4}, cost_usd=train_cost, cost_share=0.6,
-                       meets_target=True, predicted={"finish_month_index": 2.0, "mfu": 0.41},
-                       target={"finish_month_index": 3.0}, slack={"finish_month_index": 1.0}, tokens=2.0e11),
-        WorkloadResult(name=serve_name, kind="serve", model="llama-3-8b", gpu=["l40s", "h100-sxm"], gpus=6,
-                       config={"tp": 1, "batch": 32, "precision": "fp8"}, cost_usd=totals.total_usd * 0.4,
-                       cost_share=0.4, meets_target=True,
-                       predicted={"p95_ttft_ms": 310.0, "p95_tpot_ms": 42.5},
-                       target={"p95_ttft_ms": 500.0, "p95_tpot_ms": 50.0},
-                       slack={"p95_ttft_ms": 190.0, "p95_tpot_ms": 7.5}, tokens=3.1e10,
-                       usd_per_1m_tokens=totals.total_usd * 0.4 / 3.1e10 * 1e6),
+        WorkloadResult(
+            name="pretrain-7b",
+            kind="train",
+            model="llama-3-8b",
+            gpu=["h100-sxm"],
+            gpus=8,
+            config={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 4},
+            cost_usd=train_cost,
+            cost_share=0.6,
+            meets_target=True,
+            predicted={"finish_month_index": 2.0, "mfu": 0.41},
+            target={"finish_month_index": 3.0},
+            slack={"finish_month_index": 1.0},
+            tokens=2.0e11,
+        ),
+        WorkloadResult(
+            name=serve_name,
+            kind="serve",
+            model="llama-3-8b",
+            gpu=["l40s", "h100-sxm"],
+            gpus=6,
+            config={"tp": 1, "batch": 32, "precision": "fp8"},
+            cost_usd=totals.total_usd * 0.4,
+            cost_share=0.4,
+            meets_target=True,
+            predicted={"p95_ttft_ms": 310.0, "p95_tpot_ms": 42.5},
+            target={"p95_ttft_ms": 500.0, "p95_tpot_ms": 50.0},
+            slack={"p95_ttft_ms": 190.0, "p95_tpot_ms": 7.5},
+            tokens=3.1e10,
+            usd_per_1m_tokens=totals.total_usd * 0.4 / 3.1e10 * 1e6,
+        ),
     ]
     return Plan(
-        planner_version="0.1.0", problem_name="2M budget: chat + pretraining", problem_file="problems/2m_budget.yaml",
-        problem_sha256="ab" * 32, status="optimal", objective_usd=totals.total_usd, gap=0.0004, solve_seconds=3.2,
-        solver="HiGHS", horizon_start="2027-01", months=months, hours_per_month=H,
-        slices=[Slice(name="peak", hours_per_month=292.0, load=1.0), Slice(name="offpeak", hours_per_month=438.0,
-                                                                           load=0.5)],
-        totals=totals, purchases=purchases, rentals=rentals, reservations=reservations, fleet=fleet, cash_flow=cash,
+        planner_version="0.1.0",
+        problem_name="2M budget: chat + pretraining",
+        problem_file="problems/2m_budget.yaml",
+        problem_sha256="ab" * 32,
+        status="optimal",
+        objective_usd=totals.total_usd,
+        gap=0.0004,
+        solve_seconds=3.2,
+        solver="HiGHS",
+        horizon_start="2027-01",
+        months=months,
+        hours_per_month=H,
+        slices=[
+            Slice(name="peak", hours_per_month=292.0, load=1.0),
+            Slice(name="offpeak", hours_per_month=438.0, load=0.5),
+        ],
+        totals=totals,
+        purchases=purchases,
+        rentals=rentals,
+        reservations=reservations,
+        fleet=fleet,
+        cash_flow=cash,
         workloads=workloads,
-        serve_allocations=[ServeAllocation(workload=serve_name, month="2027-03", slice="peak", gpu="l40s",
-                                           gpus_per_replica=1, rate_rps_per_replica=3.5, source="owned",
-                                           replicas=4.0, demand_rps=12.0)],
-        train_allocations=[TrainAllocation(workload="pretrain-7b", month="2027-02", slice="peak", gpu="h100-sxm",
-                                           gpus=8, source="owned", wall_hours=292.0, progress_hours=292.0)],
-        dropped=[Dropped(workload="pretrain-7b", gpu="l40s", config="tp=1", reason="does not fit in 48 GB")],
+        serve_allocations=[
+            ServeAllocation(
+                workload=serve_name,
+                month="2027-03",
+                slice="peak",
+                gpu="l40s",
+                gpus_per_replica=1,
+                rate_rps_per_replica=3.5,
+                source="owned",
+                replicas=4.0,
+                demand_rps=12.0,
+            )
+        ],
+        train_allocations=[
+            TrainAllocation(
+                workload="pretrain-7b",
+                month="2027-02",
+                slice="peak",
+                gpu="h100-sxm",
+                gpus=8,
+                source="owned",
+                wall_hours=292.0,
+                progress_hours=292.0,
+            )
+        ],
+        dropped=[
+            Dropped(
+                workload="pretrain-7b", gpu="l40s", config="tp=1", reason="does not fit in 48 GB"
+            )
+        ],
         assumptions=assumptions,
     )

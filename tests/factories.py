@@ -27,12 +27,23 @@ def gpu(
 ) -> GpuSpec:
     return GpuSpec.model_validate(
         {
-            "id": gid, "name": gid, "class": "consumer" if consumer else "datacenter",
+            "id": gid,
+            "name": gid,
+            "class": "consumer" if consumer else "datacenter",
             "form_factor": "sxm" if node > 1 else "pcie",
-            "memory_gb": sourced(80), "memory_bandwidth_gbs": sourced(2000),
+            "memory_gb": sourced(80),
+            "memory_bandwidth_gbs": sourced(2000),
             "bf16_dense_tflops": sourced(300),
-            "interconnect": {"nvlink_gbs": 0, "pcie_gen": 4, "p2p": True, "source": "t", "as_of": "2026"},
-            "tdp_w": sourced(tdp), "idle_w": sourced(idle), "host_w_per_gpu": sourced(host),
+            "interconnect": {
+                "nvlink_gbs": 0,
+                "pcie_gen": 4,
+                "p2p": True,
+                "source": "t",
+                "as_of": "2026",
+            },
+            "tdp_w": sourced(tdp),
+            "idle_w": sourced(idle),
+            "host_w_per_gpu": sourced(host),
             "node_size": sourced(node),
             "purchase_usd": {**sourced(price), "low": price, "high": price},
             "server_overhead_usd_per_gpu": {**sourced(overhead), "low": overhead, "high": overhead},
@@ -41,13 +52,31 @@ def gpu(
 
 
 def offer(oid: str, gid: str, price: float, kind: str = "on_demand", **kw: Any) -> dict:
-    return {"id": oid, "provider": oid.split("-")[0], "gpu": gid, "kind": kind,
-            "usd_per_gpu_hour": price, "source": "test", "as_of": "2026-01", **kw}
+    return {
+        "id": oid,
+        "provider": oid.split("-")[0],
+        "gpu": gid,
+        "kind": kind,
+        "usd_per_gpu_hour": price,
+        "source": "test",
+        "as_of": "2026-01",
+        **kw,
+    }
 
 
 MODEL = ModelArch(
-    id="m7b", name="m7b", params=7e9, layers=32, hidden=4096, heads=32, kv_heads=32,
-    intermediate=11008, vocab=32000, max_context=4096, source="test", as_of="2026",
+    id="m7b",
+    name="m7b",
+    params=7e9,
+    layers=32,
+    hidden=4096,
+    heads=32,
+    kv_heads=32,
+    intermediate=11008,
+    vocab=32000,
+    max_context=4096,
+    source="test",
+    as_of="2026",
 )
 
 
@@ -70,8 +99,13 @@ def problem(
         "name": "tiny",
         "horizon": {"start": "2027-01", "months": months},
         "budget": {"capex_usd": capex, **({"total_usd": total} if total else {})},
-        "site": {"power_usd_per_kwh": power_price, "pue": pue, "hosting_usd_per_gpu_month": hosting,
-                 "power_cap_kw": power_cap, "consumer_gpus_allowed": consumer_ok},
+        "site": {
+            "power_usd_per_kwh": power_price,
+            "pue": pue,
+            "hosting_usd_per_gpu_month": hosting,
+            "power_cap_kw": power_cap,
+            "consumer_gpus_allowed": consumer_ok,
+        },
         "offers": {"files": [], "extra": offers or []},
         "workloads": {"serve": serve or [], "train": train or []},
     }
@@ -79,26 +113,60 @@ def problem(
     return resolve(p, gpu_catalog={g.id: g for g in gpus}, model_catalog={"m7b": MODEL})
 
 
-def serve_workload(name: str = "chat", start: str = "2027-01", rps: float = 1.0, util: float = 1.0) -> dict:
+def serve_workload(
+    name: str = "chat", start: str = "2027-01", rps: float = 1.0, util: float = 1.0
+) -> dict:
     # daily_active_users x requests/day / 86400 = rps (mean); peak = mean / util
-    return {"name": name, "model": "m7b", "start": start,
-            "traffic": {"daily_active_users": rps * 86400, "requests_per_user_per_day": 1,
-                        "utilization": util},
-            "tokens": {"prompt": 100, "output": 100}, "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100}}
+    return {
+        "name": name,
+        "model": "m7b",
+        "start": start,
+        "traffic": {
+            "daily_active_users": rps * 86400,
+            "requests_per_user_per_day": 1,
+            "utilization": util,
+        },
+        "tokens": {"prompt": 100, "output": 100},
+        "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100},
+    }
 
 
-def train_job(name: str = "job", start: str = "2027-01", deadline: str = "2027-01", **kw: Any) -> dict:
-    return {"name": name, "model": "m7b", "tokens": 1e9, "window": {"start": start, "deadline": deadline}, **kw}
+def train_job(
+    name: str = "job", start: str = "2027-01", deadline: str = "2027-01", **kw: Any
+) -> dict:
+    return {
+        "name": name,
+        "model": "m7b",
+        "tokens": 1e9,
+        "window": {"start": start, "deadline": deadline},
+        **kw,
+    }
 
 
 def fake_capacity(rate: float) -> SimpleNamespace:
-    return SimpleNamespace(feasible=True, reason=None, rate_rps=rate, p95_ttft_ms=100.0,
-                           p95_tpot_ms=50.0, batch=8, tokens_per_s=rate * 100, gpus=1)
+    return SimpleNamespace(
+        feasible=True,
+        reason=None,
+        rate_rps=rate,
+        p95_ttft_ms=100.0,
+        p95_tpot_ms=50.0,
+        batch=8,
+        tokens_per_s=rate * 100,
+        gpus=1,
+    )
 
 
 def fake_estimate(hours: float, k: int) -> SimpleNamespace:
-    return SimpleNamespace(fits=True, reason=None, wall_hours=hours, gpu_hours=hours * k, mfu=0.4,
-                           memory_per_gpu_gb=40.0, layout=None, gpus=k)
+    return SimpleNamespace(
+        fits=True,
+        reason=None,
+        wall_hours=hours,
+        gpu_hours=hours * k,
+        mfu=0.4,
+        memory_per_gpu_gb=40.0,
+        layout=None,
+        gpus=k,
+    )
 
 
 def candidates(

@@ -16,7 +16,9 @@ def test_same_seed_same_problem_and_different_seed_differs():
     assert generate(10, 4, 12, seed=3) != generate(10, 4, 12, seed=4)
 
 
-@pytest.mark.parametrize("workloads,gpus,months", [(1, 4, 12), (10, "all", 36), (50, 4, 36), (200, "all", 12)])
+@pytest.mark.parametrize(
+    "workloads,gpus,months", [(1, 4, 12), (10, "all", 36), (50, 4, 36), (200, "all", 12)]
+)
 def test_generated_problem_is_valid_and_resolves(workloads, gpus, months):
     data = generate(workloads, gpus, months, seed=0)
     p = Problem.model_validate(data)

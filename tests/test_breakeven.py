@@ -43,7 +43,8 @@ def test_breakeven_on_the_rental_price(small: Path):
     assert be.value == pytest.approx(per_hour, abs=2 * be.tol)
     n = be.above.bought["a100-pcie-80gb"]
     assert re.fullmatch(
-        rf"above {re.escape(PRICE)} 1\.\d+ the plan buys {n} a100-pcie-80gb; below it rents them", be.sentence
+        rf"above {re.escape(PRICE)} 1\.\d+ the plan buys {n} a100-pcie-80gb; below it rents them",
+        be.sentence,
     ), be.sentence
     # the two sides really are different plans when re-solved
     assert _solve(small, PRICE, a).bought == {}
@@ -52,7 +53,9 @@ def test_breakeven_on_the_rental_price(small: Path):
 
 
 def test_breakeven_watching_one_gpu_count(small: Path):
-    be = breakeven(small, ("utilization", 0.1, 1.0), watch="gpu=a100-pcie-80gb", tol=0.05, workers=2)
+    be = breakeven(
+        small, ("utilization", 0.1, 1.0), watch="gpu=a100-pcie-80gb", tol=0.05, workers=2
+    )
     assert be.changed and be.watch == "a100-pcie-80gb"
     assert be.below.bought.get("a100-pcie-80gb", 0) != be.above.bought.get("a100-pcie-80gb", 0)
     assert be.bracket[1] - be.bracket[0] <= 0.05
@@ -80,8 +83,10 @@ def test_breakeven_input_errors(small: Path):
 
 
 def test_cli_breakeven(small: Path):
-    r = CliRunner().invoke(cli, ["breakeven", str(small), "--vary", f"{PRICE}=0.5:5", "--tol", "0.05",
-                                 "--workers", "1"])
+    r = CliRunner().invoke(
+        cli,
+        ["breakeven", str(small), "--vary", f"{PRICE}=0.5:5", "--tol", "0.05", "--workers", "1"],
+    )
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "the plan buys" in text and "below it rents them" in text

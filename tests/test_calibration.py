@@ -29,8 +29,11 @@ def rows():
 
 
 def test_every_figure_within_its_bound(rows):
-    bad = [f"{r.check.id}: {r.error:+.1%} (bound {r.check.bound:.0%})"
-           for r in rows if abs(r.error) > r.check.bound]
+    bad = [
+        f"{r.check.id}: {r.error:+.1%} (bound {r.check.bound:.0%})"
+        for r in rows
+        if abs(r.error) > r.check.bound
+    ]
     assert not bad, bad
 
 

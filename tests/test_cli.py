@@ -16,23 +16,42 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_solve_writes_workbook_and_json(tmp_path):
     out = tmp_path / "plan.xlsx"
     js = tmp_path / "plan.json"
-    r = CliRunner().invoke(cli, ["solve", str(ROOT / "problems/2m_budget.yaml"), "-o", str(out), "--json", str(js)])
+    r = CliRunner().invoke(
+        cli, ["solve", str(ROOT / "problems/2m_budget.yaml"), "-o", str(out), "--json", str(js)]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(js.read_text())
     assert data["status"] in ("optimal", "feasible")
     for key in ("objective_usd", "gap", "solve_seconds"):
         assert key in data
-    assert set(data["totals"]) >= {"capex_usd", "power_usd", "hosting_usd", "rental_usd", "total_usd"}
+    assert set(data["totals"]) >= {
+        "capex_usd",
+        "power_usd",
+        "hosting_usd",
+        "rental_usd",
+        "total_usd",
+    }
     for p in data["purchases"]:
         assert set(p) >= {"gpu", "month", "count", "unit_usd", "total_usd"}
     for r_ in data["rentals"]:
         assert set(r_) >= {"provider", "gpu", "month", "gpu_hours", "usd"}
     for w in data["workloads"]:
-        assert set(w) >= {"name", "kind", "gpu", "gpus", "cost_usd", "meets_target", "predicted", "target"}
+        assert set(w) >= {
+            "name",
+            "kind",
+            "gpu",
+            "gpus",
+            "cost_usd",
+            "meets_target",
+            "predicted",
+            "target",
+        }
         assert set(w["predicted"]) == set(w["target"])
         assert all(w["predicted"][k] <= w["target"][k] + 1e-6 for k in w["target"])
     wb = load_workbook(out)
-    assert {"Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Assumptions"} <= set(wb.sheetnames)
+    assert {"Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Assumptions"} <= set(
+        wb.sheetnames
+    )
 
 
 def test_json_to_stdout(tmp_path):
@@ -46,8 +65,16 @@ def test_json_to_stdout(tmp_path):
 
 def test_solve_with_highs(tmp_path):
     r = CliRunner().invoke(
-        cli, ["solve", str(ROOT / "problems/finetune_lab.yaml"), "--solver", "highs", "--no-excel",
-              "--json", str(tmp_path / "h.json")]
+        cli,
+        [
+            "solve",
+            str(ROOT / "problems/finetune_lab.yaml"),
+            "--solver",
+            "highs",
+            "--no-excel",
+            "--json",
+            str(tmp_path / "h.json"),
+        ],
     )
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "h.json").read_text())["solver"] == "highs"
@@ -72,7 +99,9 @@ def test_missing_file_exit_2(tmp_path):
 
 def test_infeasible_exit_3(tmp_path):
     text = (ROOT / "problems/2m_budget.yaml").read_text()
-    text = text.replace("deadline: 2027-04", "deadline: 2027-01").replace("tokens: 2e12", "tokens: 2e14")
+    text = text.replace("deadline: 2027-04", "deadline: 2027-01").replace(
+        "tokens: 2e12", "tokens: 2e14"
+    )
     p = tmp_path / "inf.yaml"
     p.write_text(text)
     r = CliRunner().invoke(cli, ["solve", str(p), "--no-excel"])

@@ -32,12 +32,30 @@ def run(*args: str):
 
 @needs_catalogs
 def test_train_json_has_the_promised_fields():
-    r = run("train", "--model", "llama-2-7b", "--tokens", "1e11", "--gpu", "h100-sxm",
-            "--gpus", "8", "--json")
+    r = run(
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--tokens",
+        "1e11",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    for key in ("gpu_hours", "wall_hours", "memory_per_gpu_gb", "fits", "mfu", "layout",
-                "memory", "tokens_per_s_per_gpu"):
+    for key in (
+        "gpu_hours",
+        "wall_hours",
+        "memory_per_gpu_gb",
+        "fits",
+        "mfu",
+        "layout",
+        "memory",
+        "tokens_per_s_per_gpu",
+    ):
         assert key in out
     assert out["fits"] is True and out["layout"]["tp"] >= 1
     assert out["gpu_hours"] == pytest.approx(out["wall_hours"] * 8)
@@ -45,29 +63,66 @@ def test_train_json_has_the_promised_fields():
 
 @needs_catalogs
 def test_train_table_and_infeasible_reason():
-    r = run("train", "--model", "llama-2-70b", "--tokens", "2T", "--gpu", "rtx-4090",
-            "--gpus", "2")
+    r = run("train", "--model", "llama-2-70b", "--tokens", "2T", "--gpu", "rtx-4090", "--gpus", "2")
     assert r.exit_code == 0, r.output
     assert "NO" in r.output and "GB per GPU" in r.output
-    r = run("train", "--params", "7B", "--tokens", "300B", "--gpu", "a100-sxm-80gb",
-            "--gpus", "16", "--method", "lora")
+    r = run(
+        "train",
+        "--params",
+        "7B",
+        "--tokens",
+        "300B",
+        "--gpu",
+        "a100-sxm-80gb",
+        "--gpus",
+        "16",
+        "--method",
+        "lora",
+    )
     assert r.exit_code == 0, r.output
     assert "optimizer" in r.output and "activations" in r.output  # memory breakdown
 
 
 @needs_catalogs
 def test_train_json_infeasible_is_valid_json():
-    r = run("train", "--model", "llama-2-70b", "--tokens", "1e9", "--gpu", "rtx-4090",
-            "--gpus", "1", "--json")
+    r = run(
+        "train",
+        "--model",
+        "llama-2-70b",
+        "--tokens",
+        "1e9",
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "1",
+        "--json",
+    )
     out = json.loads(r.output)  # no Infinity tokens
     assert out["fits"] is False and out["wall_hours"] is None and out["reason"]
 
 
 @needs_catalogs
 def test_serve_json_and_capacity():
-    r = run("serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "1",
-            "--precision", "fp8", "--prompt", "1024", "--output", "256", "--json",
-            "--slo-ttft-ms", "1000", "--slo-tpot-ms", "50")
+    r = run(
+        "serve",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "1",
+        "--precision",
+        "fp8",
+        "--prompt",
+        "1024",
+        "--output",
+        "256",
+        "--json",
+        "--slo-ttft-ms",
+        "1000",
+        "--slo-tpot-ms",
+        "50",
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     for key in ("tokens_per_s", "ttft_ms", "tpot_ms", "batch", "fits", "memory_per_gpu_gb"):
@@ -78,11 +133,39 @@ def test_serve_json_and_capacity():
 
 @needs_catalogs
 def test_serve_table_shows_memory_and_fp8_reason():
-    r = run("serve", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--gpus", "1",
-            "--precision", "fp8", "--prompt", "512", "--output", "128")
+    r = run(
+        "serve",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100-sxm-80gb",
+        "--gpus",
+        "1",
+        "--precision",
+        "fp8",
+        "--prompt",
+        "512",
+        "--output",
+        "128",
+    )
     assert r.exit_code == 0 and "FP8" in r.output
-    r = run("serve", "--params", "13e9", "--gpu", "rtx-4090", "--gpus", "2",
-            "--precision", "int4", "--prompt", "512", "--output", "128", "--batch", "4")
+    r = run(
+        "serve",
+        "--params",
+        "13e9",
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "2",
+        "--precision",
+        "int4",
+        "--prompt",
+        "512",
+        "--output",
+        "128",
+        "--batch",
+        "4",
+    )
     assert r.exit_code == 0, r.output
     assert "kv_cache" in r.output and "weights" in r.output
 
@@ -91,23 +174,129 @@ def test_serve_table_shows_memory_and_fp8_reason():
 @pytest.mark.parametrize(
     "args,match",
     [
-        (["train", "--model", "llama-2-7", "--tokens", "1e9", "--gpu", "h100-sxm", "--gpus", "8"],
-         "did you mean 'llama-2-7b'"),
-        (["train", "--model", "llama-2-7b", "--tokens", "1e9", "--gpu", "h100-sxn", "--gpus", "8"],
-         "did you mean 'h100-sxm'"),
+        (
+            [
+                "train",
+                "--model",
+                "llama-2-7",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+            ],
+            "did you mean 'llama-2-7b'",
+        ),
+        (
+            [
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "h100-sxn",
+                "--gpus",
+                "8",
+            ],
+            "did you mean 'h100-sxm'",
+        ),
         (["train", "--tokens", "1e9", "--gpu", "h100-sxm", "--gpus", "8"], "exactly one"),
-        (["train", "--model", "llama-2-7b", "--params", "7B", "--tokens", "1e9", "--gpu",
-          "h100-sxm", "--gpus", "8"], "exactly one"),
-        (["train", "--model", "llama-2-7b", "--tokens", "lots", "--gpu", "h100-sxm", "--gpus",
-          "8"], "--tokens"),
-        (["train", "--model", "llama-2-7b", "--tokens", "1e9", "--gpu", "h100-sxm", "--gpus",
-          "0"], "--gpus"),
-        (["serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "3", "--prompt", "10",
-          "--output", "10"], "1, 2, 4 or 8"),
-        (["serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "1", "--prompt", "0",
-          "--output", "10"], "--prompt"),
-        (["serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "1", "--prompt", "10",
-          "--output", "10", "--slo-ttft-ms", "100"], "both"),
+        (
+            [
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--params",
+                "7B",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+            ],
+            "exactly one",
+        ),
+        (
+            [
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--tokens",
+                "lots",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+            ],
+            "--tokens",
+        ),
+        (
+            [
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "0",
+            ],
+            "--gpus",
+        ),
+        (
+            [
+                "serve",
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "3",
+                "--prompt",
+                "10",
+                "--output",
+                "10",
+            ],
+            "1, 2, 4 or 8",
+        ),
+        (
+            [
+                "serve",
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "1",
+                "--prompt",
+                "0",
+                "--output",
+                "10",
+            ],
+            "--prompt",
+        ),
+        (
+            [
+                "serve",
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "1",
+                "--prompt",
+                "10",
+                "--output",
+                "10",
+                "--slo-ttft-ms",
+                "100",
+            ],
+            "both",
+        ),
     ],
 )
 def test_bad_input_raises_input_error(args, match):

@@ -50,7 +50,9 @@ def _feasible(inputs) -> bool:
 
 def _with(inputs, capex=None, total=None, power=None):
     p = inputs.problem
-    b = p.budget.model_copy(update={k: v for k, v in (("capex_usd", capex), ("total_usd", total)) if v is not None})
+    b = p.budget.model_copy(
+        update={k: v for k, v in (("capex_usd", capex), ("total_usd", total)) if v is not None}
+    )
     s = p.site.model_copy(update={"power_cap_kw": power} if power is not None else {})
     return dataclasses.replace(inputs, problem=p.model_copy(update={"budget": b, "site": s}))
 
@@ -59,13 +61,32 @@ def _with(inputs, capex=None, total=None, power=None):
 
 
 CLI_CASES = {
-    "licence.yaml": ["serving workload 'chat' cannot be placed", "rtx-4090", "GeForce",
-                     "site.consumer_gpus_allowed: false", "no trusted rental offer rents rtx-4090",
-                     "offers.providers", "offers.marketplaces: false"],
-    "budget.yaml": ["capex budget too small: budget.capex_usd = $12,000", "the smallest that admits a plan"],
-    "power_cap.yaml": ["power cap too low: site.power_cap_kw = 0.5 kW", "the smallest that admits a plan"],
-    "total_budget.yaml": ["total budget too small: budget.total_usd = $1,000", "the smallest that admits a plan"],
-    "budget_and_power.yaml": ["capex budget too small", "even with no other limit", "power cap too low"],
+    "licence.yaml": [
+        "serving workload 'chat' cannot be placed",
+        "rtx-4090",
+        "GeForce",
+        "site.consumer_gpus_allowed: false",
+        "no trusted rental offer rents rtx-4090",
+        "offers.providers",
+        "offers.marketplaces: false",
+    ],
+    "budget.yaml": [
+        "capex budget too small: budget.capex_usd = $12,000",
+        "the smallest that admits a plan",
+    ],
+    "power_cap.yaml": [
+        "power cap too low: site.power_cap_kw = 0.5 kW",
+        "the smallest that admits a plan",
+    ],
+    "total_budget.yaml": [
+        "total budget too small: budget.total_usd = $1,000",
+        "the smallest that admits a plan",
+    ],
+    "budget_and_power.yaml": [
+        "capex budget too small",
+        "even with no other limit",
+        "power cap too low",
+    ],
     "memory.yaml": ["serving workload 'big'", "no allowed GPU can run it", "l4", "weights"],
     "slo.yaml": ["serving workload 'chat'", "no allowed GPU can run it", "SLO"],
     "deadline.yaml": ["training job 'pretrain-70b'", "no allowed GPU can run it", "in the window"],
@@ -122,11 +143,15 @@ def test_smallest_total_budget_is_right():
 
 def test_budget_probe_on_tiny_problem():
     # 3 req/s, 1 req/s per GPU at $1,000, nothing to rent: the smallest capex budget is $3,000.
-    inputs = problem(months=2, capex=2_000, gpus=[gpu(price=1_000)], serve=[serve_workload(rps=3.0)])
+    inputs = problem(
+        months=2, capex=2_000, gpus=[gpu(price=1_000)], serve=[serve_workload(rps=3.0)]
+    )
     c = candidates(inputs, serve={"chat": [("g1", 1, 1.0)]})
     lines = diagnose_infeasible(inputs, cands=c)
-    assert lines == ["capex budget too small: budget.capex_usd = $2,000; the smallest that admits a plan is "
-                     "$3,000 (short by $1,000)"]
+    assert lines == [
+        "capex budget too small: budget.capex_usd = $2,000; the smallest that admits a plan is "
+        "$3,000 (short by $1,000)"
+    ]
 
 
 def test_two_limits_each_fixable_given_the_other():
@@ -134,7 +159,9 @@ def test_two_limits_each_fixable_given_the_other():
     # budget must reach 4 B = $12,000; under the budget (2 A + 2 B) the cap must reach 2.2 kW.
     a = gpu("ga", price=1_000, tdp=1_000)
     b = gpu("gb", price=3_000, tdp=100)
-    inputs = problem(months=1, capex=8_000, power_cap=1.0, gpus=[a, b], serve=[serve_workload(rps=4.0)])
+    inputs = problem(
+        months=1, capex=8_000, power_cap=1.0, gpus=[a, b], serve=[serve_workload(rps=4.0)]
+    )
     c = candidates(inputs, serve={"chat": [("ga", 1, 1.0), ("gb", 1, 1.0)]})
     lines = diagnose_infeasible(inputs, cands=c)
     assert lines == [
@@ -150,8 +177,15 @@ def test_limits_acting_together():
     # renting) and the power cap. Only A (1 kW) fits the budget; only B fits the cap.
     a = gpu("ga", price=1_000, tdp=1_000)
     b = gpu("gb", price=3_000, tdp=100)
-    inputs = problem(months=1, capex=3_500, total=3_500, power_cap=2.5, gpus=[a, b],
-                     offers=[offer("cloud-ga", "ga", 10.0)], serve=[serve_workload(rps=3.0)])
+    inputs = problem(
+        months=1,
+        capex=3_500,
+        total=3_500,
+        power_cap=2.5,
+        gpus=[a, b],
+        offers=[offer("cloud-ga", "ga", 10.0)],
+        serve=[serve_workload(rps=3.0)],
+    )
     c = candidates(inputs, serve={"chat": [("ga", 1, 1.0), ("gb", 1, 1.0)]})
     lines = diagnose_infeasible(inputs, cands=c)
     assert len(lines) >= 1
@@ -161,14 +195,24 @@ def test_limits_acting_together():
 def test_licence_with_rental_is_feasible_and_probe_relaxes_inputs():
     # Renting a GeForce card from a provider is allowed: the licence case needs "no offers".
     cheap = gpu("geforce", price=100, consumer=True)
-    inputs = problem(months=1, gpus=[cheap], offers=[offer("cloud-geforce", "geforce", 0.5)],
-                     serve=[serve_workload(rps=2.0)])
+    inputs = problem(
+        months=1,
+        gpus=[cheap],
+        offers=[offer("cloud-geforce", "geforce", 0.5)],
+        serve=[serve_workload(rps=2.0)],
+    )
     c = candidates(inputs, serve={"chat": [("geforce", 1, 1.0)]})
-    assert minimize(relaxed(inputs, True, True, True), c, "total").value == pytest.approx(2 * 0.5 * 730)
+    assert minimize(relaxed(inputs, True, True, True), c, "total").value == pytest.approx(
+        2 * 0.5 * 730
+    )
     no_offer = problem(months=1, gpus=[cheap], serve=[serve_workload(rps=2.0)])
     c2 = candidates(no_offer, serve={"chat": [("geforce", 1, 1.0)]})
     lines = diagnose_infeasible(no_offer, cands=c2)
-    assert len(lines) == 1 and "GeForce" in lines[0] and "no trusted rental offer rents geforce" in lines[0]
+    assert (
+        len(lines) == 1
+        and "GeForce" in lines[0]
+        and "no trusted rental offer rents geforce" in lines[0]
+    )
 
 
 # ---------------------------------------------------------------- explain on a feasible problem
@@ -214,6 +258,9 @@ def test_explain_feasible_plan():
 
 
 def test_cli_explain_feasible():
-    r = CliRunner().invoke(cli, ["explain", str(INF.parent.parent.parent / "problems/finetune_lab.yaml"), "--no-resolve"])
+    r = CliRunner().invoke(
+        cli,
+        ["explain", str(INF.parent.parent.parent / "problems/finetune_lab.yaml"), "--no-resolve"],
+    )
     assert r.exit_code == 0, r.output
     assert "limits at the optimum:" in r.output and "budget_capex:" in r.output

@@ -29,33 +29,117 @@ def _flat(text: str) -> str:
 # fixture -> substrings the message must contain (file:line, field path, value, allowed)
 CASES: dict[str, list[str]] = {
     "syntax_error.yaml": ["syntax_error.yaml:5:5", "YAML syntax error", "expected ',' or ']'"],
-    "bad_indent.yaml": ["bad_indent.yaml:4:", "YAML syntax error", "mapping values are not allowed"],
-    "wrong_type.yaml": ["wrong_type.yaml:2:", "horizon.months", "valid integer", "(got 'six')"],
-    "negative_budget.yaml": ["negative_budget.yaml:3:", "budget.capex_usd", "greater than or equal to 0", "(got -5000)"],
-    "zero_users.yaml": ["zero_users.yaml:12:", "workloads.serve[0].traffic.daily_active_users", "greater than 0", "(got 0)"],
-    "nan_price.yaml": ["nan_price.yaml:4:", "site.power_usd_per_kwh", "finite number", "(got .nan)"],
-    "inf_budget.yaml": ["inf_budget.yaml:3:", "budget.capex_usd", "finite number", "(got .inf)"],
-    "unknown_gpu.yaml": ["unknown_gpu.yaml:5:", "gpus[0]", "unknown gpu 'h100-sxn'", "did you mean 'h100-sxm'"],
-    "unknown_model.yaml": ["unknown_model.yaml:10:", "workloads.serve[0].model", "unknown model 'llama-2-7'", "'llama-2-7b'"],
-    "unknown_offer.yaml": ["unknown_offer.yaml:12:", "overrides.offers.lambda-h10", "unknown offer 'lambda-h10'", "did you mean 'lambda-h100'"],
-    "unknown_offer_gpu.yaml": ["unknown_offer_gpu.yaml:9:", "offers.extra[0].gpu", "unknown gpu 'h100-sxn'", "'h100-sxm'"],
-    "unknown_key.yaml": [
-        "unknown_key.yaml:4:", "site.power_usd_per_kwhr", "unknown key 'power_usd_per_kwhr'",
-        "did you mean 'power_usd_per_kwh'", "allowed keys: power_usd_per_kwh, pue, hosting_usd_per_gpu_month, power_cap_kw, consumer_gpus_allowed",
+    "bad_indent.yaml": [
+        "bad_indent.yaml:4:",
+        "YAML syntax error",
+        "mapping values are not allowed",
     ],
-    "unknown_top_key.yaml": ["unknown_top_key.yaml:3:", "unknown key 'budjet'", "did you mean 'budget'", "allowed keys: name, horizon, budget, site"],
+    "wrong_type.yaml": ["wrong_type.yaml:2:", "horizon.months", "valid integer", "(got 'six')"],
+    "negative_budget.yaml": [
+        "negative_budget.yaml:3:",
+        "budget.capex_usd",
+        "greater than or equal to 0",
+        "(got -5000)",
+    ],
+    "zero_users.yaml": [
+        "zero_users.yaml:12:",
+        "workloads.serve[0].traffic.daily_active_users",
+        "greater than 0",
+        "(got 0)",
+    ],
+    "nan_price.yaml": [
+        "nan_price.yaml:4:",
+        "site.power_usd_per_kwh",
+        "finite number",
+        "(got .nan)",
+    ],
+    "inf_budget.yaml": ["inf_budget.yaml:3:", "budget.capex_usd", "finite number", "(got .inf)"],
+    "unknown_gpu.yaml": [
+        "unknown_gpu.yaml:5:",
+        "gpus[0]",
+        "unknown gpu 'h100-sxn'",
+        "did you mean 'h100-sxm'",
+    ],
+    "unknown_model.yaml": [
+        "unknown_model.yaml:10:",
+        "workloads.serve[0].model",
+        "unknown model 'llama-2-7'",
+        "'llama-2-7b'",
+    ],
+    "unknown_offer.yaml": [
+        "unknown_offer.yaml:12:",
+        "overrides.offers.lambda-h10",
+        "unknown offer 'lambda-h10'",
+        "did you mean 'lambda-h100'",
+    ],
+    "unknown_offer_gpu.yaml": [
+        "unknown_offer_gpu.yaml:9:",
+        "offers.extra[0].gpu",
+        "unknown gpu 'h100-sxn'",
+        "'h100-sxm'",
+    ],
+    "unknown_key.yaml": [
+        "unknown_key.yaml:4:",
+        "site.power_usd_per_kwhr",
+        "unknown key 'power_usd_per_kwhr'",
+        "did you mean 'power_usd_per_kwh'",
+        "allowed keys: power_usd_per_kwh, pue, hosting_usd_per_gpu_month, power_cap_kw, consumer_gpus_allowed",
+    ],
+    "unknown_top_key.yaml": [
+        "unknown_top_key.yaml:3:",
+        "unknown key 'budjet'",
+        "did you mean 'budget'",
+        "allowed keys: name, horizon, budget, site",
+    ],
     "missing_key.yaml": ["missing_key.yaml:1:", "budget", "missing required key 'budget'"],
-    "bad_literal.yaml": ["bad_literal.yaml:12:", "workloads.train[0].method", "'full', 'lora' or 'qlora'", "(got 'fulll')"],
+    "bad_literal.yaml": [
+        "bad_literal.yaml:12:",
+        "workloads.train[0].method",
+        "'full', 'lora' or 'qlora'",
+        "(got 'fulll')",
+    ],
     "bad_month.yaml": ["bad_month.yaml:2:", "horizon.start", "YYYY-MM", "'2027-13'"],
-    "deadline_before_start.yaml": ["deadline_before_start.yaml:13:", "workloads.train[0].window.deadline", "deadline 2027-02 is before start 2027-04"],
-    "deadline_after_horizon.yaml": ["deadline_after_horizon.yaml:13:", "workloads.train[0].window.deadline", "2027-09", "horizon", "2027-01..2027-06"],
-    "serve_outside_horizon.yaml": ["serve_outside_horizon.yaml:11:", "workloads.serve[0].start", "2028-03", "outside the horizon 2027-01..2027-06"],
-    "list.yaml": ["list.yaml:1:", "must be a mapping of keys (name, horizon, budget, site, workloads", "top level is a list"],
+    "deadline_before_start.yaml": [
+        "deadline_before_start.yaml:13:",
+        "workloads.train[0].window.deadline",
+        "deadline 2027-02 is before start 2027-04",
+    ],
+    "deadline_after_horizon.yaml": [
+        "deadline_after_horizon.yaml:13:",
+        "workloads.train[0].window.deadline",
+        "2027-09",
+        "horizon",
+        "2027-01..2027-06",
+    ],
+    "serve_outside_horizon.yaml": [
+        "serve_outside_horizon.yaml:11:",
+        "workloads.serve[0].start",
+        "2028-03",
+        "outside the horizon 2027-01..2027-06",
+    ],
+    "list.yaml": [
+        "list.yaml:1:",
+        "must be a mapping of keys (name, horizon, budget, site, workloads",
+        "top level is a list",
+    ],
     "empty.yaml": ["empty.yaml:", "is empty", "name, horizon, budget, site, workloads"],
-    "python_tag.yaml": ["python_tag.yaml:1:", "python/object/apply:os.system", "only plain YAML data"],
-    "missing_offers_file.yaml": ["missing_offers_file.yaml:6:", "offers.files[0]", "'no-such-offers.yaml' not found"],
+    "python_tag.yaml": [
+        "python_tag.yaml:1:",
+        "python/object/apply:os.system",
+        "only plain YAML data",
+    ],
+    "missing_offers_file.yaml": [
+        "missing_offers_file.yaml:6:",
+        "offers.files[0]",
+        "'no-such-offers.yaml' not found",
+    ],
     "duplicate_key.yaml": ["duplicate_key.yaml:6:", "key 'gpus' appears twice", "first at line 5"],
-    "uses_bad_offers_file.yaml": ["offers_negative_price.yaml:7:", "offers[0].usd_per_gpu_hour", "greater than 0", "(got -2.49)"],
+    "uses_bad_offers_file.yaml": [
+        "offers_negative_price.yaml:7:",
+        "offers[0].usd_per_gpu_hour",
+        "greater than 0",
+        "(got -2.49)",
+    ],
 }
 
 
@@ -137,8 +221,19 @@ def test_did_you_mean():
 # ---------------------------------------------------------------- the CLI: exit 2, no traceback, no output
 
 
-@pytest.mark.parametrize("name", ["syntax_error.yaml", "nan_price.yaml", "unknown_gpu.yaml", "unknown_key.yaml",
-                                  "list.yaml", "empty.yaml", "python_tag.yaml", "deadline_before_start.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "syntax_error.yaml",
+        "nan_price.yaml",
+        "unknown_gpu.yaml",
+        "unknown_key.yaml",
+        "list.yaml",
+        "empty.yaml",
+        "python_tag.yaml",
+        "deadline_before_start.yaml",
+    ],
+)
 def test_cli_bad_input_exit_2_and_outputs_untouched(name, tmp_path):
     js = tmp_path / "plan.json"
     xlsx = tmp_path / "plan.xlsx"
@@ -164,7 +259,9 @@ def test_cli_missing_file_exit_2(tmp_path):
 def test_cli_verify_bad_plan_json_exit_2(tmp_path):
     bad = tmp_path / "plan.json"
     bad.write_text("{not json")
-    r = CliRunner().invoke(cli, ["verify", str(BAD.parent.parent.parent / "problems/2m_budget.yaml"), str(bad)])
+    r = CliRunner().invoke(
+        cli, ["verify", str(BAD.parent.parent.parent / "problems/2m_budget.yaml"), str(bad)]
+    )
     assert r.exit_code == 2, r.output
     assert "not a plan JSON" in _flat(r.output)
 
@@ -184,6 +281,10 @@ def test_messages_have_file_line_prefix():
             load_problem(BAD / name)
         except InputError as exc:
             for line in str(exc).splitlines():
-                line = line.strip().removeprefix("invalid problem file: ").removeprefix("invalid offers file: ")
+                line = (
+                    line.strip()
+                    .removeprefix("invalid problem file: ")
+                    .removeprefix("invalid offers file: ")
+                )
                 if line and line not in ("invalid problem file:", "invalid offers file:"):
                     assert re.match(r"^\S+\.yaml(:\d+)?(:\d+)?: ", line), (name, line)

@@ -43,13 +43,20 @@ def total_row(ws) -> int:
 
 
 def defined_cell(wb, name: str):
-    (sheet, coord), = list(wb.defined_names[name].destinations)
+    ((sheet, coord),) = list(wb.defined_names[name].destinations)
     return wb[sheet][coord.replace("$", "")]
 
 
 def test_sheets_in_order(book):
-    assert book.sheetnames[:7] == ["Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Fleet",
-                                   "Assumptions"]
+    assert book.sheetnames[:7] == [
+        "Summary",
+        "Purchases",
+        "Rentals",
+        "Workloads",
+        "Cash flow",
+        "Fleet",
+        "Assumptions",
+    ]
     assert tuple(book.sheetnames) == SHEETS
 
 
@@ -91,7 +98,9 @@ def test_totals_are_formulas_not_numbers(book, plan):
     h = headers(fl)
     for r in range(5, 5 + len(plan.fleet)):
         power = fl.cell(r, h["Power USD"]).value
-        assert power.startswith("=") and power.count("Assumptions!") == 7  # pue, kWh, H, idle x2, host, tdp
+        assert (
+            power.startswith("=") and power.count("Assumptions!") == 7
+        )  # pue, kWh, H, idle x2, host, tdp
         assert re.fullmatch(r"=D\d+\*Assumptions!\$C\$\d+", fl.cell(r, h["Hosting USD"]).value)
 
 
@@ -105,16 +114,23 @@ def test_formulas_reference_the_right_assumptions(book):
     r = where[("offer:lambda-h100-od", "usd_per_gpu_hour")]
     assert book["Rentals"]["H5"].value == f"=Assumptions!$C${r}"
     power = book["Fleet"]["K5"].value
-    for key in (("site", "pue"), ("site", "power_usd_per_kwh"), ("gpu:h100-sxm", "tdp_w"),
-                ("gpu:h100-sxm", "idle_w"), ("gpu:h100-sxm", "host_w_per_gpu")):
+    for key in (
+        ("site", "pue"),
+        ("site", "power_usd_per_kwh"),
+        ("gpu:h100-sxm", "tdp_w"),
+        ("gpu:h100-sxm", "idle_w"),
+        ("gpu:h100-sxm", "host_w_per_gpu"),
+    ):
         assert f"Assumptions!$C${where[key]}" in power, key
 
 
 def test_assumptions_sheet_lists_everything(book, plan):
     a = book["Assumptions"]
     assert [c.value for c in a[4]][:6] == ["Group", "Key", "Value", "Unit", "Source", "As of"]
-    rows = {(a.cell(r, 1).value, a.cell(r, 2).value): [a.cell(r, c).value for c in range(3, 7)]
-            for r in range(5, a.max_row + 1)}
+    rows = {
+        (a.cell(r, 1).value, a.cell(r, 2).value): [a.cell(r, c).value for c in range(3, 7)]
+        for r in range(5, a.max_row + 1)
+    }
     for x in plan.assumptions:
         assert (x.group, x.key) in rows
         value, unit, source, as_of = rows[(x.group, x.key)]
@@ -129,8 +145,14 @@ def test_assumptions_sheet_lists_everything(book, plan):
 
 def test_malicious_text_stays_text(tmp_path):
     plan = make_plan(serve_name=EVIL, provider="=cmd|' /C calc'!A0")
-    plan = plan.model_copy(update={"assumptions": [
-        *plan.assumptions, Assumption(group="site", key="note", value="@SUM(1,2)", source=EVIL)]})
+    plan = plan.model_copy(
+        update={
+            "assumptions": [
+                *plan.assumptions,
+                Assumption(group="site", key="note", value="@SUM(1,2)", source=EVIL),
+            ]
+        }
+    )
     path = tmp_path / "evil.xlsx"
     write_workbook(plan, path)
     wb = load_workbook(path)
@@ -167,7 +189,14 @@ def test_empty_plan_is_valid_with_zero_rows(tmp_path):
 
 def test_tables_print_setup_and_freeze(book):
     names = {t for ws in book for t in ws.tables}
-    assert {"tblPurchases", "tblRentals", "tblFleet", "tblCashFlow", "tblAssumptions", "tblWorkloads"} <= names
+    assert {
+        "tblPurchases",
+        "tblRentals",
+        "tblFleet",
+        "tblCashFlow",
+        "tblAssumptions",
+        "tblWorkloads",
+    } <= names
     for ws in book:
         assert ws.page_setup.orientation == "landscape"
         assert ws.sheet_properties.pageSetUpPr.fitToPage
@@ -207,18 +236,25 @@ def test_missing_assumptions_fall_back_and_warn(tmp_path, plan):
     write_workbook(bare, path)
     wb = load_workbook(path)
     a = wb["Assumptions"]
-    rows = {(a.cell(r, 1).value, a.cell(r, 2).value): a.cell(r, 3).value for r in range(5, a.max_row + 1)}
+    rows = {
+        (a.cell(r, 1).value, a.cell(r, 2).value): a.cell(r, 3).value
+        for r in range(5, a.max_row + 1)
+    }
     assert rows[("plan", "hours_per_month")] == 730
     assert rows[("gpu:h100-sxm", "purchase_usd")] == 25_000  # derived from the purchase row
     assert rows[("budget", "capex_usd")] == plan.totals.capex_budget_usd  # from plan.totals
     assert wb["Purchases"]["E5"].value.startswith("=Assumptions!")
-    summary_text = " ".join(str(c.value) for row in wb["Summary"].iter_rows() for c in row if c.value)
+    summary_text = " ".join(
+        str(c.value) for row in wb["Summary"].iter_rows() for c in row if c.value
+    )
     assert "inputs missing" in summary_text and "site / pue" in summary_text
 
 
 def test_price_differing_from_assumptions_is_kept(tmp_path, plan):
     p0 = plan.purchases[0]
-    odd = p0.model_copy(update={"gpu_usd": 30_000.0, "unit_usd": 36_250.0, "total_usd": 8 * 36_250.0})
+    odd = p0.model_copy(
+        update={"gpu_usd": 30_000.0, "unit_usd": 36_250.0, "total_usd": 8 * 36_250.0}
+    )
     path = tmp_path / "odd.xlsx"
     write_workbook(plan.model_copy(update={"purchases": [odd, *plan.purchases[1:]]}), path)
     ws = load_workbook(path)["Purchases"]

@@ -51,8 +51,15 @@ def assumption_row(ws, group: str, key: str) -> int:
 def recalc(files: list[Path], outdir: Path) -> list[Path]:
     profile = Path(f"/tmp/lo_profile_{os.getpid()}")
     cmd = [
-        soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
-        "--convert-to", "xlsx", "--outdir", str(outdir), *map(str, files),
+        soffice(),
+        f"-env:UserInstallation=file://{profile}",
+        "--headless",
+        "--norestore",
+        "--convert-to",
+        "xlsx",
+        "--outdir",
+        str(outdir),
+        *map(str, files),
     ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -86,9 +93,12 @@ def books(tmp_path_factory):
     outdir.mkdir()
     ra, rb, rc = recalc([a, b, c], outdir)
     return {
-        "plan": plan, "empty": empty,
-        "a": load_workbook(ra, data_only=True), "b": load_workbook(rb, data_only=True),
-        "c": load_workbook(rc, data_only=True), "a_formulas": load_workbook(ra),
+        "plan": plan,
+        "empty": empty,
+        "a": load_workbook(ra, data_only=True),
+        "b": load_workbook(rb, data_only=True),
+        "c": load_workbook(rc, data_only=True),
+        "a_formulas": load_workbook(ra),
     }
 
 
@@ -97,7 +107,7 @@ def close(got, want) -> bool:
 
 
 def named(wb, name: str):
-    (sheet, coord), = list(wb.defined_names[name].destinations)
+    ((sheet, coord),) = list(wb.defined_names[name].destinations)
     return wb[sheet][coord.replace("$", "")].value
 
 
@@ -141,13 +151,18 @@ def test_no_error_values(books, which):
 def test_totals_match_plan(books):
     wb, plan = books["a"], books["plan"]
     t = plan.totals
-    assert close(named(wb, "total_cost_usd"), t.total_usd), (named(wb, "total_cost_usd"), t.total_usd)
+    assert close(named(wb, "total_cost_usd"), t.total_usd), (
+        named(wb, "total_cost_usd"),
+        t.total_usd,
+    )
     assert close(named(wb, "capex_usd"), t.capex_usd)
     assert close(summary_value(wb, "Power"), t.power_usd)
     assert close(summary_value(wb, "Hosting"), t.hosting_usd)
     assert close(summary_value(wb, "Rentals (on-demand, spot, reserved)"), t.rental_usd)
     assert close(summary_value(wb, "  of which reserved commitments"), t.reserved_usd)
-    assert close(summary_value(wb, "Capex headroom (budget - capex)"), t.capex_budget_usd - t.capex_usd)
+    assert close(
+        summary_value(wb, "Capex headroom (budget - capex)"), t.capex_budget_usd - t.capex_usd
+    )
 
 
 def test_every_month_matches_plan(books):
@@ -157,12 +172,19 @@ def test_every_month_matches_plan(books):
     cum_capex = 0.0
     for row, m in zip(rows, plan.cash_flow, strict=True):
         assert row[0].strftime("%Y-%m") == m.month
-        for col, want in (("Capex USD", m.capex_usd), ("Power USD", m.power_usd), ("Hosting USD", m.hosting_usd),
-                          ("Rentals USD", m.rental_usd), ("Total USD", m.total_usd),
-                          ("Running total USD", m.cumulative_usd)):
+        for col, want in (
+            ("Capex USD", m.capex_usd),
+            ("Power USD", m.power_usd),
+            ("Hosting USD", m.hosting_usd),
+            ("Rentals USD", m.rental_usd),
+            ("Total USD", m.total_usd),
+            ("Running total USD", m.cumulative_usd),
+        ):
             assert close(row[h[col] - 1], want), (m.month, col, row[h[col] - 1], want)
         cum_capex += m.capex_usd
-        assert close(row[h["Capex budget headroom USD"] - 1], plan.totals.capex_budget_usd - cum_capex)
+        assert close(
+            row[h["Capex budget headroom USD"] - 1], plan.totals.capex_budget_usd - cum_capex
+        )
         assert abs(row[h["Workbook - solver USD"] - 1]) <= REL * max(m.total_usd, 1.0)
     assert close(total[h["Total USD"] - 1], plan.totals.total_usd)
 
@@ -206,7 +228,10 @@ def test_empty_plan_recalculates_to_zero(books):
     assert named(wb, "total_cost_usd") == 0
     assert named(wb, "capex_usd") == 0
     h, rows, total = cash_flow(wb)
-    assert all(total[h[c] - 1] == 0 for c in ("Capex USD", "Power USD", "Hosting USD", "Rentals USD", "Total USD"))
+    assert all(
+        total[h[c] - 1] == 0
+        for c in ("Capex USD", "Power USD", "Hosting USD", "Rentals USD", "Total USD")
+    )
     assert total[h["Capex budget headroom USD"] - 1] == books["empty"].totals.capex_budget_usd
 
 
@@ -239,14 +264,25 @@ def test_real_plan_recalculates_to_the_solvers_figures(real):
     plan, wb = real
     assert_no_errors(wb, "real")
     t = plan.totals
-    assert close(named(wb, "total_cost_usd"), t.total_usd), (named(wb, "total_cost_usd"), t.total_usd)
+    assert close(named(wb, "total_cost_usd"), t.total_usd), (
+        named(wb, "total_cost_usd"),
+        t.total_usd,
+    )
     assert close(named(wb, "capex_usd"), t.capex_usd)
-    for label, want in (("Power", t.power_usd), ("Hosting", t.hosting_usd),
-                        ("Rentals (on-demand, spot, reserved)", t.rental_usd)):
+    for label, want in (
+        ("Power", t.power_usd),
+        ("Hosting", t.hosting_usd),
+        ("Rentals (on-demand, spot, reserved)", t.rental_usd),
+    ):
         assert close(summary_value(wb, label), want), (label, summary_value(wb, label), want)
     h, rows, _ = cash_flow(wb)
     assert len(rows) == len(plan.cash_flow)
     for row, m in zip(rows, plan.cash_flow, strict=True):
-        for col, want in (("Capex USD", m.capex_usd), ("Power USD", m.power_usd), ("Hosting USD", m.hosting_usd),
-                          ("Rentals USD", m.rental_usd), ("Total USD", m.total_usd)):
+        for col, want in (
+            ("Capex USD", m.capex_usd),
+            ("Power USD", m.power_usd),
+            ("Hosting USD", m.hosting_usd),
+            ("Rentals USD", m.rental_usd),
+            ("Total USD", m.total_usd),
+        ):
             assert close(row[h[col] - 1], want), (m.month, col, row[h[col] - 1], want)

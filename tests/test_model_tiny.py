@@ -22,7 +22,9 @@ def solve(inputs, cands, solver="cbc"):
     return m, res
 
 
-@pytest.mark.parametrize("price,rate,months", [(10_000.0, 2.0, 3), (1_000.0, 2.0, 3), (5_000.0, 0.5, 6)])
+@pytest.mark.parametrize(
+    "price,rate,months", [(10_000.0, 2.0, 3), (1_000.0, 2.0, 3), (5_000.0, 0.5, 6)]
+)
 @pytest.mark.parametrize("demand", [2.5, 3.0, 0.4])
 def test_buy_or_rent_constant_demand(price, rate, months, demand):
     """Constant demand D (utilization 1): buy b GPUs at month 0 and rent the rest.
@@ -37,7 +39,10 @@ def test_buy_or_rent_constant_demand(price, rate, months, demand):
         serve=[serve_workload(rps=demand, util=1.0)],
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
-    expected = min(b * price + max(0.0, max(demand, 1.0) - b) * rate * H * months for b in range(0, math.ceil(demand) + 1))
+    expected = min(
+        b * price + max(0.0, max(demand, 1.0) - b) * rate * H * months
+        for b in range(0, math.ceil(demand) + 1)
+    )
     assert res.status == "optimal"
     assert res.objective == pytest.approx(expected, rel=1e-6)
     plan = extract_plan(m, res)
@@ -47,7 +52,10 @@ def test_buy_or_rent_constant_demand(price, rate, months, demand):
 def test_capex_budget_limits_purchases():
     # Owning is much cheaper, but the budget buys only 1 GPU; 2 more are rented.
     inputs = problem(
-        months=12, capex=15_000, gpus=[gpu(price=10_000)], offers=[offer("cloud-g1", "g1", 2.0)],
+        months=12,
+        capex=15_000,
+        gpus=[gpu(price=10_000)],
+        offers=[offer("cloud-g1", "g1", 2.0)],
         serve=[serve_workload(rps=3.0)],
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
@@ -67,15 +75,21 @@ def test_node_units_and_licence():
     assert [(p.gpu, p.count) for p in plan.purchases] == [("g8", 8)]
     assert res.objective == pytest.approx(8_000)
     # When the site allows consumer cards, 3 of them do.
-    inputs2 = problem(months=12, gpus=[cheap, node], consumer_ok=True, serve=[serve_workload(rps=3.0)])
-    m2, res2 = solve(inputs2, candidates(inputs2, serve={"chat": [("geforce", 1, 1.0), ("g8", 1, 1.0)]}))
+    inputs2 = problem(
+        months=12, gpus=[cheap, node], consumer_ok=True, serve=[serve_workload(rps=3.0)]
+    )
+    m2, res2 = solve(
+        inputs2, candidates(inputs2, serve={"chat": [("geforce", 1, 1.0), ("g8", 1, 1.0)]})
+    )
     assert res2.objective == pytest.approx(300)
 
 
 def test_power_and_hosting_costs():
     # 1 owned GPU busy all the time: power = (idle+host) W x H + (tdp-idle) W x H, x PUE x price.
     g = gpu(price=1_000, tdp=500, idle=100, host=200)
-    inputs = problem(months=2, gpus=[g], power_price=0.1, pue=1.5, hosting=50, serve=[serve_workload(rps=1.0)])
+    inputs = problem(
+        months=2, gpus=[g], power_price=0.1, pue=1.5, hosting=50, serve=[serve_workload(rps=1.0)]
+    )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
     watts = 300 + 400  # idle+host always, plus tdp-idle while busy (busy all hours)
     expected = 1_000 + 2 * (watts * H / 1000 * 1.5 * 0.1) + 2 * 50
@@ -88,9 +102,12 @@ def test_power_and_hosting_costs():
 def test_training_rent_vs_own():
     # A 100-hour job on 8 GPUs: renting costs 8*100*rate; owning costs 8*price.
     for price, rate in ((1_000.0, 2.0), (100.0, 2.0)):
-        inputs = problem(months=1, gpus=[gpu(price=price)],
-                         offers=[offer("cloud-g1", "g1", rate, gpus_per_instance=8)],
-                         train=[train_job()])
+        inputs = problem(
+            months=1,
+            gpus=[gpu(price=price)],
+            offers=[offer("cloud-g1", "g1", rate, gpus_per_instance=8)],
+            train=[train_job()],
+        )
         m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 8, 100.0)]}))
         assert res.objective == pytest.approx(min(8 * 100 * rate, 8 * price), rel=1e-6)
 
@@ -98,7 +115,8 @@ def test_training_rent_vs_own():
 def test_training_spot_share_and_overhead():
     # Spot at a quarter of the price with 25 % overhead, at most half of the job on spot.
     inputs = problem(
-        months=1, gpus=[gpu(price=1e7)],
+        months=1,
+        gpus=[gpu(price=1e7)],
         offers=[offer("od-g1", "g1", 4.0), offer("spot-g1", "g1", 1.0, kind="spot")],
         train=[train_job(spot={"allowed": True, "max_share": 0.5, "overhead": 0.25})],
     )
@@ -109,7 +127,9 @@ def test_training_spot_share_and_overhead():
 
 def test_training_deadline_makes_owned_gpus_needed_early():
     # Job needs 1000 h on 2 GPUs in month 2 only; buying in month 2 is as good as month 1.
-    inputs = problem(months=3, gpus=[gpu(price=500)], train=[train_job(start="2027-02", deadline="2027-03")])
+    inputs = problem(
+        months=3, gpus=[gpu(price=500)], train=[train_job(start="2027-02", deadline="2027-03")]
+    )
     m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 2, 1000.0)]}))
     plan = extract_plan(m, res)
     assert res.objective == pytest.approx(1_000)
@@ -120,8 +140,12 @@ def test_training_deadline_makes_owned_gpus_needed_early():
 def test_reserved_capacity_paid_for_whole_term():
     # Reserved at 1.0/GPU-h for 2 months vs on-demand 3.0: reserving 1 GPU costs 1460.
     inputs = problem(
-        months=2, gpus=[gpu(price=1e7)],
-        offers=[offer("od-g1", "g1", 3.0), offer("res-g1", "g1", 1.0, kind="reserved", term_months=2)],
+        months=2,
+        gpus=[gpu(price=1e7)],
+        offers=[
+            offer("od-g1", "g1", 3.0),
+            offer("res-g1", "g1", 1.0, kind="reserved", term_months=2),
+        ],
         serve=[serve_workload(rps=1.0)],
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
@@ -132,8 +156,13 @@ def test_reserved_capacity_paid_for_whole_term():
 
 def test_power_cap_forces_renting():
     g = gpu(price=100, tdp=1000, idle=0, host=0)
-    inputs = problem(months=12, gpus=[g], power_cap=2.5, offers=[offer("cloud-g1", "g1", 1.0)],
-                     serve=[serve_workload(rps=4.0)])
+    inputs = problem(
+        months=12,
+        gpus=[g],
+        power_cap=2.5,
+        offers=[offer("cloud-g1", "g1", 1.0)],
+        serve=[serve_workload(rps=4.0)],
+    )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
     plan = extract_plan(m, res)
     assert sum(p.count for p in plan.purchases) == 2  # 2 x 1 kW <= 2.5 kW
@@ -156,9 +185,12 @@ def test_no_candidate_is_infeasible_with_reason():
 
 
 def test_highs_agrees_with_cbc():
-    inputs = problem(months=6, gpus=[gpu(price=3000), gpu("g2", price=5000)],
-                     offers=[offer("cloud-g1", "g1", 1.1), offer("cloud-g2", "g2", 1.5)],
-                     serve=[serve_workload(rps=3.3, util=0.4)])
+    inputs = problem(
+        months=6,
+        gpus=[gpu(price=3000), gpu("g2", price=5000)],
+        offers=[offer("cloud-g1", "g1", 1.1), offer("cloud-g2", "g2", 1.5)],
+        serve=[serve_workload(rps=3.3, util=0.4)],
+    )
     c = candidates(inputs, serve={"chat": [("g1", 1, 1.0), ("g2", 1, 1.7)]})
     _, a = solve(inputs, c, "cbc")
     _, b = solve(inputs, c, "highs")
@@ -168,9 +200,12 @@ def test_highs_agrees_with_cbc():
 
 def test_multi_gpu_training_cannot_rent_single_gpu_instances():
     # Eight 1-GPU VMs are not an 8-GPU node: only the 8-GPU offer is eligible, dearer or not.
-    inputs = problem(months=1, gpus=[gpu(price=1e7)],
-                     offers=[offer("one-g1", "g1", 1.0), offer("eight-g1", "g1", 3.0, gpus_per_instance=8)],
-                     train=[train_job()])
+    inputs = problem(
+        months=1,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("one-g1", "g1", 1.0), offer("eight-g1", "g1", 3.0, gpus_per_instance=8)],
+        train=[train_job()],
+    )
     m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 8, 100.0)]}))
     assert res.objective == pytest.approx(8 * 100 * 3.0)
     assert {k[2] for k in m.r} == {"eight-g1"}

@@ -22,8 +22,9 @@ from planner.physics.train import llama_like, make_gpu
 CAL = default_calibration()
 H100 = make_gpu("h100-sxm", "H100 SXM", 80, 3350, 989.4, 1978.9, 900, 5, True, "sxm")
 A100 = make_gpu("a100-sxm-80gb", "A100 SXM 80GB", 80, 2039, 312, None, 600, 4, True, "sxm")
-RTX4090 = make_gpu("rtx-4090", "RTX 4090", 24, 1008, 165.2, None, 0, 4, False, "pcie",
-                   consumer=True)
+RTX4090 = make_gpu(
+    "rtx-4090", "RTX 4090", 24, 1008, 165.2, None, 0, 4, False, "pcie", consumer=True
+)
 L7 = llama_like("llama-2-7b", 6.74e9, 32, 4096, 32, 32, 11008, 32000)
 L70 = llama_like("llama-2-70b", 68.98e9, 80, 8192, 64, 8, 28672, 32000)
 
@@ -67,8 +68,7 @@ def test_decode_is_bandwidth_bound_at_batch_1_and_throughput_grows_with_batch():
     t1 = decode_step_s(L7, H100, 1, "fp16", 1, 512, CAL)
     # weights 13.5 GB at ~2.7 TB/s => ~5 ms plus overhead
     assert 0.004 < t1 < 0.009
-    tps = [estimate_serve(L7, H100, 1, "fp16", 512, 256, batch=b).tokens_per_s
-           for b in (1, 8, 64)]
+    tps = [estimate_serve(L7, H100, 1, "fp16", 512, 256, batch=b).tokens_per_s for b in (1, 8, 64)]
     assert tps[0] < tps[1] < tps[2]
     # int4 weights are ~3.5x smaller: batch-1 decode is much faster
     assert decode_step_s(L7, H100, 1, "int4", 1, 512, CAL) < 0.6 * t1
@@ -188,9 +188,11 @@ def test_analytical_p95_matches_simulation(model, gpu, tp, prec, prompt, output,
     rate = load * max_stable_rate(model, gpu, tp, prec, prompt, output, batch)
     ana = loaded_latency(model, gpu, tp, prec, prompt, output, batch, rate, CAL)
     sim_ttft, sim_tpot = simulate(model, gpu, tp, prec, prompt, output, batch, rate, 2500, 7)
-    print(f"\n{model.id} {gpu.id} tp{tp} {prompt}/{output} at {rate:.2f} req/s: p95 TTFT ana "
-          f"{ana.p95_ttft_s * 1e3:.1f} sim {sim_ttft * 1e3:.1f} ms; p95 TPOT ana "
-          f"{ana.p95_tpot_s * 1e3:.2f} sim {sim_tpot * 1e3:.2f} ms")
+    print(
+        f"\n{model.id} {gpu.id} tp{tp} {prompt}/{output} at {rate:.2f} req/s: p95 TTFT ana "
+        f"{ana.p95_ttft_s * 1e3:.1f} sim {sim_ttft * 1e3:.1f} ms; p95 TPOT ana "
+        f"{ana.p95_tpot_s * 1e3:.2f} sim {sim_tpot * 1e3:.2f} ms"
+    )
     assert math.isfinite(ana.p95_ttft_s)
     assert ana.p95_ttft_s == pytest.approx(sim_ttft, rel=0.15)
     assert ana.p95_tpot_s == pytest.approx(sim_tpot, rel=0.20)

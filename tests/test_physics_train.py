@@ -21,8 +21,9 @@ from planner.physics.train import (
 CAL = default_calibration()
 H100 = make_gpu("h100-sxm", "H100 SXM", 80, 3350, 989.4, 1978.9, 900, 5, True, "sxm")
 A100 = make_gpu("a100-sxm-80gb", "A100 SXM 80GB", 80, 2039, 312, None, 600, 4, True, "sxm")
-RTX4090 = make_gpu("rtx-4090", "RTX 4090", 24, 1008, 165.2, None, 0, 4, False, "pcie",
-                   consumer=True)
+RTX4090 = make_gpu(
+    "rtx-4090", "RTX 4090", 24, 1008, 165.2, None, 0, 4, False, "pcie", consumer=True
+)
 L7 = llama_like("llama-2-7b", 6.74e9, 32, 4096, 32, 32, 11008, 32000)
 L70 = llama_like("llama-2-70b", 68.98e9, 80, 8192, 64, 8, 28672, 32000)
 
@@ -92,10 +93,12 @@ def test_tensor_parallel_over_pcie_without_p2p_loses_badly():
     """TP=4 over PCIe without P2P (4090) keeps far less of its TP=1 speed than over NVLink."""
 
     def keep(gpu):
-        one = evaluate_layout(L7, gpu, 4, TrainLayout(1, 1, 4, 3, True, 1), "qlora", 2048,
-                              131072, "bf16", CAL)
-        tp4 = evaluate_layout(L7, gpu, 4, TrainLayout(4, 1, 1, 0, True, 1), "qlora", 2048,
-                              131072, "bf16", CAL)
+        one = evaluate_layout(
+            L7, gpu, 4, TrainLayout(1, 1, 4, 3, True, 1), "qlora", 2048, 131072, "bf16", CAL
+        )
+        tp4 = evaluate_layout(
+            L7, gpu, 4, TrainLayout(4, 1, 1, 0, True, 1), "qlora", 2048, 131072, "bf16", CAL
+        )
         return tp4.tokens_per_s_per_gpu / one.tokens_per_s_per_gpu
 
     assert keep(H100) > 0.75
@@ -111,8 +114,10 @@ def test_more_gpus_scale_sublinearly_across_nodes():
 
 def test_fp8_training_needs_fp8_and_is_faster():
     assert not estimate_train(L7, A100, 8, 1e9, precision="fp8").fits
-    assert (estimate_train(L7, H100, 8, 1e9, precision="fp8").wall_hours
-            < estimate_train(L7, H100, 8, 1e9).wall_hours)
+    assert (
+        estimate_train(L7, H100, 8, 1e9, precision="fp8").wall_hours
+        < estimate_train(L7, H100, 8, 1e9).wall_hours
+    )
 
 
 def test_bad_arguments_raise():

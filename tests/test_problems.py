@@ -24,19 +24,29 @@ def solved(path: str) -> tuple[Inputs, Plan]:
 
 
 def test_there_are_example_problems():
-    assert {p.name for p in PROBLEMS} >= {"2m_budget.yaml", "inference_startup.yaml", "finetune_lab.yaml"}
+    assert {p.name for p in PROBLEMS} >= {
+        "2m_budget.yaml",
+        "inference_startup.yaml",
+        "finetune_lab.yaml",
+    }
 
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_problem_solves_and_verifies(path):
     inputs, plan = solved(str(path))
     assert plan.status in ("optimal", "feasible")
-    assert plan.gap is not None and plan.gap <= inputs.problem.solver.gap + 1e-9 or plan.status == "feasible"
+    assert (
+        plan.gap is not None
+        and plan.gap <= inputs.problem.solver.gap + 1e-9
+        or plan.status == "feasible"
+    )
     assert verify_plan(inputs, plan) == []
     assert plan.totals.capex_usd <= inputs.problem.budget.capex_usd + 1e-6
     assert all(w.meets_target for w in plan.workloads)
     names = {w.name for w in plan.workloads}
-    assert names == {w.name for w in inputs.problem.workloads.train + inputs.problem.workloads.serve}
+    assert names == {
+        w.name for w in inputs.problem.workloads.train + inputs.problem.workloads.serve
+    }
     # Costs add up and every workload's cost share sums to at most 100 %.
     t = plan.totals
     assert t.total_usd == pytest.approx(t.capex_usd + t.power_usd + t.hosting_usd + t.rental_usd)
@@ -69,15 +79,21 @@ def test_reference_case_regression():
     # The documented rental rules, restated here rather than imported from the model.
     def train_offers_for(c, offers, job):
         return [
-            o for o in offers
-            if o.gpu == c.gpu and o.kind != "reserved" and o.gpus_per_instance >= min(c.gpus, 8)
+            o
+            for o in offers
+            if o.gpu == c.gpu
+            and o.kind != "reserved"
+            and o.gpus_per_instance >= min(c.gpus, 8)
             and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
             and (o.kind != "spot" or (job.spot.allowed and job.spot.max_share > 0))
         ]
 
     def serve_offers_for(c, offers, spot_ok):
-        return [o for o in offers if o.gpu == c.gpu and o.gpus_per_instance >= c.tp
-                and (o.kind != "spot" or spot_ok)]
+        return [
+            o
+            for o in offers
+            if o.gpu == c.gpu and o.gpus_per_instance >= c.tp and (o.kind != "spot" or spot_ok)
+        ]
 
     path = next(p for p in PROBLEMS if p.name == "2m_budget.yaml")
     inputs, plan = solved(str(path))
@@ -101,7 +117,9 @@ def test_reference_case_regression():
             for o in train_offers_for(c, cands.offers.values(), job)
         ]
         own = c.gpus * inputs.gpus[c.gpu].unit_capex_usd
-        lower_train = min(lower_train, min([c.estimate.gpu_hours * min(eff)] if eff else [own], default=own), own)
+        lower_train = min(
+            lower_train, min([c.estimate.gpu_hours * min(eff)] if eff else [own], default=own), own
+        )
         upper = upper_c if upper == 0.0 else min(upper, upper_c)
     for w in p.workloads.serve:
         for t in cands.active[w.name]:
@@ -117,6 +135,10 @@ def test_reference_case_regression():
     assert plan.totals.total_usd >= lower_train * (1 - 1e-6)
     # Serving demand grows 3 %/month from ~11.6 req/s mean: the fleet serving it grows too.
     chat = [a for a in plan.serve_allocations if a.workload == "chat"]
-    first = sum(a.replicas * a.gpus_per_replica for a in chat if a.month == "2027-04" and a.slice == "peak")
-    last = sum(a.replicas * a.gpus_per_replica for a in chat if a.month == "2029-12" and a.slice == "peak")
+    first = sum(
+        a.replicas * a.gpus_per_replica for a in chat if a.month == "2027-04" and a.slice == "peak"
+    )
+    last = sum(
+        a.replicas * a.gpus_per_replica for a in chat if a.month == "2029-12" and a.slice == "peak"
+    )
     assert last > first

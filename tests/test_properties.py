@@ -29,7 +29,9 @@ from planner.solve import solve_model
 from tests.factories import candidates, gpu, offer, problem, serve_workload, train_job
 
 H = 730.0
-SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(
+    deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _solve(inputs, cands, solver="cbc"):
@@ -48,25 +50,29 @@ def serving_case(draw):
     for i in range(n_gpus):
         gid = f"g{i + 1}"
         idle = draw(st.sampled_from([0.0, 100.0]))
-        gpus.append(dict(
-            gid=gid,
-            price=float(draw(st.integers(5, 60)) * 100),
-            overhead=draw(st.sampled_from([0.0, 250.0])),
-            node=draw(st.sampled_from([1, 1, 2])),
-            tdp=idle + draw(st.sampled_from([0.0, 300.0, 600.0])),
-            idle=idle,
-            host=draw(st.sampled_from([0.0, 200.0])),
-            consumer=draw(st.sampled_from([False, False, False, True])),
-        ))
+        gpus.append(
+            dict(
+                gid=gid,
+                price=float(draw(st.integers(5, 60)) * 100),
+                overhead=draw(st.sampled_from([0.0, 250.0])),
+                node=draw(st.sampled_from([1, 1, 2])),
+                tdp=idle + draw(st.sampled_from([0.0, 300.0, 600.0])),
+                idle=idle,
+                host=draw(st.sampled_from([0.0, 200.0])),
+                consumer=draw(st.sampled_from([False, False, False, True])),
+            )
+        )
         rates[gid] = draw(st.sampled_from([0.5, 1.0, 1.7]))
     offers = []
     for j in range(draw(st.integers(0, 2))):
-        offers.append(dict(
-            oid=f"cloud{j}-o",
-            gid=draw(st.sampled_from([g["gid"] for g in gpus])),
-            price=draw(st.sampled_from([0.3, 0.8, 1.5, 3.0])),
-            cap=draw(st.sampled_from([None, None, 1, 2])),
-        ))
+        offers.append(
+            dict(
+                oid=f"cloud{j}-o",
+                gid=draw(st.sampled_from([g["gid"] for g in gpus])),
+                price=draw(st.sampled_from([0.3, 0.8, 1.5, 3.0])),
+                cap=draw(st.sampled_from([None, None, 1, 2])),
+            )
+        )
     # demand >= the largest rate, so a plan always runs >= 1 whole replica (serve floor slack)
     rps = max(rates.values()) + draw(st.integers(0, 25)) / 10
     growth = draw(st.sampled_from([0.0, 0.0, 0.5]))
@@ -78,22 +84,55 @@ def serving_case(draw):
         hosting=draw(st.sampled_from([0.0, 40.0])),
         consumer_ok=draw(st.booleans()),
     )
-    return dict(months=months, gpus=gpus, rates=rates, offers=offers, rps=rps, growth=growth,
-                capex=capex, power_cap=power_cap, site=site)
+    return dict(
+        months=months,
+        gpus=gpus,
+        rates=rates,
+        offers=offers,
+        rps=rps,
+        growth=growth,
+        capex=capex,
+        power_cap=power_cap,
+        site=site,
+    )
 
 
 def _build_serving(case):
-    gpus = [gpu(g["gid"], price=g["price"], overhead=g["overhead"], node=g["node"], tdp=g["tdp"],
-                idle=g["idle"], host=g["host"], consumer=g["consumer"]) for g in case["gpus"]]
-    offers = [offer(o["oid"], o["gid"], o["price"], **({"max_gpus": o["cap"]} if o["cap"] else {}))
-              for o in case["offers"]]
+    gpus = [
+        gpu(
+            g["gid"],
+            price=g["price"],
+            overhead=g["overhead"],
+            node=g["node"],
+            tdp=g["tdp"],
+            idle=g["idle"],
+            host=g["host"],
+            consumer=g["consumer"],
+        )
+        for g in case["gpus"]
+    ]
+    offers = [
+        offer(o["oid"], o["gid"], o["price"], **({"max_gpus": o["cap"]} if o["cap"] else {}))
+        for o in case["offers"]
+    ]
     w = serve_workload(rps=case["rps"], util=1.0)
     w["traffic"]["growth_per_month"] = case["growth"]
     s = case["site"]
-    inputs = problem(months=case["months"], capex=case["capex"], power_price=s["power_price"], pue=s["pue"],
-                     hosting=s["hosting"], power_cap=case["power_cap"], consumer_ok=s["consumer_ok"],
-                     offers=offers, serve=[w], gpus=gpus)
-    cands = candidates(inputs, serve={"chat": [(g["gid"], 1, case["rates"][g["gid"]]) for g in case["gpus"]]})
+    inputs = problem(
+        months=case["months"],
+        capex=case["capex"],
+        power_price=s["power_price"],
+        pue=s["pue"],
+        hosting=s["hosting"],
+        power_cap=case["power_cap"],
+        consumer_ok=s["consumer_ok"],
+        offers=offers,
+        serve=[w],
+        gpus=gpus,
+    )
+    cands = candidates(
+        inputs, serve={"chat": [(g["gid"], 1, case["rates"][g["gid"]]) for g in case["gpus"]]}
+    )
     return inputs, cands
 
 
@@ -108,7 +147,10 @@ def _brute_serving(case) -> float | None:
     demand = [case["rps"] * (1 + case["growth"]) ** t for t in range(T)]
     # rental: per GPU hour price; $ per req/s-hour = price / rate (tp = 1)
     rent = sorted(
-        ((o["price"] / rate[o["gid"]], o["cap"] * rate[o["gid"]] if o["cap"] else math.inf) for o in case["offers"]),
+        (
+            (o["price"] / rate[o["gid"]], o["cap"] * rate[o["gid"]] if o["cap"] else math.inf)
+            for o in case["offers"]
+        ),
     )
 
     def month_cost(t: int, own: tuple[int, ...]) -> float | None:
@@ -116,7 +158,10 @@ def _brute_serving(case) -> float | None:
         ranges = [range(0, own[i] + 1) for i in range(len(g_ids))]
         for ns in itertools.product(*ranges):
             have = sum(n * rate[g] for n, g in zip(ns, g_ids, strict=True))
-            busy = sum(n * (spec[g]["tdp"] - spec[g]["idle"]) * e * H for n, g in zip(ns, g_ids, strict=True))
+            busy = sum(
+                n * (spec[g]["tdp"] - spec[g]["idle"]) * e * H
+                for n, g in zip(ns, g_ids, strict=True)
+            )
             left = max(0.0, demand[t] - have)
             cost = busy
             for usd_per_rps_h, cap_rps in rent:
@@ -133,12 +178,16 @@ def _brute_serving(case) -> float | None:
     cache: dict = {}
     best = None
     for buys in itertools.product(*per_slot):
-        nodes = {g: buys[i * T:(i + 1) * T] for i, g in enumerate(g_ids)}
+        nodes = {g: buys[i * T : (i + 1) * T] for i, g in enumerate(g_ids)}
         if any(sum(nodes[g]) > max_nodes[g] for g in g_ids):
             continue  # more than enough for the peak never helps
         if any(spec[g]["consumer"] and not s["consumer_ok"] and sum(nodes[g]) for g in g_ids):
             continue
-        capex = sum(n * spec[g]["node"] * (spec[g]["price"] + spec[g]["overhead"]) for g in g_ids for n in nodes[g])
+        capex = sum(
+            n * spec[g]["node"] * (spec[g]["price"] + spec[g]["overhead"])
+            for g in g_ids
+            for n in nodes[g]
+        )
         if capex > case["capex"] + 1e-6:
             continue
         total = capex
@@ -146,7 +195,10 @@ def _brute_serving(case) -> float | None:
         for t in range(T):
             own = tuple(spec[g]["node"] * sum(nodes[g][: t + 1]) for g in g_ids)
             if case["power_cap"] is not None:
-                kw = sum(o * (spec[g]["tdp"] + spec[g]["host"]) * s["pue"] / 1000 for o, g in zip(own, g_ids, strict=True))
+                kw = sum(
+                    o * (spec[g]["tdp"] + spec[g]["host"]) * s["pue"] / 1000
+                    for o, g in zip(own, g_ids, strict=True)
+                )
                 if kw > case["power_cap"] + 1e-9:
                     ok = False
                     break
@@ -191,28 +243,36 @@ def training_case(draw):
     for i in range(n_gpus):
         gid = f"g{i + 1}"
         idle = draw(st.sampled_from([0.0, 100.0]))
-        gpus.append(dict(
-            gid=gid,
-            price=float(draw(st.integers(2, 40)) * 100),
-            node=draw(st.sampled_from([1, 2])),
-            tdp=idle + draw(st.sampled_from([0.0, 400.0])),
-            idle=idle,
-            host=draw(st.sampled_from([0.0, 150.0])),
-        ))
+        gpus.append(
+            dict(
+                gid=gid,
+                price=float(draw(st.integers(2, 40)) * 100),
+                node=draw(st.sampled_from([1, 2])),
+                tdp=idle + draw(st.sampled_from([0.0, 400.0])),
+                idle=idle,
+                host=draw(st.sampled_from([0.0, 150.0])),
+            )
+        )
         k = draw(st.sampled_from([1, 2, 4]))
         hours = float(draw(st.integers(1, int(window_h) // 10)) * 10)
         cands.append((gid, k, hours))
     offers = []
     for j in range(draw(st.integers(0, 2))):
-        offers.append(dict(
-            oid=f"cloud{j}-o",
-            gid=draw(st.sampled_from([g["gid"] for g in gpus])),
-            price=draw(st.sampled_from([0.2, 0.7, 2.0])),
-            unit=draw(st.sampled_from([1, 2, 8])),
-            cap=draw(st.sampled_from([None, None, 2, 8])),
-        ))
+        offers.append(
+            dict(
+                oid=f"cloud{j}-o",
+                gid=draw(st.sampled_from([g["gid"] for g in gpus])),
+                price=draw(st.sampled_from([0.2, 0.7, 2.0])),
+                unit=draw(st.sampled_from([1, 2, 8])),
+                cap=draw(st.sampled_from([None, None, 2, 8])),
+            )
+        )
     return dict(
-        months=months, window=(a, b), gpus=gpus, cands=cands, offers=offers,
+        months=months,
+        window=(a, b),
+        gpus=gpus,
+        cands=cands,
+        offers=offers,
         capex=draw(st.sampled_from([1e9, float(draw(st.integers(0, 8)) * 1000)])),
         power_price=draw(st.sampled_from([0.0, 0.2, 2.0])),
         hosting=draw(st.sampled_from([0.0, 30.0])),
@@ -220,15 +280,34 @@ def training_case(draw):
 
 
 def _build_training(case):
-    gpus = [gpu(g["gid"], price=g["price"], node=g["node"], tdp=g["tdp"], idle=g["idle"], host=g["host"])
-            for g in case["gpus"]]
-    offers = [offer(o["oid"], o["gid"], o["price"], gpus_per_instance=o["unit"],
-                    **({"max_gpus": o["cap"]} if o["cap"] else {})) for o in case["offers"]]
+    gpus = [
+        gpu(
+            g["gid"], price=g["price"], node=g["node"], tdp=g["tdp"], idle=g["idle"], host=g["host"]
+        )
+        for g in case["gpus"]
+    ]
+    offers = [
+        offer(
+            o["oid"],
+            o["gid"],
+            o["price"],
+            gpus_per_instance=o["unit"],
+            **({"max_gpus": o["cap"]} if o["cap"] else {}),
+        )
+        for o in case["offers"]
+    ]
     a, b = case["window"]
     label = ["2027-01", "2027-02", "2027-03"]
     job = train_job(start=label[a], deadline=label[b], spot={"allowed": False})
-    inputs = problem(months=case["months"], capex=case["capex"], power_price=case["power_price"],
-                     hosting=case["hosting"], offers=offers, train=[job], gpus=gpus)
+    inputs = problem(
+        months=case["months"],
+        capex=case["capex"],
+        power_price=case["power_price"],
+        hosting=case["hosting"],
+        offers=offers,
+        train=[job],
+        gpus=gpus,
+    )
     return inputs, candidates(inputs, train={"job": case["cands"]})
 
 
@@ -239,11 +318,15 @@ def _brute_training(case) -> float | None:
     spec = {g["gid"]: g for g in case["gpus"]}
     g_ids = list(spec)
     best = None
-    max_nodes = {g: max(math.ceil(k / spec[g]["node"]) for gg, k, _ in case["cands"] if gg == g) if any(
-        gg == g for gg, _, _ in case["cands"]) else 0 for g in g_ids}
+    max_nodes = {
+        g: max(math.ceil(k / spec[g]["node"]) for gg, k, _ in case["cands"] if gg == g)
+        if any(gg == g for gg, _, _ in case["cands"])
+        else 0
+        for g in g_ids
+    }
     per_slot = [range(0, max_nodes[g] + 1) for g in g_ids for _ in range(T)]
     for buys in itertools.product(*per_slot):
-        nodes = {g: buys[i * T:(i + 1) * T] for i, g in enumerate(g_ids)}
+        nodes = {g: buys[i * T : (i + 1) * T] for i, g in enumerate(g_ids)}
         if any(sum(nodes[g]) > max_nodes[g] for g in g_ids):
             continue
         capex = sum(n * spec[g]["node"] * spec[g]["price"] for g in g_ids for n in nodes[g])
@@ -251,7 +334,9 @@ def _brute_training(case) -> float | None:
             continue
         own = {(g, t): spec[g]["node"] * sum(nodes[g][: t + 1]) for g in g_ids for t in range(T)}
         fixed = capex + sum(
-            own[(g, t)] * (H * (spec[g]["idle"] + spec[g]["host"]) * e + case["hosting"]) for g in g_ids for t in range(T)
+            own[(g, t)] * (H * (spec[g]["idle"] + spec[g]["host"]) * e + case["hosting"])
+            for g in g_ids
+            for t in range(T)
         )
         job_best = None
         for g, k, hours in case["cands"]:
@@ -260,7 +345,8 @@ def _brute_training(case) -> float | None:
             rent_rates = [
                 o["price"] * math.ceil(k / o["unit"]) * o["unit"]
                 for o in case["offers"]
-                if o["gid"] == g and o["unit"] >= min(k, 8)
+                if o["gid"] == g
+                and o["unit"] >= min(k, 8)
                 and (o["cap"] is None or math.ceil(k / o["unit"]) * o["unit"] <= o["cap"])
             ]
             rent_rate = min(rent_rates, default=None)
@@ -296,10 +382,28 @@ def test_training_optimum_matches_brute_force(case):
 
 def test_brute_force_agrees_with_a_hand_computed_case():
     """The brute force itself, on a case computed by hand: buy 2 at $1,000 or rent at $1/h."""
-    case = dict(months=2, gpus=[dict(gid="g1", price=1000.0, overhead=0.0, node=1, tdp=0.0, idle=0.0, host=0.0,
-                                     consumer=False)],
-                rates={"g1": 1.0}, offers=[dict(oid="c-o", gid="g1", price=1.0, cap=None)], rps=2.5, growth=0.0,
-                capex=1e9, power_cap=None, site=dict(power_price=0.0, pue=1.0, hosting=0.0, consumer_ok=False))
+    case = dict(
+        months=2,
+        gpus=[
+            dict(
+                gid="g1",
+                price=1000.0,
+                overhead=0.0,
+                node=1,
+                tdp=0.0,
+                idle=0.0,
+                host=0.0,
+                consumer=False,
+            )
+        ],
+        rates={"g1": 1.0},
+        offers=[dict(oid="c-o", gid="g1", price=1.0, cap=None)],
+        rps=2.5,
+        growth=0.0,
+        capex=1e9,
+        power_cap=None,
+        site=dict(power_price=0.0, pue=1.0, hosting=0.0, consumer_ok=False),
+    )
     # b GPUs bought: b * 1000 + (2.5 - b) * 1.0 * 730 * 2 for b <= 2; 3 GPUs: 3000
     expected = min(b * 1000 + max(0.0, 2.5 - b) * 1460 for b in range(4))
     assert _brute_serving(case) == pytest.approx(expected)
@@ -312,13 +416,17 @@ def test_brute_force_agrees_with_a_hand_computed_case():
 
 def _text(dau=20000, capex=30000, gpus=("l4", "a100-pcie-80gb"), power_cap=None, train=True):
     cap = f", power_cap_kw: {power_cap}" if power_cap else ""
-    job = """
+    job = (
+        """
   train:
     - name: tune
       model: llama-2-7b
       tokens: 2e8
       method: lora
-      window: {start: 2027-02, deadline: 2027-03}""" if train else ""
+      window: {start: 2027-02, deadline: 2027-03}"""
+        if train
+        else ""
+    )
     return f"""
 name: metamorphic
 horizon: {{start: 2027-01, months: 3}}
@@ -351,7 +459,9 @@ GAP = 1e-6
 
 def _cost(text, solver="cbc"):
     try:
-        return plan_problem(load_problem_text(text, "m.yaml"), solver=solver, gap=GAP, diagnose=False).totals.total_usd
+        return plan_problem(
+            load_problem_text(text, "m.yaml"), solver=solver, gap=GAP, diagnose=False
+        ).totals.total_usd
     except InfeasibleError:
         return math.inf
 
@@ -362,14 +472,21 @@ def _le(a, b):
 
 
 @settings(max_examples=6, **SETTINGS)
-@given(st.integers(0, 60).map(lambda k: k * 1000), st.integers(1, 30).map(lambda k: k * 1000),
-       st.sampled_from([5000, 20000, 60000]))
+@given(
+    st.integers(0, 60).map(lambda k: k * 1000),
+    st.integers(1, 30).map(lambda k: k * 1000),
+    st.sampled_from([5000, 20000, 60000]),
+)
 def test_larger_budget_never_costs_more(capex, more, dau):
     assert _le(_cost(_text(dau=dau, capex=capex + more)), _cost(_text(dau=dau, capex=capex)))
 
 
 @settings(max_examples=6, **SETTINGS)
-@given(st.sampled_from([2000, 10000, 30000, 80000]), st.sampled_from([1.2, 2.0]), st.sampled_from([0, 15000, 60000]))
+@given(
+    st.sampled_from([2000, 10000, 30000, 80000]),
+    st.sampled_from([1.2, 2.0]),
+    st.sampled_from([0, 15000, 60000]),
+)
 def test_more_traffic_never_costs_less(dau, factor, capex):
     assert _le(_cost(_text(dau=dau, capex=capex)), _cost(_text(dau=int(dau * factor), capex=capex)))
 
@@ -381,7 +498,9 @@ def test_removing_a_gpu_type_never_costs_less(dau, capex):
         assert _le(both, _cost(_text(dau=dau, capex=capex, gpus=only)))
 
 
-@pytest.mark.parametrize("dau,capex,power", [(20000, 30000, None), (60000, 100000, 2.0), (8000, 0, None)])
+@pytest.mark.parametrize(
+    "dau,capex,power", [(20000, 30000, None), (60000, 100000, 2.0), (8000, 0, None)]
+)
 def test_cbc_and_highs_agree(dau, capex, power):
     text = _text(dau=dau, capex=capex, power_cap=power)
     a, b = _cost(text, "cbc"), _cost(text, "highs")

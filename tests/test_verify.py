@@ -104,8 +104,11 @@ def test_purchase_not_whole_nodes_and_price(solved):
     inputs, plan = solved
     bad = _copy(plan)
     h100 = inputs.gpus["h100-sxm"]
-    bad.purchases.append(bad.purchases[0].model_copy(update={"gpu": "h100-sxm", "count": 3, "nodes": 1,
-                                                             "unit_usd": 1.0, "total_usd": 3.0}))
+    bad.purchases.append(
+        bad.purchases[0].model_copy(
+            update={"gpu": "h100-sxm", "count": 3, "nodes": 1, "unit_usd": 1.0, "total_usd": 3.0}
+        )
+    )
     errs = verify_plan(inputs, bad)
     assert _has(errs, "not a whole number of 8-GPU nodes")
     assert _has(errs, "unit price", f"{h100.unit_capex_usd:,.2f}")
@@ -115,10 +118,19 @@ def test_consumer_card_purchase_breaks_licence(solved):
     inputs, plan = solved
     bad = _copy(plan)
     g = inputs.gpus["rtx-4090"]
-    bad.purchases.append(bad.purchases[0].model_copy(update={
-        "gpu": "rtx-4090", "count": 1, "nodes": 1, "unit_usd": g.unit_capex_usd,
-        "gpu_usd": g.purchase_usd.value, "overhead_usd": g.server_overhead_usd_per_gpu.value,
-        "total_usd": g.unit_capex_usd}))
+    bad.purchases.append(
+        bad.purchases[0].model_copy(
+            update={
+                "gpu": "rtx-4090",
+                "count": 1,
+                "nodes": 1,
+                "unit_usd": g.unit_capex_usd,
+                "gpu_usd": g.purchase_usd.value,
+                "overhead_usd": g.server_overhead_usd_per_gpu.value,
+                "total_usd": g.unit_capex_usd,
+            }
+        )
+    )
     assert _has(verify_plan(inputs, bad), "GeForce", "consumer_gpus_allowed")
 
 
@@ -129,14 +141,18 @@ def test_lowered_rental_hours(solved):
     r = bad.rentals[i]
     bad.rentals[i] = r.model_copy(update={"gpu_hours": r.gpu_hours * 0.9, "usd": r.usd * 0.9})
     errs = verify_plan(inputs, bad)
-    assert _has(errs, f"rental {r.offer} for {r.workload} in {r.month}", "GPU-h billed, allocations use")
+    assert _has(
+        errs, f"rental {r.offer} for {r.workload} in {r.month}", "GPU-h billed, allocations use"
+    )
 
 
 def test_changed_rental_price(solved):
     inputs, plan = solved
     bad = _copy(plan)
     r = bad.rentals[0]
-    bad.rentals[0] = r.model_copy(update={"usd_per_gpu_hour": r.usd_per_gpu_hour * 0.5, "usd": r.usd * 0.5})
+    bad.rentals[0] = r.model_copy(
+        update={"usd_per_gpu_hour": r.usd_per_gpu_hour * 0.5, "usd": r.usd * 0.5}
+    )
     errs = verify_plan(inputs, bad)
     assert _has(errs, f"rental {r.offer}", "!= offer price")
     assert _has(errs, f"rental {r.offer}", "h x")  # usd no longer hours x the offer's price
@@ -147,7 +163,9 @@ def test_changed_offer_price_in_problem(solved):
     inputs, plan = solved
     oid = plan.rentals[0].offer
     offers = dict(inputs.offers)
-    offers[oid] = offers[oid].model_copy(update={"usd_per_gpu_hour": offers[oid].usd_per_gpu_hour + 1})
+    offers[oid] = offers[oid].model_copy(
+        update={"usd_per_gpu_hour": offers[oid].usd_per_gpu_hour + 1}
+    )
     errs = verify_plan(dataclasses.replace(inputs, offers=offers), plan)
     assert _has(errs, f"rental {oid}", "!= offer price")
 
@@ -165,7 +183,9 @@ def test_fractional_owned_replicas(solved):
     inputs, plan = solved
     bad = _copy(plan)
     i = next(i for i, a in enumerate(bad.serve_allocations) if a.source == "owned")
-    bad.serve_allocations[i] = bad.serve_allocations[i].model_copy(update={"replicas": bad.serve_allocations[i].replicas + 0.5})
+    bad.serve_allocations[i] = bad.serve_allocations[i].model_copy(
+        update={"replicas": bad.serve_allocations[i].replicas + 0.5}
+    )
     assert _has(verify_plan(inputs, bad), "owned replicas is not a whole number")
 
 
@@ -173,7 +193,9 @@ def test_inflated_replica_rate(solved):
     inputs, plan = solved
     bad = _copy(plan)
     for i, a in enumerate(bad.serve_allocations):
-        bad.serve_allocations[i] = a.model_copy(update={"rate_rps_per_replica": a.rate_rps_per_replica * 2})
+        bad.serve_allocations[i] = a.model_copy(
+            update={"rate_rps_per_replica": a.rate_rps_per_replica * 2}
+        )
     errs = verify_plan(inputs, bad)
     assert _has(errs, "req/s per", "physics says", "more like it")
     assert len(errs) < 30  # repeated violations are folded into one line each
@@ -181,10 +203,17 @@ def test_inflated_replica_rate(solved):
 
 def test_tensor_parallel_replica_on_small_instances(solved):
     inputs, plan = solved
-    one_gpu = next(o for o in inputs.offers.values() if o.gpu == "h100-sxm" and o.gpus_per_instance == 1
-                   and o.kind == "on_demand")
+    one_gpu = next(
+        o
+        for o in inputs.offers.values()
+        if o.gpu == "h100-sxm" and o.gpus_per_instance == 1 and o.kind == "on_demand"
+    )
     bad = _copy(plan)
-    i = next(i for i, a in enumerate(bad.serve_allocations) if a.gpus_per_replica > 1 and a.gpu == "h100-sxm")
+    i = next(
+        i
+        for i, a in enumerate(bad.serve_allocations)
+        if a.gpus_per_replica > 1 and a.gpu == "h100-sxm"
+    )
     bad.serve_allocations[i] = bad.serve_allocations[i].model_copy(update={"source": one_gpu.id})
     assert _has(verify_plan(inputs, bad), f"on {one_gpu.id}", "whose instances hold 1 GPUs")
 
@@ -204,7 +233,11 @@ def test_training_on_single_gpu_instances(solved):
     bad = _copy(plan)
     i = next(i for i, a in enumerate(bad.train_allocations) if a.source != "owned")
     gpu = bad.train_allocations[i].gpu
-    small = next(o for o in inputs.offers.values() if o.gpu == gpu and o.gpus_per_instance < 8 and o.kind != "reserved")
+    small = next(
+        o
+        for o in inputs.offers.values()
+        if o.gpu == gpu and o.gpus_per_instance < 8 and o.kind != "reserved"
+    )
     bad.train_allocations[i] = bad.train_allocations[i].model_copy(update={"source": small.id})
     assert _has(verify_plan(inputs, bad), f"on {small.id}", "instances of at least min(k, 8) GPUs")
 
@@ -213,7 +246,9 @@ def test_training_short_of_progress(solved):
     inputs, plan = solved
     bad = _copy(plan)
     a = bad.train_allocations[0]
-    bad.train_allocations[0] = a.model_copy(update={"wall_hours": a.wall_hours / 2, "progress_hours": a.progress_hours / 2})
+    bad.train_allocations[0] = a.model_copy(
+        update={"wall_hours": a.wall_hours / 2, "progress_hours": a.progress_hours / 2}
+    )
     errs = verify_plan(inputs, bad)
     assert _has(errs, "h of progress <", "needed on")
 
@@ -222,7 +257,9 @@ def test_capex_budget_exceeded(solved):
     inputs, plan = solved
     capex = plan.totals.capex_usd
     assert capex > 0
-    tight = inputs.problem.model_copy(update={"budget": inputs.problem.budget.model_copy(update={"capex_usd": capex / 2})})
+    tight = inputs.problem.model_copy(
+        update={"budget": inputs.problem.budget.model_copy(update={"capex_usd": capex / 2})}
+    )
     errs = verify_plan(dataclasses.replace(inputs, problem=tight), plan)
     assert _has(errs, "exceeds budget.capex_usd")
 
@@ -230,10 +267,12 @@ def test_capex_budget_exceeded(solved):
 def test_total_budget_and_power_cap_exceeded(solved):
     inputs, plan = solved
     p = inputs.problem
-    tight = p.model_copy(update={
-        "budget": p.budget.model_copy(update={"total_usd": plan.totals.total_usd / 2}),
-        "site": p.site.model_copy(update={"power_cap_kw": 0.1}),
-    })
+    tight = p.model_copy(
+        update={
+            "budget": p.budget.model_copy(update={"total_usd": plan.totals.total_usd / 2}),
+            "site": p.site.model_copy(update={"power_cap_kw": 0.1}),
+        }
+    )
     errs = verify_plan(dataclasses.replace(inputs, problem=tight), plan)
     assert _has(errs, "exceeds budget.total_usd")
     assert _has(errs, "owned fleet draws", "site.power_cap_kw")
@@ -256,7 +295,11 @@ def test_tampered_fleet(solved):
     bad = _copy(plan)
     i = next(i for i, f in enumerate(bad.fleet) if f.owned > 0)
     bad.fleet[i] = bad.fleet[i].model_copy(update={"owned": bad.fleet[i].owned + 8})
-    assert _has(verify_plan(inputs, bad), f"fleet {bad.fleet[i].gpu} {bad.fleet[i].month}", "the purchases give")
+    assert _has(
+        verify_plan(inputs, bad),
+        f"fleet {bad.fleet[i].gpu} {bad.fleet[i].month}",
+        "the purchases give",
+    )
 
 
 def test_workload_target_claims(solved):
@@ -315,7 +358,15 @@ def test_random_tampering_never_crashes(solved):
     inputs, plan = solved
     rng = random.Random(1234)
     data = plan.model_dump()
-    lists = ["purchases", "rentals", "serve_allocations", "train_allocations", "fleet", "cash_flow", "reservations"]
+    lists = [
+        "purchases",
+        "rentals",
+        "serve_allocations",
+        "train_allocations",
+        "fleet",
+        "cash_flow",
+        "reservations",
+    ]
     caught = 0
     for _ in range(60):
         d = Plan.model_validate(data).model_dump()

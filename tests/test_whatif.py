@@ -147,8 +147,14 @@ def test_comma_lists():
     assert parse_values("fp8,int8") == ["fp8", "int8"]
     assert parse_values("true,false") == [True, False]
     assert parse_values("0.5") == [0.5]
-    for bad, words in [("1,,2", "empty value"), ("1,", "empty value"), ("", "no values"),
-                       ("nan,1", "not a finite"), ("1,inf", "not a finite"), ("1,1.0", "repeated")]:
+    for bad, words in [
+        ("1,,2", "empty value"),
+        ("1,", "empty value"),
+        ("", "no values"),
+        ("nan,1", "not a finite"),
+        ("1,inf", "not a finite"),
+        ("1,1.0", "repeated"),
+    ]:
         with pytest.raises(InputError, match=words):
             parse_values(bad, "--vary k")
 
@@ -160,8 +166,12 @@ def test_parse_vary_and_bounds():
         with pytest.raises(InputError):
             parse_vary(bad)
     assert parse_bounds("utilization=0.1:1.0") == ("utilization", 0.1, 1.0)
-    for bad, words in [("utilization=1:0.1", "LO must be below HI"), ("utilization=0.1", "LO:HI"),
-                       ("utilization=0.1:0.5:0.1", "LO:HI"), ("u=a:1", "not a number")]:
+    for bad, words in [
+        ("utilization=1:0.1", "LO must be below HI"),
+        ("utilization=0.1", "LO:HI"),
+        ("utilization=0.1:0.5:0.1", "LO:HI"),
+        ("u=a:1", "not a number"),
+    ]:
         with pytest.raises(InputError, match=words):
             parse_bounds(bad)
 
@@ -180,7 +190,9 @@ def test_aliases_and_named_list_items():
         ("workloads", "serve", 1, "traffic", "daily_active_users")
     ]
     assert resolve_key(b.data, "workloads.train.ft.tokens") == [("workloads", "train", 0, "tokens")]
-    assert resolve_key(b.data, "workloads.serve.0.tokens.output") == [("workloads", "serve", 0, "tokens", "output")]
+    assert resolve_key(b.data, "workloads.serve.0.tokens.output") == [
+        ("workloads", "serve", 0, "tokens", "output")
+    ]
     # keys the schema allows but the file leaves to their default
     assert resolve_key(b.data, "site.pue") == [("site", "pue")]
     assert resolve_key(b.data, "offers.marketplaces") == [("offers", "marketplaces")]
@@ -196,15 +208,32 @@ def test_aliases_and_named_list_items():
 @pytest.mark.parametrize(
     ("key", "words"),
     [
-        ("workloads.serve.chatt.traffic.utilization",
-         r"--vary workloads.serve.chatt.traffic.utilization: no item named 'chatt' in workloads.serve; did you mean 'chat'"),
-        ("site.power_usd_per_kwhh", r"no key 'power_usd_per_kwhh' in site; did you mean 'power_usd_per_kwh'"),
+        (
+            "workloads.serve.chatt.traffic.utilization",
+            r"--vary workloads.serve.chatt.traffic.utilization: no item named 'chatt' in workloads.serve; did you mean 'chat'",
+        ),
+        (
+            "site.power_usd_per_kwhh",
+            r"no key 'power_usd_per_kwhh' in site; did you mean 'power_usd_per_kwh'",
+        ),
         ("sit.pue", r"no key 'sit' in the top level; did you mean 'site'"),
-        ("workloads.serve.chat.traffic", r"is a mapping, not a single value; vary one of its values \(daily_active_users"),
-        ("budget.capex_usd.low", r"budget.capex_usd is a value \(0\), not a mapping or list, so it has no 'low'"),
-        ("workloads.serve.7.start", r"no item named '7' in workloads.serve; did you mean|known: chat, search"),
+        (
+            "workloads.serve.chat.traffic",
+            r"is a mapping, not a single value; vary one of its values \(daily_active_users",
+        ),
+        (
+            "budget.capex_usd.low",
+            r"budget.capex_usd is a value \(0\), not a mapping or list, so it has no 'low'",
+        ),
+        (
+            "workloads.serve.7.start",
+            r"no item named '7' in workloads.serve; did you mean|known: chat, search",
+        ),
         ("site..pue", "empty part"),
-        ("workloads.serve.chat.traffic.utilisation", r"no key 'utilisation' in workloads.serve\[0\].traffic; did you mean 'utilization'"),
+        (
+            "workloads.serve.chat.traffic.utilisation",
+            r"no key 'utilisation' in workloads.serve\[0\].traffic; did you mean 'utilization'",
+        ),
     ],
 )
 def test_bad_paths_name_the_part_and_what_exists(key, words):
@@ -242,16 +271,29 @@ def test_grid_is_a_cartesian_product_and_keys_must_not_clash():
 def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
     res = run_whatif(small, ["utilization=0.3,0.9", "power_price=0.05,0.5"], workers=2)
     assert [r.params for r in res.results] == [
-        {"utilization": 0.3, "power_price": 0.05}, {"utilization": 0.3, "power_price": 0.5},
-        {"utilization": 0.9, "power_price": 0.05}, {"utilization": 0.9, "power_price": 0.5},
+        {"utilization": 0.3, "power_price": 0.05},
+        {"utilization": 0.3, "power_price": 0.5},
+        {"utilization": 0.9, "power_price": 0.05},
+        {"utilization": 0.9, "power_price": 0.5},
     ]
     assert all(r.status == "optimal" for r in res.results), [r.message for r in res.results]
     assert res.base_result is not None and res.base_result.plan is not None
     for row in res.to_json():
-        assert set(row) == {"params", "status", "message", "totals", "purchases", "owned_gpu_hours",
-                            "rented_gpu_hours", "rented_share", "usd_per_1m_tokens"}
+        assert set(row) == {
+            "params",
+            "status",
+            "message",
+            "totals",
+            "purchases",
+            "owned_gpu_hours",
+            "rented_gpu_hours",
+            "rented_share",
+            "usd_per_1m_tokens",
+        }
         t = row["totals"]
-        assert t["total_usd"] == pytest.approx(t["capex_usd"] + t["power_usd"] + t["hosting_usd"] + t["rental_usd"])
+        assert t["total_usd"] == pytest.approx(
+            t["capex_usd"] + t["power_usd"] + t["hosting_usd"] + t["rental_usd"]
+        )
         assert 0.0 <= row["rented_share"] <= 1.0
         assert row["usd_per_1m_tokens"] > 0
         assert set(row["owned_gpu_hours"]) == set(row["rented_gpu_hours"])
@@ -274,9 +316,13 @@ def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
     assert table.ref.startswith("A4:") and table.ref.endswith("8")
     head = [c.value for c in ws[4]]
     assert head[:4] == ["#", "utilization", "power_price", "status"]
-    assert "total (USD)" in head and "rented share" in head and "USD per 1M tokens (serving)" in head
+    assert (
+        "total (USD)" in head and "rented share" in head and "USD per 1M tokens (serving)" in head
+    )
     assert any(h.startswith("bought ") for h in head if h)
-    assert ws.cell(5, head.index("total (USD)") + 1).value == pytest.approx(res.results[0].totals["total_usd"])
+    assert ws.cell(5, head.index("total (USD)") + 1).value == pytest.approx(
+        res.results[0].totals["total_usd"]
+    )
     charts = wb["What-if charts"]._charts
     assert len(charts) == 4  # (cost, mix) x (utilization, power_price)
     assert all(len(c.series) == 2 for c in charts)  # one series per value of the other parameter
@@ -284,7 +330,9 @@ def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
 
 
 def test_total_cost_never_falls_when_power_price_rises(small: Path):
-    res = run_whatif(small, ["utilization=0.3,0.8", "power_price=0:0.6:0.2"], workers=2, with_base=False)
+    res = run_whatif(
+        small, ["utilization=0.3,0.8", "power_price=0:0.6:0.2"], workers=2, with_base=False
+    )
     assert all(r.ok for r in res.results)
     for u in (0.3, 0.8):
         costs = [r.totals["total_usd"] for r in res.results if r.params["utilization"] == u]
@@ -296,7 +344,9 @@ def test_total_cost_never_falls_when_power_price_rises(small: Path):
 def test_rented_share_never_rises_with_utilization_at_fixed_mean_load(tmp_path: Path):
     p = tmp_path / "one.yaml"
     p.write_text(ONE_TYPE)
-    res = run_whatif(p, ["utilization=0.2:1.0:0.2", "power_price=0.05,0.5"], workers=2, with_base=False)
+    res = run_whatif(
+        p, ["utilization=0.2:1.0:0.2", "power_price=0.05,0.5"], workers=2, with_base=False
+    )
     assert all(r.ok for r in res.results)
     for price in (0.05, 0.5):
         rows = [r for r in res.results if r.params["power_price"] == price]
@@ -362,10 +412,12 @@ def test_offers_files_are_found_relative_to_the_problem(tmp_path: Path):
 
 def test_cli_whatif(small: Path, tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(cli, ["whatif", str(small), "--vary", "power_price=0.05,0.3", "--workers", "1",
-                                 "--json", "-"])
+    r = CliRunner().invoke(
+        cli,
+        ["whatif", str(small), "--vary", "power_price=0.05,0.3", "--workers", "1", "--json", "-"],
+    )
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout[r.stdout.index("["):])
+    rows = json.loads(r.stdout[r.stdout.index("[") :])
     assert [row["params"] for row in rows] == [{"power_price": 0.05}, {"power_price": 0.3}]
     assert (tmp_path / "outputs" / "small-whatif.xlsx").exists()
 
@@ -374,7 +426,9 @@ def test_cli_whatif_bad_path_exit_code_2(small: Path):
     r = CliRunner().invoke(cli, ["whatif", str(small), "--vary", "site.powr=1,2", "--no-excel"])
     assert r.exit_code == 2
     assert "no key 'powr' in site" in r.output
-    r = CliRunner().invoke(cli, ["whatif", str(small), "--vary", "power_price=0.3:0.1:0.1", "--no-excel"])
+    r = CliRunner().invoke(
+        cli, ["whatif", str(small), "--vary", "power_price=0.3:0.1:0.1", "--no-excel"]
+    )
     assert r.exit_code == 2 and "never reaches its stop" in r.output
 
 

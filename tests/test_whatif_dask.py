@@ -20,8 +20,9 @@ distributed = pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def cluster():
     # in-process workers: fast to start; each scenario still runs CBC in its own subprocess
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as c:
         yield c
 
 
@@ -47,15 +48,29 @@ def test_dask_matches_the_process_pool(cluster, small: Path):
 
 
 def test_dask_failing_scenario_is_a_row(cluster, small: Path):
-    res = run_whatif(small, ["utilization=0.05,0.5"], scheduler=cluster.scheduler_address, with_base=False)
+    res = run_whatif(
+        small, ["utilization=0.05,0.5"], scheduler=cluster.scheduler_address, with_base=False
+    )
     assert [r.status for r in res.results] == ["invalid", "optimal"]
 
 
 def test_cli_whatif_on_dask(cluster, small: Path):
-    r = CliRunner().invoke(cli, ["whatif", str(small), "--vary", "power_price=0.05,0.3", "--no-excel",
-                                 "--scheduler", cluster.scheduler_address, "--json", "-"])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "whatif",
+            str(small),
+            "--vary",
+            "power_price=0.05,0.3",
+            "--no-excel",
+            "--scheduler",
+            cluster.scheduler_address,
+            "--json",
+            "-",
+        ],
+    )
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout[r.stdout.index("["):])
+    rows = json.loads(r.stdout[r.stdout.index("[") :])
     assert [row["status"] for row in rows] == ["optimal", "optimal"]
 
 
@@ -68,5 +83,7 @@ def test_missing_dask_is_a_clear_input_error(small: Path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_dask)
-    with pytest.raises(InputError, match=r"--scheduler needs Dask distributed.*gpu-planner\[cluster\]"):
+    with pytest.raises(
+        InputError, match=r"--scheduler needs Dask distributed.*gpu-planner\[cluster\]"
+    ):
         run_whatif(small, ["power_price=0.1"], scheduler="tcp://127.0.0.1:1")

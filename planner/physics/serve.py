@@ -95,7 +95,12 @@ def kv_share_per_gpu(model: ModelArch, tp: int) -> float:
 
 
 def serve_memory_gb(
-    model: ModelArch, tp: int, precision: str, batch: int, context: int, prompt: int,
+    model: ModelArch,
+    tp: int,
+    precision: str,
+    batch: int,
+    context: int,
+    prompt: int,
     calib: Calibration,
 ) -> dict[str, float]:
     """Memory per GPU (GB): weights/tp, KV cache for ``batch`` full contexts, engine overhead.
@@ -116,7 +121,12 @@ def serve_memory_gb(
 
 
 def max_batch(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompt: int, output: int,
+    model: ModelArch,
+    gpu: GpuSpec,
+    tp: int,
+    precision: str,
+    prompt: int,
+    output: int,
     calib: Calibration,
 ) -> int:
     """Largest batch whose weights + KV (every request at its full prompt+output context) fit.
@@ -195,7 +205,12 @@ def layer_overhead_s(model: ModelArch, calib: Calibration) -> float:
 
 
 def decode_step_s(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, batch: float, context: float,
+    model: ModelArch,
+    gpu: GpuSpec,
+    tp: int,
+    precision: str,
+    batch: float,
+    context: float,
     calib: Calibration,
 ) -> float:
     """One decode step for ``batch`` sequences of mean ``context`` tokens (s).
@@ -216,8 +231,10 @@ def decode_step_s(
     t_mem = w_bytes / weight_bw(gpu, precision, calib) + kv / (bw * s.kv_bw_eff.value)
     flops = batch * (2.0 * model.params + 4.0 * model.layers * model.hidden * context) / tp
     t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
-    return max(t_mem, t_compute) + tp_comm_s(model, gpu, tp, batch, calib) + layer_overhead_s(
-        model, calib
+    return (
+        max(t_mem, t_compute)
+        + tp_comm_s(model, gpu, tp, batch, calib)
+        + layer_overhead_s(model, calib)
     )
 
 
@@ -227,12 +244,23 @@ def _decode_coeffs(
     """Coefficients of ``decode_step_s`` as a function of batch n (same formula, precomputed):
     ``max(w + kv n, fl n) + comm_lat + comm_n n + over`` -> (w, kv, fl, comm_n, comm_lat + over)."""
     s = calib.serve
-    w = model.params * weight_bytes_per_param(precision, calib) / tp / weight_bw(
-        gpu, precision, calib)
-    kv = context * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp) / (
-        gpu.memory_bandwidth_gbs.value * GB * s.kv_bw_eff.value)
-    fl = (2.0 * model.params + 4.0 * model.layers * model.hidden * context) / tp / (
-        peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
+    w = (
+        model.params
+        * weight_bytes_per_param(precision, calib)
+        / tp
+        / weight_bw(gpu, precision, calib)
+    )
+    kv = (
+        context
+        * kv_bytes_per_token(model, precision)
+        * kv_share_per_gpu(model, tp)
+        / (gpu.memory_bandwidth_gbs.value * GB * s.kv_bw_eff.value)
+    )
+    fl = (
+        (2.0 * model.params + 4.0 * model.layers * model.hidden * context)
+        / tp
+        / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
+    )
     lat = tp_comm_s(model, gpu, tp, 0, calib)
     comm_n = tp_comm_s(model, gpu, tp, 1, calib) - lat
     return w, kv, fl, comm_n, lat + layer_overhead_s(model, calib)
@@ -255,7 +283,12 @@ def prefill_compute_s(
 
 
 def prefill_iter_s(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompts: int, prompt: int,
+    model: ModelArch,
+    gpu: GpuSpec,
+    tp: int,
+    precision: str,
+    prompts: int,
+    prompt: int,
     calib: Calibration,
 ) -> float:
     """One prefill iteration for ``prompts`` prompts of ``prompt`` tokens (s).
@@ -281,7 +314,12 @@ def prefill_iter_s(
 
 
 def _check(
-    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
     calib: Calibration,
 ) -> str | None:
     """Why this replica cannot serve at all (None: it can, memory permitting)."""
@@ -304,11 +342,15 @@ def _check(
     cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
     if mem["weights"] + mem["overhead"] > cap:
         total = mem["weights"] * gpus
-        return (f"{precision} weights {total:.1f} GB + overhead > {gpus}x{gpu.memory_gb.value:g} GB "
-                f"({calib.serve.usable_memory_fraction.value:.0%} usable)")
+        return (
+            f"{precision} weights {total:.1f} GB + overhead > {gpus}x{gpu.memory_gb.value:g} GB "
+            f"({calib.serve.usable_memory_fraction.value:.0%} usable)"
+        )
     if max_batch(model, gpu, gpus, precision, prompt, output, calib) < 1:
-        return (f"no room for the KV cache of one {prompt + output}-token context after "
-                f"{mem['weights']:.1f} GB of weights per GPU")
+        return (
+            f"no room for the KV cache of one {prompt + output}-token context after "
+            f"{mem['weights']:.1f} GB of weights per GPU"
+        )
     return None
 
 
@@ -346,14 +388,20 @@ def estimate_serve(
             raise ValueError("batch must be at least 1")
         elif batch > top:
             mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
-            reason = (f"batch {batch} needs {sum(mem.values()):.1f} GB per GPU > "
-                      f"{gpu.memory_gb.value:g} GB; at most batch {top} fits")
+            reason = (
+                f"batch {batch} needs {sum(mem.values()):.1f} GB per GPU > "
+                f"{gpu.memory_gb.value:g} GB; at most batch {top} fits"
+            )
     if reason is not None:
         b = batch or 0
-        mem = serve_memory_gb(model, gpus, precision, b, prompt + output, prompt, calib) \
-            if precision in PRECISIONS else {}
-        return ServeEstimate(False, reason, gpus, precision, b, 0.0, math.inf, math.inf,
-                             sum(mem.values()), mem)
+        mem = (
+            serve_memory_gb(model, gpus, precision, b, prompt + output, prompt, calib)
+            if precision in PRECISIONS
+            else {}
+        )
+        return ServeEstimate(
+            False, reason, gpus, precision, b, 0.0, math.inf, math.inf, sum(mem.values()), mem
+        )
     assert batch is not None
     d = output - 1
     ctx = prompt + d / 2
@@ -363,11 +411,16 @@ def estimate_serve(
     mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
     ttft = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib)
     return ServeEstimate(
-        fits=True, reason=None, gpus=gpus, precision=precision, batch=batch,
+        fits=True,
+        reason=None,
+        gpus=gpus,
+        precision=precision,
+        batch=batch,
         tokens_per_s=batch * output / total,
         ttft_ms=ttft * 1e3,
         tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
-        memory_per_gpu_gb=sum(mem.values()), memory=mem,
+        memory_per_gpu_gb=sum(mem.values()),
+        memory=mem,
     )
 
 
@@ -424,8 +477,9 @@ class LoadedLatency:
     prefill_share: float
 
 
-def _residual_tail(y: float, lengths: list[float], weights: list[float],
-                   lam: float, s1: float) -> float:
+def _residual_tail(
+    y: float, lengths: list[float], weights: list[float], lam: float, s1: float
+) -> float:
     """P(U X + s1 A > y) for an arrival in an iteration of length X (a mixture over X).
 
     U ~ Uniform(0, 1) is the residual share of the current iteration and A ~ Poisson(lam X) the
@@ -458,8 +512,15 @@ def _residual_tail(y: float, lengths: list[float], weights: list[float],
 
 
 def loaded_latency(
-    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
-    batch: int, rate: float, calib: Calibration,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int,
+    rate: float,
+    calib: Calibration,
 ) -> LoadedLatency:
     """p95 TTFT and TPOT of a continuous-batching replica under Poisson arrivals (rate req/s).
 
@@ -490,8 +551,16 @@ def loaded_latency(
 
 
 def _loaded(
-    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
-    batch: int, rate: float, calib: Calibration, ttft_slo_s: float | None = None,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int,
+    rate: float,
+    calib: Calibration,
+    ttft_slo_s: float | None = None,
 ) -> tuple[LoadedLatency, bool]:
     """:func:`loaded_latency`; with ``ttft_slo_s`` the TTFT tail is only tested against it
     (one tail evaluation instead of a bisection; ``p95_ttft_s`` is then the SLO or inf) and the
@@ -592,8 +661,15 @@ def _loaded(
 
 @functools.lru_cache(maxsize=4096)
 def _capacity(
-    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
-    slo_ttft_ms: float, slo_tpot_ms: float, calib: Calibration,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    calib: Calibration,
 ) -> ReplicaCapacity:
     reason = _check(model, gpu, gpus, precision, prompt, output, calib)
 
@@ -634,14 +710,23 @@ def _capacity(
     if at is None:
         r0 = loaded_latency(model, gpu, gpus, precision, prompt, output, top, 1e-6, calib)
         if not r0.stable:
-            return no(f"no stable operating point with at most {top} concurrent requests "
-                      "(too little memory left for the KV cache)", top)
-        return no(f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
-                  f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
-                  f"{slo_tpot_ms:g} ms) even at batch {top}", top)
+            return no(
+                f"no stable operating point with at most {top} concurrent requests "
+                "(too little memory left for the KV cache)",
+                top,
+            )
+        return no(
+            f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
+            f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
+            f"{slo_tpot_ms:g} ms) even at batch {top}",
+            top,
+        )
     if rate < 1e-3:
-        return no(f"sustains only {rate:.2g} req/s within the SLO (batch {top}: too little "
-                  f"memory left for KV cache)", top)
+        return no(
+            f"sustains only {rate:.2g} req/s within the SLO (batch {top}: too little "
+            f"memory left for KV cache)",
+            top,
+        )
     batch = top
     # a larger batch cap never lowers capacity here; report the smallest power-of-two cap that
     # sustains the same rate within the SLO (one evaluation per candidate)
@@ -654,15 +739,28 @@ def _capacity(
         b *= 2
     at = loaded_latency(model, gpu, gpus, precision, prompt, output, batch, rate, calib)
     return ReplicaCapacity(
-        feasible=True, reason=None, gpus=gpus, precision=precision, batch=batch, rate_rps=rate,
-        p95_ttft_ms=at.p95_ttft_s * 1e3, p95_tpot_ms=at.p95_tpot_s * 1e3,
+        feasible=True,
+        reason=None,
+        gpus=gpus,
+        precision=precision,
+        batch=batch,
+        rate_rps=rate,
+        p95_ttft_ms=at.p95_ttft_s * 1e3,
+        p95_tpot_ms=at.p95_tpot_s * 1e3,
         tokens_per_s=rate * output,
     )
 
 
 def replica_capacity(
-    model: ModelArch, gpu: GpuSpec, gpus: int, precision: str, prompt: int, output: int,
-    slo_ttft_ms: float, slo_tpot_ms: float, calib: Calibration | None = None,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    calib: Calibration | None = None,
 ) -> ReplicaCapacity:
     """Highest Poisson request rate one replica sustains with p95 TTFT and p95 TPOT within the SLO.
 
@@ -677,5 +775,6 @@ def replica_capacity(
     (True, True, True)
     """
     calib = calib or default_calibration()
-    return _capacity(model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms),
-                     float(slo_tpot_ms), calib)
+    return _capacity(
+        model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms), float(slo_tpot_ms), calib
+    )

@@ -233,7 +233,11 @@ def activation_bytes_per_layer(
 
 
 def train_memory_gb(
-    model: ModelArch, layout: TrainLayout, method: str, seq_len: int, micro_batches: int,
+    model: ModelArch,
+    layout: TrainLayout,
+    method: str,
+    seq_len: int,
+    micro_batches: int,
     calib: Calibration,
 ) -> dict[str, float]:
     """Memory per GPU by kind (GB): weights, gradients, optimizer, activations, overhead.
@@ -309,8 +313,15 @@ def _micro_batches(gbs_tokens: float, dp: int, micro_batch: int, seq_len: int) -
 
 
 def evaluate_layout(
-    model: ModelArch, gpu: GpuSpec, gpus: int, lay: TrainLayout, method: str, seq_len: int,
-    gbs_tokens: float, precision: str, calib: Calibration,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    lay: TrainLayout,
+    method: str,
+    seq_len: int,
+    gbs_tokens: float,
+    precision: str,
+    calib: Calibration,
 ) -> LayoutEval:
     """Memory and throughput of one layout (see module conventions).
 
@@ -376,17 +387,24 @@ def _layouts(model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration):
 
 @functools.lru_cache(maxsize=8192)
 def _best_layout(
-    model: ModelArch, gpu: GpuSpec, gpus: int, method: str, seq_len: int, gbs_tokens: float,
-    precision: str, calib: Calibration,
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    method: str,
+    seq_len: int,
+    gbs_tokens: float,
+    precision: str,
+    calib: Calibration,
 ) -> tuple[TrainLayout | None, LayoutEval | None, TrainLayout | None, LayoutEval | None]:
     """(fastest fitting layout, its eval, least-memory layout, its eval)."""
     best: tuple[TrainLayout, LayoutEval] | None = None
     smallest: tuple[TrainLayout, LayoutEval] | None = None
     for tp, pp, dp in _layouts(model, gpu, gpus, calib):
-        for zero in ((2, 3) if dp > 1 else (0,)):
+        for zero in (2, 3) if dp > 1 else (0,):
             leanest = TrainLayout(tp, pp, dp, zero, True, 1)
-            ev = evaluate_layout(model, gpu, gpus, leanest, method, seq_len, gbs_tokens,
-                                 precision, calib)
+            ev = evaluate_layout(
+                model, gpu, gpus, leanest, method, seq_len, gbs_tokens, precision, calib
+            )
             if not ev.fits:  # not even the leanest variant fits: skip the others
                 if smallest is None or ev.mem_total < smallest[1].mem_total:
                     smallest = (leanest, ev)
@@ -394,8 +412,9 @@ def _best_layout(
             for recompute in (False, True):
                 for mbs in (1, 2, 4, 8):
                     lay = TrainLayout(tp, pp, dp, zero, recompute, mbs)
-                    ev = evaluate_layout(model, gpu, gpus, lay, method, seq_len, gbs_tokens,
-                                   precision, calib)
+                    ev = evaluate_layout(
+                        model, gpu, gpus, lay, method, seq_len, gbs_tokens, precision, calib
+                    )
                     if smallest is None or ev.mem_total < smallest[1].mem_total:
                         smallest = (lay, ev)
                     if not ev.fits:
@@ -453,11 +472,15 @@ def estimate_train(
         need = small_ev.mem_total if small_ev else float("nan")
         how = ""
         if small_lay is not None:
-            how = (f" (best layout tp={small_lay.tp} pp={small_lay.pp} dp={small_lay.dp} "
-                   f"ZeRO-{small_lay.zero_stage}{' recompute' if small_lay.recompute else ''})")
+            how = (
+                f" (best layout tp={small_lay.tp} pp={small_lay.pp} dp={small_lay.dp} "
+                f"ZeRO-{small_lay.zero_stage}{' recompute' if small_lay.recompute else ''})"
+            )
         frac = calib.train.usable_memory_fraction.value
-        reason = (f"{method} training of {model.id} needs {need:.1f} GB per GPU{how} > "
-                  f"{frac:.0%} of {cap:g} GB on {gpus}x {gpu.id}")
+        reason = (
+            f"{method} training of {model.id} needs {need:.1f} GB per GPU{how} > "
+            f"{frac:.0%} of {cap:g} GB on {gpus}x {gpu.id}"
+        )
         mem = small_ev.memory if small_ev else {}
         return _infeasible(gpus, reason, need, mem)
     seconds = tokens / (ev.tokens_per_s_per_gpu * gpus) / calib.train.goodput.value
@@ -480,8 +503,15 @@ def _infeasible(
     gpus: int, reason: str, mem_total: float = float("nan"), memory: dict | None = None
 ) -> TrainEstimate:
     return TrainEstimate(
-        fits=False, reason=reason, gpus=gpus, wall_hours=math.inf, gpu_hours=math.inf,
-        memory_per_gpu_gb=mem_total, memory=dict(memory or {}), mfu=0.0, layout=None,
+        fits=False,
+        reason=reason,
+        gpus=gpus,
+        wall_hours=math.inf,
+        gpu_hours=math.inf,
+        memory_per_gpu_gb=mem_total,
+        memory=dict(memory or {}),
+        mfu=0.0,
+        layout=None,
         tokens_per_s_per_gpu=0.0,
     )
 
@@ -500,34 +530,73 @@ def _toy_model() -> ModelArch:
 
 
 def make_gpu(
-    gid: str, name: str, mem_gb: float, bw_gbs: float, bf16: float, fp8: float | None,
-    nvlink: float, pcie_gen: int, p2p: bool, form: str, consumer: bool = False,
+    gid: str,
+    name: str,
+    mem_gb: float,
+    bw_gbs: float,
+    bf16: float,
+    fp8: float | None,
+    nvlink: float,
+    pcie_gen: int,
+    p2p: bool,
+    form: str,
+    consumer: bool = False,
 ) -> GpuSpec:
     """Build a GpuSpec from bare numbers (tests, doctests, what-ifs); prices are placeholders."""
 
     def s(v: float) -> dict:
         return {"value": v, "source": "test", "as_of": "2025-01"}
 
-    return GpuSpec.model_validate({
-        "id": gid, "name": name, "class": "consumer" if consumer else "datacenter",
-        "form_factor": form, "memory_gb": s(mem_gb), "memory_bandwidth_gbs": s(bw_gbs),
-        "bf16_dense_tflops": s(bf16), "fp8_dense_tflops": s(fp8) if fp8 else None,
-        "interconnect": {"nvlink_gbs": nvlink, "pcie_gen": pcie_gen, "p2p": p2p,
-                         "source": "test", "as_of": "2025-01"},
-        "tdp_w": s(700), "idle_w": s(100), "host_w_per_gpu": s(200),
-        "node_size": s(8 if form == "sxm" else 1),
-        "purchase_usd": {**s(1.0), "low": 1.0, "high": 1.0},
-        "server_overhead_usd_per_gpu": {**s(1.0), "low": 1.0, "high": 1.0},
-    })
+    return GpuSpec.model_validate(
+        {
+            "id": gid,
+            "name": name,
+            "class": "consumer" if consumer else "datacenter",
+            "form_factor": form,
+            "memory_gb": s(mem_gb),
+            "memory_bandwidth_gbs": s(bw_gbs),
+            "bf16_dense_tflops": s(bf16),
+            "fp8_dense_tflops": s(fp8) if fp8 else None,
+            "interconnect": {
+                "nvlink_gbs": nvlink,
+                "pcie_gen": pcie_gen,
+                "p2p": p2p,
+                "source": "test",
+                "as_of": "2025-01",
+            },
+            "tdp_w": s(700),
+            "idle_w": s(100),
+            "host_w_per_gpu": s(200),
+            "node_size": s(8 if form == "sxm" else 1),
+            "purchase_usd": {**s(1.0), "low": 1.0, "high": 1.0},
+            "server_overhead_usd_per_gpu": {**s(1.0), "low": 1.0, "high": 1.0},
+        }
+    )
 
 
 def llama_like(
-    mid: str, params: float, layers: int, hidden: int, heads: int, kv_heads: int,
-    intermediate: int, vocab: int, max_context: int = 4096,
+    mid: str,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    intermediate: int,
+    vocab: int,
+    max_context: int = 4096,
 ) -> ModelArch:
     """Build a ModelArch from bare numbers."""
     return ModelArch(
-        id=mid, name=mid, params=params, layers=layers, hidden=hidden, heads=heads,
-        kv_heads=kv_heads, intermediate=intermediate, vocab=vocab, max_context=max_context,
-        source="test", as_of="2025-01",
+        id=mid,
+        name=mid,
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        intermediate=intermediate,
+        vocab=vocab,
+        max_context=max_context,
+        source="test",
+        as_of="2025-01",
     )

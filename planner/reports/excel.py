@@ -48,7 +48,16 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.plan import Plan
 
-SHEETS = ("Summary", "Purchases", "Rentals", "Workloads", "Cash flow", "Fleet", "Assumptions", "Charts")
+SHEETS = (
+    "Summary",
+    "Purchases",
+    "Rentals",
+    "Workloads",
+    "Cash flow",
+    "Fleet",
+    "Assumptions",
+    "Charts",
+)
 
 FONT_NAME = "Arial"  # metric-compatible with Liberation Sans, so widths hold in LibreOffice
 USD = '"$"#,##0;[Red]-"$"#,##0'
@@ -254,7 +263,14 @@ class _Assumptions:
                 i = self.add(_ARow(group, keys[0], fallback, unit, source, note="derived"))
             else:
                 i = self.add(
-                    _ARow(group, keys[0], 0.0, unit, "MISSING from plan.assumptions: enter the figure", note="missing")
+                    _ARow(
+                        group,
+                        keys[0],
+                        0.0,
+                        unit,
+                        "MISSING from plan.assumptions: enter the figure",
+                        note="missing",
+                    )
                 )
                 self.missing.append(f"{group} / {keys[0]}")
         return self.cell(i)
@@ -287,8 +303,12 @@ def _build_assumptions(plan: Plan) -> _Assumptions:
         ("solver", plan.solver, "", ("solver", "solver")),
         ("gap", plan.gap if _finite(plan.gap) else "n/a", "", ("solver", "gap")),
         ("solve_seconds", plan.solve_seconds, "s", ("solver", "solve_seconds")),
-        ("objective_usd", plan.objective_usd if _finite(plan.objective_usd) else "n/a", "USD",
-         ("solver", "objective_usd")),
+        (
+            "objective_usd",
+            plan.objective_usd if _finite(plan.objective_usd) else "n/a",
+            "USD",
+            ("solver", "objective_usd"),
+        ),
         ("planner_version", plan.planner_version, "", ("solver", "planner_version")),
         ("problem_name", plan.problem_name, "", ("problem", "name")),
         ("problem_file", plan.problem_file, "", ("problem", "file")),
@@ -304,8 +324,16 @@ def _build_assumptions(plan: Plan) -> _Assumptions:
         a.add(_ARow("plan", key, value, unit, "plan (solver output)", note="meta"))
     i = a.find(None, ["hours_per_month"])
     if i is None or not _same(a.rows[i].value, plan.hours_per_month):
-        a.add(_ARow("plan", "hours_per_month", plan.hours_per_month, "h/month", "plan.hours_per_month",
-                    note="derived"))
+        a.add(
+            _ARow(
+                "plan",
+                "hours_per_month",
+                plan.hours_per_month,
+                "h/month",
+                "plan.hours_per_month",
+                note="derived",
+            )
+        )
     return a
 
 
@@ -328,7 +356,16 @@ def _title(ws: Worksheet, title: str, subtitle: str) -> None:
 
 def _header(ws: Worksheet, row: int, cols: Sequence[_Col], start_col: int = 1) -> None:
     for j, c in enumerate(cols):
-        _put(ws, row, start_col + j, c.header, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
+        _put(
+            ws,
+            row,
+            start_col + j,
+            c.header,
+            font=_F_HEAD,
+            fill=_FILL_HEAD,
+            align=_HEAD_ALIGN,
+            border=_BORDER,
+        )
     ws.row_dimensions[row].height = 30
 
 
@@ -344,13 +381,27 @@ def _fit(width: float, texts: Iterable[Any], cap: float = 48) -> float:
     return min(cap, max(width, longest * 1.1 + 2))
 
 
-def _rows(ws: Worksheet, first: int, cols: Sequence[_Col], rows: Sequence[Sequence[Any]], start_col: int = 1) -> int:
+def _rows(
+    ws: Worksheet,
+    first: int,
+    cols: Sequence[_Col],
+    rows: Sequence[Sequence[Any]],
+    start_col: int = 1,
+) -> int:
     """Write data rows below a header; returns the last row written (first - 1 if none)."""
     r = first - 1
     for r, values in enumerate(rows, start=first):
         lines = 1
         for j, (c, v) in enumerate(zip(cols, values, strict=True)):
-            _put(ws, r, start_col + j, v, fmt=c.fmt, align=_WRAP if c.wrap else _TOP_ALIGN, border=_BORDER)
+            _put(
+                ws,
+                r,
+                start_col + j,
+                v,
+                fmt=c.fmt,
+                align=_WRAP if c.wrap else _TOP_ALIGN,
+                border=_BORDER,
+            )
             if c.wrap and isinstance(v, str):
                 lines = max(lines, _lines(v, c.width))
         if lines > 1:
@@ -370,10 +421,14 @@ def _lines(text: str, width: float) -> int:
     return sum(max(1, math.ceil(len(part) / per_line)) for part in text.split("\n"))
 
 
-def _table(ws: Worksheet, name: str, first_col: int, last_col: int, header_row: int, last_row: int) -> None:
+def _table(
+    ws: Worksheet, name: str, first_col: int, last_col: int, header_row: int, last_row: int
+) -> None:
     ref = f"{get_column_letter(first_col)}{header_row}:{get_column_letter(last_col)}{max(last_row, header_row + 1)}"
     t = Table(displayName=name, ref=ref)
-    t.tableStyleInfo = TableStyleInfo(name="TableStyleLight9", showRowStripes=True, showColumnStripes=False)
+    t.tableStyleInfo = TableStyleInfo(
+        name="TableStyleLight9", showRowStripes=True, showColumnStripes=False
+    )
     ws.add_table(t)
 
 
@@ -402,7 +457,9 @@ def _col_range(sheet: str, col: int, first: int, last: int) -> str:
     return _sheet_ref(sheet, f"${letter}${first}:${letter}${last}")
 
 
-def _sumifs(sheet: str, sum_col: int, first: int, last: int, crit: Sequence[tuple[int, str]]) -> str:
+def _sumifs(
+    sheet: str, sum_col: int, first: int, last: int, crit: Sequence[tuple[int, str]]
+) -> str:
     """SUMIFS over rows ``first..last`` of ``sheet`` (never an empty range)."""
     last = max(last, first)
     parts = [_col_range(sheet, sum_col, first, last)]
@@ -434,7 +491,11 @@ class _Writer:
         for name in SHEETS[1:]:
             self.ws[name] = self.wb.create_sheet(name)
         self.gpus = self._gpu_ids()
-        h = [i for i, r in enumerate(self.a.rows) if r.key == "hours_per_month" and _same(r.value, plan.hours_per_month)]
+        h = [
+            i
+            for i, r in enumerate(self.a.rows)
+            if r.key == "hours_per_month" and _same(r.value, plan.hours_per_month)
+        ]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
         self.p_last = self.r_last = self.f_last = FIRST_ROW
@@ -442,9 +503,11 @@ class _Writer:
 
     def _gpu_ids(self) -> list[str]:
         seen: dict[str, None] = {}
-        for g in [p.gpu for p in self.plan.purchases] + [f.gpu for f in self.plan.fleet] + [
-            r.gpu for r in self.plan.rentals
-        ]:
+        for g in (
+            [p.gpu for p in self.plan.purchases]
+            + [f.gpu for f in self.plan.fleet]
+            + [r.gpu for r in self.plan.rentals]
+        ):
             seen.setdefault(g, None)
         return list(seen)
 
@@ -461,15 +524,23 @@ class _Writer:
             b = self.plan.totals.capex_budget_usd
             if b is None or not _finite(b):
                 return None
-            i = self.a.add(_ARow("budget", "capex_usd", b, "USD", "plan.totals.capex_budget_usd", note="derived"))
+            i = self.a.add(
+                _ARow(
+                    "budget", "capex_usd", b, "USD", "plan.totals.capex_budget_usd", note="derived"
+                )
+            )
         return self.a.cell(i)
 
     # -- sheets -----------------------------------------------------------------------
     def purchases(self) -> None:
         ws = self.ws["Purchases"]
         plan = self.plan
-        _title(ws, "Purchases", "Extended cost = GPUs x unit price; unit price = card + server/network "
-               "share per GPU. Yellow prices on the Assumptions sheet drive every total.")
+        _title(
+            ws,
+            "Purchases",
+            "Extended cost = GPUs x unit price; unit price = card + server/network "
+            "share per GPU. Yellow prices on the Assumptions sheet drive every total.",
+        )
         cols = [
             _Col("GPU", _fit(10, [p.gpu for p in plan.purchases], 30)),
             _Col("Month", 10, MONTH_FMT),
@@ -485,20 +556,40 @@ class _Writer:
         _header(ws, HEADER_ROW, cols)
         rows = []
         for r, p in enumerate(plan.purchases, start=FIRST_ROW):
-            card = self.a.ref_equal(f"gpu:{p.gpu}", "purchase_usd", p.gpu_usd, "USD/GPU", "plan purchase row")
-            over = self.a.ref_equal(
-                f"gpu:{p.gpu}", "server_overhead_usd_per_gpu", p.overhead_usd, "USD/GPU", "plan purchase row"
+            card = self.a.ref_equal(
+                f"gpu:{p.gpu}", "purchase_usd", p.gpu_usd, "USD/GPU", "plan purchase row"
             )
-            src = "Assumptions" if card and over else "this row (differs from Assumptions: solver's figure)"
-            rows.append([
-                p.gpu, _month_value(p.month), p.nodes, p.count,
-                F(f"={card}") if card else p.gpu_usd,
-                F(f"={over}") if over else p.overhead_usd,
-                F(f"=E{r}+F{r}"), F(f"=D{r}*G{r}"), p.total_usd, src,
-            ])
+            over = self.a.ref_equal(
+                f"gpu:{p.gpu}",
+                "server_overhead_usd_per_gpu",
+                p.overhead_usd,
+                "USD/GPU",
+                "plan purchase row",
+            )
+            src = (
+                "Assumptions"
+                if card and over
+                else "this row (differs from Assumptions: solver's figure)"
+            )
+            rows.append(
+                [
+                    p.gpu,
+                    _month_value(p.month),
+                    p.nodes,
+                    p.count,
+                    F(f"={card}") if card else p.gpu_usd,
+                    F(f"={over}") if over else p.overhead_usd,
+                    F(f"=E{r}+F{r}"),
+                    F(f"=D{r}*G{r}"),
+                    p.total_usd,
+                    src,
+                ]
+            )
         if not rows:
             r = FIRST_ROW
-            rows.append(["(no purchases)", None, 0, 0, 0, 0, F(f"=E{r}+F{r}"), F(f"=D{r}*G{r}"), 0, ""])
+            rows.append(
+                ["(no purchases)", None, 0, 0, 0, 0, F(f"=E{r}+F{r}"), F(f"=D{r}*G{r}"), 0, ""]
+            )
         self.p_last = _rows(ws, FIRST_ROW, cols, rows)
         for r in range(FIRST_ROW, self.p_last + 1):
             for c in (5, 6):
@@ -516,8 +607,12 @@ class _Writer:
     def rentals(self) -> None:
         ws = self.ws["Rentals"]
         plan = self.plan
-        _title(ws, "Rentals", "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
-               "kind 'reserved' (workload '(reserved)'), paid whether used or not.")
+        _title(
+            ws,
+            "Rentals",
+            "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
+            "kind 'reserved' (workload '(reserved)'), paid whether used or not.",
+        )
         cols = [
             _Col("Provider", _fit(10, [x.provider for x in plan.rentals], 24)),
             _Col("Offer", _fit(10, [x.offer for x in plan.rentals], 36)),
@@ -533,13 +628,29 @@ class _Writer:
         _header(ws, HEADER_ROW, cols)
         rows = []
         for r, x in enumerate(plan.rentals, start=FIRST_ROW):
-            rate = self.a.ref_equal(f"offer:{x.offer}", "usd_per_gpu_hour", x.usd_per_gpu_hour, "USD/GPU-h",
-                                    "plan rental row")
-            rows.append([
-                x.provider, x.offer, x.gpu, x.kind, _month_value(x.month), x.workload, x.gpu_hours,
-                F(f"={rate}") if rate else x.usd_per_gpu_hour, F(f"=G{r}*H{r}"),
-                "Assumptions" if rate else "this row (differs from Assumptions: solver's figure)",
-            ])
+            rate = self.a.ref_equal(
+                f"offer:{x.offer}",
+                "usd_per_gpu_hour",
+                x.usd_per_gpu_hour,
+                "USD/GPU-h",
+                "plan rental row",
+            )
+            rows.append(
+                [
+                    x.provider,
+                    x.offer,
+                    x.gpu,
+                    x.kind,
+                    _month_value(x.month),
+                    x.workload,
+                    x.gpu_hours,
+                    F(f"={rate}") if rate else x.usd_per_gpu_hour,
+                    F(f"=G{r}*H{r}"),
+                    "Assumptions"
+                    if rate
+                    else "this row (differs from Assumptions: solver's figure)",
+                ]
+            )
         if not rows:
             r = FIRST_ROW
             rows.append(["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""])
@@ -555,8 +666,12 @@ class _Writer:
     def fleet(self) -> None:
         ws = self.ws["Fleet"]
         plan = self.plan
-        _title(ws, "Fleet by GPU type and month", "Power USD = PUE x USD/kWh x (owned x H x (idle W + host W) "
-               "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.")
+        _title(
+            ws,
+            "Fleet by GPU type and month",
+            "Power USD = PUE x USD/kWh x (owned x H x (idle W + host W) "
+            "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.",
+        )
         cols = [
             _Col("GPU", _fit(10, [f.gpu for f in plan.fleet], 30)),
             _Col("Month", 10, MONTH_FMT),
@@ -581,12 +696,22 @@ class _Writer:
             tdp = self.gpu_in(f.gpu, "tdp_w", "W")
             idle = self.gpu_in(f.gpu, "idle_w", "W")
             hw = self.gpu_in(f.gpu, "host_w_per_gpu", "W")
-            rows.append([
-                f.gpu, _month_value(f.month), f.bought, f.owned, f.reserved, f.owned_busy_gpu_hours,
-                f.rented_gpu_hours, F(f"=G{r}/{H}"), F(f"=IF(D{r}*{H}>0,F{r}/(D{r}*{H}),0)"), f.power_kw,
-                F(f"={pue}*{kwh}*(D{r}*{H}*({idle}+{hw})+F{r}*({tdp}-{idle}))/1000"),
-                F(f"=D{r}*{host}"),
-            ])
+            rows.append(
+                [
+                    f.gpu,
+                    _month_value(f.month),
+                    f.bought,
+                    f.owned,
+                    f.reserved,
+                    f.owned_busy_gpu_hours,
+                    f.rented_gpu_hours,
+                    F(f"=G{r}/{H}"),
+                    F(f"=IF(D{r}*{H}>0,F{r}/(D{r}*{H}),0)"),
+                    f.power_kw,
+                    F(f"={pue}*{kwh}*(D{r}*{H}*({idle}+{hw})+F{r}*({tdp}-{idle}))/1000"),
+                    F(f"=D{r}*{host}"),
+                ]
+            )
         if not rows:
             r = FIRST_ROW
             rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
@@ -603,8 +728,12 @@ class _Writer:
     def cash_flow(self) -> None:
         ws = self.ws["Cash flow"]
         plan = self.plan
-        _title(ws, "Cash flow by month", "Capex, power, hosting and rentals are SUMIFS over the Purchases, Fleet "
-               "and Rentals sheets; headroom = capex budget - cumulative capex.")
+        _title(
+            ws,
+            "Cash flow by month",
+            "Capex, power, hosting and rentals are SUMIFS over the Purchases, Fleet "
+            "and Rentals sheets; headroom = capex budget - cumulative capex.",
+        )
         cols = [
             _Col("Month", 10, MONTH_FMT),
             _Col("Capex USD", 14, USD),
@@ -627,23 +756,43 @@ class _Writer:
             crit = f"$A{r}"
             prev_run = f"G{r - 1}+" if r > FIRST_ROW else ""
             prev_cap = f"H{r - 1}+" if r > FIRST_ROW else ""
-            rows.append([
-                _month_value(m),
-                F("=" + _sumifs("Purchases", 8, FIRST_ROW, pl, [(2, crit)])),
-                F("=" + _sumifs("Fleet", 11, FIRST_ROW, fl, [(2, crit)])),
-                F("=" + _sumifs("Fleet", 12, FIRST_ROW, fl, [(2, crit)])),
-                F("=" + _sumifs("Rentals", 9, FIRST_ROW, rl, [(5, crit)])),
-                F(f"=SUM(B{r}:E{r})"),
-                F(f"={prev_run}F{r}"),
-                F(f"={prev_cap}B{r}"),
-                F(f"={budget}-H{r}") if budget else "n/a",
-                solver_month.get(m, 0.0),
-                F(f"=F{r}-J{r}"),
-            ])
+            rows.append(
+                [
+                    _month_value(m),
+                    F("=" + _sumifs("Purchases", 8, FIRST_ROW, pl, [(2, crit)])),
+                    F("=" + _sumifs("Fleet", 11, FIRST_ROW, fl, [(2, crit)])),
+                    F("=" + _sumifs("Fleet", 12, FIRST_ROW, fl, [(2, crit)])),
+                    F("=" + _sumifs("Rentals", 9, FIRST_ROW, rl, [(5, crit)])),
+                    F(f"=SUM(B{r}:E{r})"),
+                    F(f"={prev_run}F{r}"),
+                    F(f"={prev_cap}B{r}"),
+                    F(f"={budget}-H{r}") if budget else "n/a",
+                    solver_month.get(m, 0.0),
+                    F(f"=F{r}-J{r}"),
+                ]
+            )
         last = _rows(ws, FIRST_ROW, cols, rows)
         if last < FIRST_ROW:  # a plan without months: one zero row keeps every reference valid
-            last = _rows(ws, FIRST_ROW, cols, [["(no months)", 0, 0, 0, 0, F(f"=SUM(B{FIRST_ROW}:E{FIRST_ROW})"),
-                                                 0, 0, "n/a", 0, F(f"=F{FIRST_ROW}-J{FIRST_ROW}")]])
+            last = _rows(
+                ws,
+                FIRST_ROW,
+                cols,
+                [
+                    [
+                        "(no months)",
+                        0,
+                        0,
+                        0,
+                        0,
+                        F(f"=SUM(B{FIRST_ROW}:E{FIRST_ROW})"),
+                        0,
+                        0,
+                        "n/a",
+                        0,
+                        F(f"=F{FIRST_ROW}-J{FIRST_ROW}"),
+                    ]
+                ],
+            )
         tr = last + 1
         self.cf_total_row = tr
         self.cf_last = last
@@ -663,17 +812,29 @@ class _Writer:
     def workloads(self) -> None:
         ws = self.ws["Workloads"]
         plan = self.plan
-        _title(ws, "Workloads", "Chosen configuration, GPUs, cost and cost share per workload (the solver's "
-               "attribution); below: predicted vs target for each key.")
+        _title(
+            ws,
+            "Workloads",
+            "Chosen configuration, GPUs, cost and cost share per workload (the solver's "
+            "attribution); below: predicted vs target for each key.",
+        )
         keys = [k for w in plan.workloads for k in [*w.target, *w.predicted, *w.slack]]
         cols = [
             _Col("Workload", _fit(12, [w.name for w in plan.workloads], 28), wrap=True),
             _Col("Kind", 7),
-            _Col("Model", _fit(10, [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped], 24),
-                 wrap=True),
+            _Col(
+                "Model",
+                _fit(
+                    10, [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped], 24
+                ),
+                wrap=True,
+            ),
             _Col("GPUs", 12, NUM0),
-            _Col("Configuration", _fit(22, [ln for w in plan.workloads for ln in _config(w.config).split("\n")], 50),
-                 wrap=True),
+            _Col(
+                "Configuration",
+                _fit(22, [ln for w in plan.workloads for ln in _config(w.config).split("\n")], 50),
+                wrap=True,
+            ),
             _Col("GPU types", _fit(12, [", ".join(w.gpu) for w in plan.workloads], 22), wrap=True),
             _Col("Meets targets", 9),
             _Col("Cost USD", 14, USD),
@@ -686,11 +847,22 @@ class _Writer:
         rows = []
         for r, w in enumerate(plan.workloads, start=FIRST_ROW):
             per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
-            rows.append([
-                w.name, w.kind, w.model, w.gpus, _config(w.config), ", ".join(w.gpu),
-                "yes" if w.meets_target else "NO", _num(w.cost_usd), _num(w.cost_share), _num(w.tokens),
-                per_m, _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
-            ])
+            rows.append(
+                [
+                    w.name,
+                    w.kind,
+                    w.model,
+                    w.gpus,
+                    _config(w.config),
+                    ", ".join(w.gpu),
+                    "yes" if w.meets_target else "NO",
+                    _num(w.cost_usd),
+                    _num(w.cost_share),
+                    _num(w.tokens),
+                    per_m,
+                    _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
+                ]
+            )
         if not rows:
             rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
@@ -707,18 +879,29 @@ class _Writer:
         top = tr + 3
         _put(ws, top - 1, 1, "Predicted vs target", font=_F_SECTION)
         tcols = [  # in the columns of the table above, so the widths suit both
-            cols[0], cols[1], _Col("Key", cols[2].width), _Col("Predicted", 12, NUMG),
-            _Col("Target", 12, NUMG), _Col("Slack", 12, NUMG), _Col("Meets targets", 9),
+            cols[0],
+            cols[1],
+            _Col("Key", cols[2].width),
+            _Col("Predicted", 12, NUMG),
+            _Col("Target", 12, NUMG),
+            _Col("Slack", 12, NUMG),
+            _Col("Meets targets", 9),
         ]
         _header(ws, top, tcols)
         trows = []
         for w in plan.workloads:
             for key in list(dict.fromkeys([*w.target, *w.predicted, *w.slack])):
-                trows.append([
-                    w.name, w.kind, key, _num(w.predicted.get(key)) if key in w.predicted else None,
-                    _num(w.target.get(key)) if key in w.target else None,
-                    _num(w.slack.get(key)) if key in w.slack else None, "yes" if w.meets_target else "NO",
-                ])
+                trows.append(
+                    [
+                        w.name,
+                        w.kind,
+                        key,
+                        _num(w.predicted.get(key)) if key in w.predicted else None,
+                        _num(w.target.get(key)) if key in w.target else None,
+                        _num(w.slack.get(key)) if key in w.slack else None,
+                        "yes" if w.meets_target else "NO",
+                    ]
+                )
         if not trows:
             trows.append(["(none)", "", "", None, None, None, ""])
         tlast = _rows(ws, top + 1, tcols, trows)
@@ -728,11 +911,23 @@ class _Writer:
             top = tlast + 3
             _put(ws, top - 1, 1, "Configurations the solver dropped", font=_F_SECTION)
             kinds = {w.name: w.kind for w in plan.workloads}
-            dcols = [cols[0], cols[1], _Col("GPU", cols[2].width, wrap=True),
-                     _Col("Configuration", cols[3].width, wrap=True), _Col("Reason", cols[4].width, wrap=True)]
+            dcols = [
+                cols[0],
+                cols[1],
+                _Col("GPU", cols[2].width, wrap=True),
+                _Col("Configuration", cols[3].width, wrap=True),
+                _Col("Reason", cols[4].width, wrap=True),
+            ]
             _header(ws, top, dcols)
-            dlast = _rows(ws, top + 1, dcols, [[d.workload, kinds.get(d.workload, ""), d.gpu, d.config, d.reason]
-                                               for d in plan.dropped])
+            dlast = _rows(
+                ws,
+                top + 1,
+                dcols,
+                [
+                    [d.workload, kinds.get(d.workload, ""), d.gpu, d.config, d.reason]
+                    for d in plan.dropped
+                ],
+            )
             _table(ws, "tblDropped", 1, len(dcols), top, dlast)
         _widths(ws, cols)
         _print_setup(ws, None, f"B{FIRST_ROW}")
@@ -740,8 +935,12 @@ class _Writer:
     def assumptions(self) -> None:
         ws = self.ws["Assumptions"]
         a = self.a
-        _title(ws, "Assumptions", "Every figure the plan used, with its source. The yellow values are the inputs "
-               "of the live formulas: edit one here and every total in the workbook updates.")
+        _title(
+            ws,
+            "Assumptions",
+            "Every figure the plan used, with its source. The yellow values are the inputs "
+            "of the live formulas: edit one here and every total in the workbook updates.",
+        )
         cols = [
             _Col("Group", _fit(10, [r.group for r in a.rows], 28)),
             _Col("Key", _fit(10, [r.key for r in a.rows], 34)),
@@ -793,9 +992,19 @@ class _Writer:
         cf = self.cf_total_row
         _put(ws, 1, 1, "GPU procurement plan", font=_F_TITLE)
         _put(ws, 2, 1, plan.problem_name, font=_F_BIG)
-        horizon = f"{plan.months[0]} to {plan.months[-1]} ({len(plan.months)} months)" if plan.months else "none"
-        _put(ws, 3, 1, f"Horizon {horizon}; problem file {plan.problem_file} (sha256 {plan.problem_sha256[:12]}); "
-             f"planner {plan.planner_version}", font=_F_SUB)
+        horizon = (
+            f"{plan.months[0]} to {plan.months[-1]} ({len(plan.months)} months)"
+            if plan.months
+            else "none"
+        )
+        _put(
+            ws,
+            3,
+            1,
+            f"Horizon {horizon}; problem file {plan.problem_file} (sha256 {plan.problem_sha256[:12]}); "
+            f"planner {plan.planner_version}",
+            font=_F_SUB,
+        )
         ws.row_dimensions[1].height = 22
 
         r = 5
@@ -825,14 +1034,48 @@ class _Writer:
         rental_usd = _col_range("Rentals", 9, FIRST_ROW, self.r_last)
         budget = self.budget_cell()
         lines: list[tuple[str, Any, Any, str, bool]] = [
-            ("Total cost", F(f"={cfr('F')}"), t.total_usd, "Cash flow total: capex + power + hosting + rentals", True),
-            ("Capex (purchases)", F(f"={cfr('B')}"), t.capex_usd, "Purchases: GPUs x (card + server/network)", True),
-            ("Power", F(f"={cfr('C')}"), t.power_usd, "Fleet: PUE x USD/kWh x energy of the owned fleet", False),
-            ("Hosting", F(f"={cfr('D')}"), t.hosting_usd, "Fleet: owned GPUs x hosting USD per GPU-month", False),
-            ("Rentals (on-demand, spot, reserved)", F(f"={cfr('E')}"), t.rental_usd, "Rentals: GPU-hours x rate",
-             False),
-            ("  of which reserved commitments", F(f'=SUMIFS({rental_usd},{rental_kind},"reserved")'),
-             t.reserved_usd, "Rentals rows of kind 'reserved'", False),
+            (
+                "Total cost",
+                F(f"={cfr('F')}"),
+                t.total_usd,
+                "Cash flow total: capex + power + hosting + rentals",
+                True,
+            ),
+            (
+                "Capex (purchases)",
+                F(f"={cfr('B')}"),
+                t.capex_usd,
+                "Purchases: GPUs x (card + server/network)",
+                True,
+            ),
+            (
+                "Power",
+                F(f"={cfr('C')}"),
+                t.power_usd,
+                "Fleet: PUE x USD/kWh x energy of the owned fleet",
+                False,
+            ),
+            (
+                "Hosting",
+                F(f"={cfr('D')}"),
+                t.hosting_usd,
+                "Fleet: owned GPUs x hosting USD per GPU-month",
+                False,
+            ),
+            (
+                "Rentals (on-demand, spot, reserved)",
+                F(f"={cfr('E')}"),
+                t.rental_usd,
+                "Rentals: GPU-hours x rate",
+                False,
+            ),
+            (
+                "  of which reserved commitments",
+                F(f'=SUMIFS({rental_usd},{rental_kind},"reserved")'),
+                t.reserved_usd,
+                "Rentals rows of kind 'reserved'",
+                False,
+            ),
         ]
         first_line = r + 1
         rows_at: dict[str, int] = {}
@@ -847,7 +1090,11 @@ class _Writer:
             _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
             _put(ws, r, 5, where, font=_F_SUB, border=_BORDER)
         total_row, capex_row = first_line, first_line + 1
-        p, h, rr = rows_at["Power"], rows_at["Hosting"], rows_at["Rentals (on-demand, spot, reserved)"]
+        p, h, rr = (
+            rows_at["Power"],
+            rows_at["Hosting"],
+            rows_at["Rentals (on-demand, spot, reserved)"],
+        )
         r += 1
         self.opex_row = r
         _put(ws, r, 1, "Opex (power + hosting + rentals)", font=_F_BOLD, border=_BORDER)
@@ -877,8 +1124,16 @@ class _Writer:
         if t.total_budget_usd is not None and _finite(t.total_budget_usd):
             i = self.a.find(["budget"], ["total_usd", "total_budget_usd"])
             if i is None:
-                i = self.a.add(_ARow("budget", "total_usd", t.total_budget_usd, "USD", "plan.totals.total_budget_usd",
-                                     note="derived"))
+                i = self.a.add(
+                    _ARow(
+                        "budget",
+                        "total_usd",
+                        t.total_budget_usd,
+                        "USD",
+                        "plan.totals.total_budget_usd",
+                        note="derived",
+                    )
+                )
             r += 1
             _put(ws, r, 1, "Total budget")
             _put(ws, r, 2, F(f"={self.a.cell(i)}"), USD)
@@ -903,9 +1158,30 @@ class _Writer:
             r += 1
             crit = [(1, f"$A{r}")]
             _put(ws, r, 1, g, border=_BORDER)
-            _put(ws, r, 2, F("=" + _sumifs("Purchases", 4, FIRST_ROW, self.p_last, crit)), NUM0, border=_BORDER)
-            _put(ws, r, 3, F("=" + _sumifs("Purchases", 3, FIRST_ROW, self.p_last, crit)), NUM0, border=_BORDER)
-            _put(ws, r, 4, F("=" + _sumifs("Purchases", 8, FIRST_ROW, self.p_last, crit)), USD, border=_BORDER)
+            _put(
+                ws,
+                r,
+                2,
+                F("=" + _sumifs("Purchases", 4, FIRST_ROW, self.p_last, crit)),
+                NUM0,
+                border=_BORDER,
+            )
+            _put(
+                ws,
+                r,
+                3,
+                F("=" + _sumifs("Purchases", 3, FIRST_ROW, self.p_last, crit)),
+                NUM0,
+                border=_BORDER,
+            )
+            _put(
+                ws,
+                r,
+                4,
+                F("=" + _sumifs("Purchases", 8, FIRST_ROW, self.p_last, crit)),
+                USD,
+                border=_BORDER,
+            )
             _put(ws, r, 5, ", ".join(dict.fromkeys(months)), border=_BORDER)
 
         # what to rent
@@ -929,46 +1205,94 @@ class _Writer:
             r += 1
             crit = [(2, f"$A{r}")]
             _put(ws, r, 1, o, border=_BORDER)
-            _put(ws, r, 2, F("=" + _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)), NUM0, border=_BORDER)
+            _put(
+                ws,
+                r,
+                2,
+                F("=" + _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)),
+                NUM0,
+                border=_BORDER,
+            )
             _put(ws, r, 3, F(f"=B{r}/({self.H}*{nm})"), NUM1, border=_BORDER)
-            _put(ws, r, 4, F("=" + _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)), USD, border=_BORDER)
+            _put(
+                ws,
+                r,
+                4,
+                F("=" + _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)),
+                USD,
+                border=_BORDER,
+            )
             _put(ws, r, 5, desc, border=_BORDER)
         if plan.reservations:
             r += 2
             _put(ws, r, 1, "Reserved commitments (paid whether used or not)", font=_F_SECTION)
             r += 1
-            for j, hname in enumerate(["Offer", "GPUs", "Term (months)", "Cost USD (solver)", "Start, provider, rate"],
-                                      start=1):
-                _put(ws, r, j, hname, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
+            for j, hname in enumerate(
+                ["Offer", "GPUs", "Term (months)", "Cost USD (solver)", "Start, provider, rate"],
+                start=1,
+            ):
+                _put(
+                    ws,
+                    r,
+                    j,
+                    hname,
+                    font=_F_HEAD,
+                    fill=_FILL_HEAD,
+                    align=_HEAD_ALIGN,
+                    border=_BORDER,
+                )
             for res in plan.reservations:
                 r += 1
                 _put(ws, r, 1, res.offer, border=_BORDER)
                 _put(ws, r, 2, res.gpus, NUM0, border=_BORDER)
                 _put(ws, r, 3, res.term_months, NUM0, border=_BORDER)
                 _put(ws, r, 4, _num(res.usd), USD, border=_BORDER)
-                _put(ws, r, 5, f"from {res.start_month}, {res.provider}, ${res.usd_per_gpu_hour:,.3f}/GPU-h",
-                     border=_BORDER)
+                _put(
+                    ws,
+                    r,
+                    5,
+                    f"from {res.start_month}, {res.provider}, ${res.usd_per_gpu_hour:,.3f}/GPU-h",
+                    border=_BORDER,
+                )
 
         if self.a.missing:
             r += 2
-            _put(ws, r, 1, "Warning: inputs missing from the plan (set to 0 on the Assumptions sheet): "
-                 + "; ".join(self.a.missing), font=_F_WARN)
+            _put(
+                ws,
+                r,
+                1,
+                "Warning: inputs missing from the plan (set to 0 on the Assumptions sheet): "
+                + "; ".join(self.a.missing),
+                font=_F_WARN,
+            )
         r += 2
-        _put(ws, r, 1, "Every figure above is a live formula over the detail sheets; the inputs (prices, power, "
-             "PUE, hosting, budget) live on the Assumptions sheet. 'Solver' is the plan's own figure.", font=_F_SUB)
+        _put(
+            ws,
+            r,
+            1,
+            "Every figure above is a live formula over the detail sheets; the inputs (prices, power, "
+            "PUE, hosting, budget) live on the Assumptions sheet. 'Solver' is the plan's own figure.",
+            font=_F_SUB,
+        )
 
         for col, w in zip("ABCDE", (38, 17, 17, 14, 52), strict=True):
             ws.column_dimensions[col].width = w
         for name, row in (("total_cost_usd", total_row), ("capex_usd", capex_row)):
-            self.wb.defined_names[name] = DefinedName(name, attr_text=_sheet_ref("Summary", f"$B${row}"))
+            self.wb.defined_names[name] = DefinedName(
+                name, attr_text=_sheet_ref("Summary", f"$B${row}")
+            )
         _print_setup(ws, None, None)
         ws.sheet_view.showGridLines = False
 
     def charts(self) -> None:
         ws = self.ws["Charts"]
         plan = self.plan
-        _title(ws, "Charts", "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
-               "The charts follow every edit of the Assumptions.")
+        _title(
+            ws,
+            "Charts",
+            "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
+            "The charts follow every edit of the Assumptions.",
+        )
         cf = self.ws["Cash flow"]
         first, last = FIRST_ROW, self.cf_last
 
@@ -977,7 +1301,10 @@ class _Writer:
         spend.grouping = "stacked"
         spend.overlap = 100
         spend.title = "Monthly spend by kind (USD)"
-        spend.add_data(Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=last), titles_from_data=True)
+        spend.add_data(
+            Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=last),
+            titles_from_data=True,
+        )
         spend.set_categories(Reference(cf, min_col=1, min_row=first, max_row=last))
         _style_chart(spend, '"$"#,##0', _KIND_COLORS)
         ws.add_chart(spend, "A4")
@@ -988,7 +1315,9 @@ class _Writer:
         split.title = "Cost split (USD)"
         capex_row, p, h, rr = self.split_rows
         # capex, power, hosting and rentals are contiguous rows on Summary
-        split.add_data(Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False)
+        split.add_data(
+            Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False
+        )
         split.set_categories(Reference(s, min_col=1, min_row=capex_row, max_row=rr))
         _style_chart(split, '"$"#,##0', ["1F4E79"])
         split.width = 13
@@ -998,7 +1327,13 @@ class _Writer:
         split.y_axis.majorGridlines = None
         split.dataLabels = DataLabelList()
         split.dataLabels.showVal = True
-        for flag in ("showPercent", "showCatName", "showSerName", "showLegendKey", "showLeaderLines"):
+        for flag in (
+            "showPercent",
+            "showCatName",
+            "showSerName",
+            "showLegendKey",
+            "showLeaderLines",
+        ):
             setattr(split.dataLabels, flag, False)
         split.dataLabels.numFmt = '"$"#,##0'
         ws.add_chart(split, "K4")
@@ -1006,8 +1341,13 @@ class _Writer:
         # fleet helper table (live: SUMIFS over Fleet), below the charts
         hc = 1
         top = 44
-        _put(ws, top - 1, hc, "Chart data: fleet by GPU type, owned GPUs and rented (average GPUs in use)",
-             font=_F_SECTION)
+        _put(
+            ws,
+            top - 1,
+            hc,
+            "Chart data: fleet by GPU type, owned GPUs and rented (average GPUs in use)",
+            font=_F_SECTION,
+        )
         fcols = [_Col("Month", 10, MONTH_FMT)]
         for g in self.gpus:
             fcols += [_Col(f"{g} owned", 11, NUM1), _Col(f"{g} rented", 11, NUM1)]
@@ -1028,8 +1368,12 @@ class _Writer:
             fleet.grouping = "stacked"
             fleet.overlap = 100
             fleet.title = "Fleet: owned vs rented GPUs"
-            fleet.add_data(Reference(ws, min_col=hc + 1, max_col=hc + len(fcols) - 1, min_row=top, max_row=flast),
-                           titles_from_data=True)
+            fleet.add_data(
+                Reference(
+                    ws, min_col=hc + 1, max_col=hc + len(fcols) - 1, min_row=top, max_row=flast
+                ),
+                titles_from_data=True,
+            )
             fleet.set_categories(Reference(ws, min_col=hc, min_row=top + 1, max_row=flast))
             colors = [c for k in range(len(self.gpus)) for c in _GPU_COLORS[k % len(_GPU_COLORS)]]
             _style_chart(fleet, "#,##0", colors)
@@ -1059,8 +1403,14 @@ class _Writer:
 
 
 _KIND_COLORS = ["1F4E79", "ED7D31", "A5A5A5", "70AD47"]  # capex, power, hosting, rentals
-_GPU_COLORS = [("1F4E79", "9DC3E6"), ("C55A11", "F4B183"), ("548235", "A9D18E"), ("7030A0", "CDB4E0"),
-               ("BF8F00", "FFE699"), ("2F5597", "B4C7E7")]  # (owned, rented) per GPU type
+_GPU_COLORS = [
+    ("1F4E79", "9DC3E6"),
+    ("C55A11", "F4B183"),
+    ("548235", "A9D18E"),
+    ("7030A0", "CDB4E0"),
+    ("BF8F00", "FFE699"),
+    ("2F5597", "B4C7E7"),
+]  # (owned, rented) per GPU type
 
 
 def _style_chart(ch: BarChart, numfmt: str, colors: Sequence[str]) -> None:

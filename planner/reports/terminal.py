@@ -24,14 +24,20 @@ def print_summary(plan: Plan, console: Console | None = None) -> None:
     for col in ("capex", "power", "hosting", "rental", "total", "capex budget"):
         tot.add_column(col, justify="right")
     tot.add_row(
-        usd(t.capex_usd), usd(t.power_usd), usd(t.hosting_usd), usd(t.rental_usd),
-        f"[bold]{usd(t.total_usd)}[/bold]", usd(t.capex_budget_usd),
+        usd(t.capex_usd),
+        usd(t.power_usd),
+        usd(t.hosting_usd),
+        usd(t.rental_usd),
+        f"[bold]{usd(t.total_usd)}[/bold]",
+        usd(t.capex_budget_usd),
     )
     c.print(tot)
     if plan.purchases:
         pt = Table(title="Buy")
         for col in ("month", "gpu", "count", "unit (GPU + server)", "total"):
-            pt.add_column(col, justify="right" if col in ("count", "unit (GPU + server)", "total") else "left")
+            pt.add_column(
+                col, justify="right" if col in ("count", "unit (GPU + server)", "total") else "left"
+            )
         for p in plan.purchases:
             pt.add_row(p.month, p.gpu, str(p.count), usd(p.unit_usd), usd(p.total_usd))
         c.print(pt)
@@ -43,7 +49,9 @@ def print_summary(plan: Plan, console: Console | None = None) -> None:
             a[1] += r.usd
         rt = Table(title="Rent")
         for col in ("provider", "gpu", "kind", "$/GPU-h", "GPU-hours", "cost"):
-            rt.add_column(col, justify="right" if col in ("$/GPU-h", "GPU-hours", "cost") else "left")
+            rt.add_column(
+                col, justify="right" if col in ("$/GPU-h", "GPU-hours", "cost") else "left"
+            )
         for (prov, gpu, kind), (h, u, rate) in sorted(agg.items()):
             rt.add_row(prov, gpu, kind, f"{rate:.2f}", f"{h:,.0f}", usd(u))
         c.print(rt)
@@ -54,8 +62,14 @@ def print_summary(plan: Plan, console: Console | None = None) -> None:
         pred = ", ".join(f"{k} {v:,.1f}" for k, v in w.predicted.items())
         targ = ", ".join(f"{k} {v:,.1f}" for k, v in w.target.items())
         wt.add_row(
-            w.name, w.kind, "+".join(w.gpu), str(w.gpus), pred, targ,
+            w.name,
+            w.kind,
+            "+".join(w.gpu),
+            str(w.gpus),
+            pred,
+            targ,
             "[green]yes[/green]" if w.meets_target else "[red]NO[/red]",
-            usd(w.cost_usd), f"{w.cost_share:.0%}",
+            usd(w.cost_usd),
+            f"{w.cost_share:.0%}",
         )
     c.print(wt)

@@ -31,7 +31,18 @@ _F_HEAD = Font(name="Arial", size=10, bold=True, color="FFFFFF")
 _F_BOLD = Font(name="Arial", size=10, bold=True)
 _FILL_HEAD = PatternFill("solid", fgColor="1F3864")
 _HEAD_ROW = 4
-_COLORS = ["1F4E79", "C55A11", "548235", "7030A0", "BF8F00", "2F5597", "C00000", "00B0F0", "7F7F7F", "FFC000"]
+_COLORS = [
+    "1F4E79",
+    "C55A11",
+    "548235",
+    "7030A0",
+    "BF8F00",
+    "2F5597",
+    "C00000",
+    "00B0F0",
+    "7F7F7F",
+    "FFC000",
+]
 
 
 def _num(x: Any) -> Any:
@@ -82,33 +93,61 @@ def _scenario_sheet(wb: Workbook, res, note: str | None) -> None:
     results = res.results
     gpus = sorted({g for r in results for g in r.bought})
     _put(ws, 1, 1, f"What-if: {Path(res.base.path).name}", font=_F_TITLE)
-    varied = "; ".join(f"{v.key} = {', '.join(f'{x:g}' if isinstance(x, float) else str(x) for x in v.values)}"
-                       for v in res.varies)
+    varied = "; ".join(
+        f"{v.key} = {', '.join(f'{x:g}' if isinstance(x, float) else str(x) for x in v.values)}"
+        for v in res.varies
+    )
     ok = sum(1 for r in results if r.ok)
-    sub = (f"{len(results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
-           "The other sheets are the base plan (the problem file as written).")
+    sub = (
+        f"{len(results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
+        "The other sheets are the base plan (the problem file as written)."
+    )
     if note:
         sub += " " + note
     _put(ws, 2, 1, sub, font=_F_SUB)
     cols: list[tuple[str, str | None, float]] = [("#", "0", 5)]
     cols += [(k, None, max(10, len(k) * 1.1)) for k in keys]
-    cols += [("status", None, 11), ("total (USD)", USD, 13), ("capex (USD)", USD, 12),
-             ("power (USD)", USD, 11), ("hosting (USD)", USD, 11), ("rental (USD)", USD, 12)]
+    cols += [
+        ("status", None, 11),
+        ("total (USD)", USD, 13),
+        ("capex (USD)", USD, 12),
+        ("power (USD)", USD, 11),
+        ("hosting (USD)", USD, 11),
+        ("rental (USD)", USD, 12),
+    ]
     cols += [(f"bought {g}", "0", 11) for g in gpus]
-    cols += [("owned GPU-h", "#,##0", 12), ("rented GPU-h", "#,##0", 12), ("rented share", PCT, 10),
-             ("USD per 1M tokens (serving)", RATE, 13), ("message", None, 60)]
+    cols += [
+        ("owned GPU-h", "#,##0", 12),
+        ("rented GPU-h", "#,##0", 12),
+        ("rented share", PCT, 10),
+        ("USD per 1M tokens (serving)", RATE, 13),
+        ("message", None, 60),
+    ]
     names = _unique([c[0] for c in cols])
     _headers(ws, _HEAD_ROW, names)
     r = _HEAD_ROW
     for r, s in enumerate(results, start=_HEAD_ROW + 1):
         t = s.totals or {}
         row: list[Any] = [s.index + 1] + [s.params.get(k) for k in keys] + [s.status]
-        row += [t.get("total_usd"), t.get("capex_usd"), t.get("power_usd"), t.get("hosting_usd"), t.get("rental_usd")]
+        row += [
+            t.get("total_usd"),
+            t.get("capex_usd"),
+            t.get("power_usd"),
+            t.get("hosting_usd"),
+            t.get("rental_usd"),
+        ]
         row += [s.bought.get(g, 0) if s.ok else None for g in gpus]
-        row += [sum(s.owned_gpu_hours.values()) if s.ok else None,
-                sum(s.rented_gpu_hours.values()) if s.ok else None,
-                s.rented_share, s.usd_per_1m_tokens,
-                "" if s.ok and s.status == "optimal" else (s.message or "").splitlines()[0] if s.message else ""]
+        row += [
+            sum(s.owned_gpu_hours.values()) if s.ok else None,
+            sum(s.rented_gpu_hours.values()) if s.ok else None,
+            s.rented_share,
+            s.usd_per_1m_tokens,
+            ""
+            if s.ok and s.status == "optimal"
+            else (s.message or "").splitlines()[0]
+            if s.message
+            else "",
+        ]
         for j, (v, (_, fmt, _w)) in enumerate(zip(row, cols, strict=True), start=1):
             _put(ws, r, j, v, fmt)
     for j, (_, _, w) in enumerate(cols, start=1):
@@ -116,7 +155,9 @@ def _scenario_sheet(wb: Workbook, res, note: str | None) -> None:
     last = max(r, _HEAD_ROW + 1)
     if r == _HEAD_ROW:  # a table needs a data row
         _put(ws, last, 1, None)
-    tab = Table(displayName="WhatIfScenarios", ref=f"A{_HEAD_ROW}:{get_column_letter(len(cols))}{last}")
+    tab = Table(
+        displayName="WhatIfScenarios", ref=f"A{_HEAD_ROW}:{get_column_letter(len(cols))}{last}"
+    )
     tab.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
     ws.add_table(tab)
     ws.freeze_panes = ws.cell(_HEAD_ROW + 1, 2 + len(keys))
@@ -143,15 +184,23 @@ def _chart_sheet(wb: Workbook, res) -> None:
         return
     ws = wb.create_sheet(CHART_SHEET, 1)
     _put(ws, 1, 1, "What-if charts", font=_F_TITLE)
-    _put(ws, 2, 1, "Total cost and rented share (rented / (owned busy + rented) GPU-hours) against each varied "
-                   "parameter; the tables beside each chart are its data. Failed scenarios are gaps.", font=_F_SUB)
+    _put(
+        ws,
+        2,
+        1,
+        "Total cost and rented share (rented / (owned busy + rented) GPU-hours) against each varied "
+        "parameter; the tables beside each chart are its data. Failed scenarios are gaps.",
+        font=_F_SUB,
+    )
     metrics = [
         ("total cost (USD)", lambda r: (r.totals or {}).get("total_usd"), USD, '"$"#,##0'),
         ("rented share of GPU-hours", lambda r: r.rented_share, PCT, "0%"),
     ]
     row = 4
     widest = max(1 + (len(v.values) if len(varies) > 1 else 1) for v in varies)
-    anchor_col = get_column_letter(max(widest, 1 + max((len(o.values) for o in varies[:2]), default=1)) + 2)
+    anchor_col = get_column_letter(
+        max(widest, 1 + max((len(o.values) for o in varies[:2]), default=1)) + 2
+    )
     for xv in varies:
         others = [v for v in varies if v is not xv]
         sv = others[0] if others else None
@@ -159,7 +208,9 @@ def _chart_sheet(wb: Workbook, res) -> None:
         s_vals = sv.values if sv else [None]
         numeric = _numeric(xv.values)
         for mi, (mname, metric, fmt, axis_fmt) in enumerate(metrics):
-            data = _pivot(res.results, xv.key, sv.key if sv else None, fixed, xv.values, s_vals, metric)
+            data = _pivot(
+                res.results, xv.key, sv.key if sv else None, fixed, xv.values, s_vals, metric
+            )
             head = [xv.key] + ([f"{sv.key}={_value_label(s)}" for s in s_vals] if sv else [mname])
             _headers(ws, row, head)
             for i, x in enumerate(xv.values, start=1):
@@ -230,8 +281,10 @@ def build_whatif_workbook(res) -> tuple[Workbook, str | None]:
         except Exception as exc:  # noqa: BLE001 - the scenarios matter more than the reference sheets
             warning = f"the base plan's sheets could not be built ({type(exc).__name__}: {exc})"
     elif res.base_result is not None:
-        warning = (f"the base problem has no plan ({res.base_result.status}: "
-                   f"{(res.base_result.message or '').splitlines()[0] if res.base_result.message else ''})")
+        warning = (
+            f"the base problem has no plan ({res.base_result.status}: "
+            f"{(res.base_result.message or '').splitlines()[0] if res.base_result.message else ''})"
+        )
     if wb is None:
         wb = Workbook()
         wb.remove(wb.active)
