@@ -84,8 +84,14 @@ def _serve(rng: random.Random, i: int, months: int, context: dict[str, int]) -> 
             "utilization": round(rng.uniform(0.3, 0.8), 2),
             "growth_per_month": round(rng.uniform(0.0, 0.05), 3),
         },
-        "tokens": {"prompt": rng.choice((200, 500, 1000, 2000)), "output": rng.choice((100, 250, 500))},
-        "slo": {"p95_ttft_ms": rng.choice((800, 1000, 2000)), "p95_tpot_ms": rng.choice((50, 60, 100))},
+        "tokens": {
+            "prompt": rng.choice((200, 500, 1000, 2000)),
+            "output": rng.choice((100, 250, 500)),
+        },
+        "slo": {
+            "p95_ttft_ms": rng.choice((800, 1000, 2000)),
+            "p95_tpot_ms": rng.choice((50, 60, 100)),
+        },
     }
     tok = w["tokens"]  # prompt + output must fit the model's context (no extra random draws)
     tok["prompt"] = min(tok["prompt"], context[model] - tok["output"])
@@ -104,13 +110,21 @@ def _train(rng: random.Random, i: int, months: int) -> dict[str, Any]:
         "model": model,
         "tokens": float(f"{_loguniform(rng, lo, hi):.3g}"),
         "method": method,
-        "window": {"start": month_label(START, start), "deadline": month_label(START, start + length - 1)},
-        "spot": {"allowed": rng.random() < 0.7, "max_share": round(rng.uniform(0.2, 0.8), 2),
-                 "overhead": round(rng.uniform(0.05, 0.3), 2)},
+        "window": {
+            "start": month_label(START, start),
+            "deadline": month_label(START, start + length - 1),
+        },
+        "spot": {
+            "allowed": rng.random() < 0.7,
+            "max_share": round(rng.uniform(0.2, 0.8), 2),
+            "overhead": round(rng.uniform(0.05, 0.3), 2),
+        },
     }
 
 
-def generate(workloads: int, gpus: int | str = "all", months: int = 36, seed: int = 0) -> dict[str, Any]:
+def generate(
+    workloads: int, gpus: int | str = "all", months: int = 36, seed: int = 0
+) -> dict[str, Any]:
     """A problem as a dict (YAML-ready), validated by :class:`planner.problem.Problem`."""
     if workloads < 1:
         raise ValueError("workloads must be >= 1")
@@ -146,7 +160,9 @@ def generate(workloads: int, gpus: int | str = "all", months: int = 36, seed: in
 
 def load_inputs(data: dict[str, Any]) -> Inputs:
     """Validate and resolve a generated problem against the catalogs."""
-    return resolve(Problem.model_validate(data), gpu_catalog=load_gpus(), model_catalog=load_models())
+    return resolve(
+        Problem.model_validate(data), gpu_catalog=load_gpus(), model_catalog=load_models()
+    )
 
 
 def to_yaml(data: dict[str, Any]) -> str:

@@ -84,13 +84,26 @@ def child(size: str, solver: str, time_limit: float, gap: float, seed: int, veri
 
 
 def run_one(size: str, solver: str, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", size, "--solvers", solver,
-           "--time-limit", str(args.time_limit), "--gap", str(args.gap), "--seed", str(args.seed)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        size,
+        "--solvers",
+        solver,
+        "--time-limit",
+        str(args.time_limit),
+        "--gap",
+        str(args.gap),
+        "--seed",
+        str(args.seed),
+    ]
     if args.verify:
         cmd.append("--verify")
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                           timeout=args.time_limit * 3 + 600)
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.time_limit * 3 + 600
+        )
     except subprocess.TimeoutExpired:
         return {"size": size, "solver": solver, "status": "timeout"}
     for line in reversed(p.stdout.splitlines()):
@@ -129,7 +142,9 @@ HEADER = (
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="planner benchmark ladder")
     ap.add_argument("--quick", action="store_true", help="short ladder: " + ", ".join(QUICK))
-    ap.add_argument("--sizes", help="comma-separated WORKLOADSxGPUSxMONTHS, e.g. 50xallx36,200x4x12")
+    ap.add_argument(
+        "--sizes", help="comma-separated WORKLOADSxGPUSxMONTHS, e.g. 50xallx36,200x4x12"
+    )
     ap.add_argument("--solvers", default="cbc,highs", help="comma-separated: cbc,highs")
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--gap", type=float, default=0.001)
@@ -139,12 +154,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.solvers, args.time_limit, args.gap, args.seed, args.verify)))
+        print(
+            json.dumps(
+                child(args.child, args.solvers, args.time_limit, args.gap, args.seed, args.verify)
+            )
+        )
         return
     sizes = args.sizes.split(",") if args.sizes else (QUICK if args.quick else FULL)
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    print(f"# planner benchmark  seed={args.seed} time_limit={args.time_limit:g}s gap={args.gap:g} "
-          f"cpus={os.cpu_count()} python={sys.version.split()[0]}")
+    print(
+        f"# planner benchmark  seed={args.seed} time_limit={args.time_limit:g}s gap={args.gap:g} "
+        f"cpus={os.cpu_count()} python={sys.version.split()[0]}"
+    )
     print(HEADER + (" verified |" if args.verify else ""))
     print("|" + "---|" * (HEADER.count("|") - 1 + (1 if args.verify else 0)))
     for size in sizes:

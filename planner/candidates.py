@@ -116,7 +116,9 @@ def train_candidates(
             if extra >= TRAIN_EXTRA_SIZES:
                 break
         if first is None:
-            dropped.append(Dropped(workload=job.name, gpu=gid, config="any size", reason=last_reason))
+            dropped.append(
+                Dropped(workload=job.name, gpu=gid, config="any size", reason=last_reason)
+            )
     return out, dropped
 
 
@@ -228,7 +230,9 @@ def serve_rental_pairs(
         c, o = kept[i]
         return (c.rate_rps, o.usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
 
-    leaders = [rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None]
+    leaders = [
+        rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None
+    ]
     out = []
     for i, (c, o) in enumerate(kept):
         if o.kind != "reserved":
@@ -302,8 +306,10 @@ def _physics(inputs: Inputs, calib: Calibration, window_hours: dict[str, float])
         if "fork" in multiprocessing.get_all_start_methods():
             try:
                 with ProcessPoolExecutor(
-                    workers, mp_context=multiprocessing.get_context("fork"),
-                    initializer=_worker_init, initargs=(inputs, calib),
+                    workers,
+                    mp_context=multiprocessing.get_context("fork"),
+                    initializer=_worker_init,
+                    initargs=(inputs, calib),
                 ) as pool:
                     results = list(pool.map(_worker_task, *zip(*tasks, strict=True), chunksize=4))
             except Exception:  # noqa: BLE001 (BrokenProcessPool, OSError, pickling, ...)
@@ -334,7 +340,11 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
         cands.dropped.extend(dropped)
     for w, (sc, dropped) in zip(p.workloads.serve, serve_res, strict=True):
         a = month_index(p.horizon.start, w.start)
-        b = p.horizon.months - 1 if w.end is None else min(p.horizon.months - 1, month_index(p.horizon.start, w.end))
+        b = (
+            p.horizon.months - 1
+            if w.end is None
+            else min(p.horizon.months - 1, month_index(p.horizon.start, w.end))
+        )
         cands.active[w.name] = list(range(a, b + 1))
         slices = load_slices(w.traffic.utilization)
         cands.serve_loads[w.name] = [s.load for s in slices]

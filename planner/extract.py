@@ -71,7 +71,9 @@ def gpu_assumptions(gpu: GpuSpec) -> list[Assumption]:
         if isinstance(f, Sourced) and f.note:
             src += f"; {f.note}"
         out.append(
-            Assumption(group=f"gpu:{gpu.id}", key=key, value=f.value, unit=unit, source=src, as_of=f.as_of)
+            Assumption(
+                group=f"gpu:{gpu.id}", key=key, value=f.value, unit=unit, source=src, as_of=f.as_of
+            )
         )
     out.append(Assumption(group=f"gpu:{gpu.id}", key="class", value=gpu.klass, source=gpu.name))
     return out
@@ -129,9 +131,15 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         if val:
             serve_alloc.append(
                 ServeAllocation(
-                    workload=w, month=months[t], slice=slices[s].name, gpu=c.gpu,
-                    gpus_per_replica=c.tp, rate_rps_per_replica=c.rate_rps, source="owned",
-                    replicas=val, demand_rps=cands.demand[(w, t, s)],
+                    workload=w,
+                    month=months[t],
+                    slice=slices[s].name,
+                    gpu=c.gpu,
+                    gpus_per_replica=c.tp,
+                    rate_rps_per_replica=c.rate_rps,
+                    source="owned",
+                    replicas=val,
+                    demand_rps=cands.demand[(w, t, s)],
                 )
             )
             gh = val * c.tp * slices[s].hours_per_month
@@ -145,9 +153,15 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         if val > EPS:
             serve_alloc.append(
                 ServeAllocation(
-                    workload=w, month=months[t], slice=slices[s].name, gpu=c.gpu,
-                    gpus_per_replica=c.tp, rate_rps_per_replica=c.rate_rps, source=oid,
-                    replicas=val, demand_rps=cands.demand[(w, t, s)],
+                    workload=w,
+                    month=months[t],
+                    slice=slices[s].name,
+                    gpu=c.gpu,
+                    gpus_per_replica=c.tp,
+                    rate_rps_per_replica=c.rate_rps,
+                    source=oid,
+                    replicas=val,
+                    demand_rps=cands.demand[(w, t, s)],
                 )
             )
             if cands.offers[oid].kind != "reserved":
@@ -172,8 +186,14 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
             c = m.train_cand(job, key)
             train_alloc.append(
                 TrainAllocation(
-                    workload=job, month=months[t], slice=slices[s].name, gpu=c.gpu, gpus=c.gpus,
-                    source="owned", wall_hours=val, progress_hours=val,
+                    workload=job,
+                    month=months[t],
+                    slice=slices[s].name,
+                    gpu=c.gpu,
+                    gpus=c.gpus,
+                    source="owned",
+                    wall_hours=val,
+                    progress_hours=val,
                 )
             )
             busy[(c.gpu, t)] += val * c.gpus
@@ -187,7 +207,9 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                 used[a.month] += a.wall_hours
         window = list(cands.window[job])
         job_spec = next(j for j in p.workloads.train if j.name == job)
-        for (jj, kk, oid), r in sorted(m.r.items(), key=lambda kv: (cands.offers[kv[0][2]].kind, kv[0][2])):
+        for (jj, kk, oid), r in sorted(
+            m.r.items(), key=lambda kv: (cands.offers[kv[0][2]].kind, kv[0][2])
+        ):
             if jj != job or kk != key:
                 continue
             left = _v(r)
@@ -207,19 +229,33 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                 left -= take
                 train_alloc.append(
                     TrainAllocation(
-                        workload=job, month=months[t], slice=None, gpu=c.gpu, gpus=c.gpus,
-                        source=oid, wall_hours=take, progress_hours=take * factor,
+                        workload=job,
+                        month=months[t],
+                        slice=None,
+                        gpu=c.gpu,
+                        gpus=c.gpus,
+                        source=oid,
+                        wall_hours=take,
+                        progress_hours=take * factor,
                     )
                 )
                 rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)
 
     rentals: list[Rental] = []
-    for (oid, w, t), gh in sorted(rent_hours.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+    for (oid, w, t), gh in sorted(
+        rent_hours.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])
+    ):
         o = cands.offers[oid]
         rentals.append(
             Rental(
-                provider=o.provider, offer=oid, gpu=o.gpu, kind=o.kind, month=months[t],
-                workload=w, gpu_hours=gh, usd_per_gpu_hour=o.usd_per_gpu_hour,
+                provider=o.provider,
+                offer=oid,
+                gpu=o.gpu,
+                kind=o.kind,
+                month=months[t],
+                workload=w,
+                gpu_hours=gh,
+                usd_per_gpu_hour=o.usd_per_gpu_hour,
                 usd=gh * o.usd_per_gpu_hour,
             )
         )
@@ -234,8 +270,14 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         gpus = count * o.gpus_per_instance
         reservations.append(
             Reservation(
-                offer=oid, provider=o.provider, gpu=o.gpu, start_month=months[t0], term_months=L,
-                gpus=gpus, usd_per_gpu_hour=o.usd_per_gpu_hour, hours=L * H,
+                offer=oid,
+                provider=o.provider,
+                gpu=o.gpu,
+                start_month=months[t0],
+                term_months=L,
+                gpus=gpus,
+                usd_per_gpu_hour=o.usd_per_gpu_hour,
+                hours=L * H,
                 usd=gpus * L * H * o.usd_per_gpu_hour,
             )
         )
@@ -243,8 +285,14 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
             reserved_active[(o.gpu, t)] += gpus
             rentals.append(
                 Rental(
-                    provider=o.provider, offer=oid, gpu=o.gpu, kind="reserved", month=months[t],
-                    workload="(reserved)", gpu_hours=gpus * H, usd_per_gpu_hour=o.usd_per_gpu_hour,
+                    provider=o.provider,
+                    offer=oid,
+                    gpu=o.gpu,
+                    kind="reserved",
+                    month=months[t],
+                    workload="(reserved)",
+                    gpu_hours=gpus * H,
+                    usd_per_gpu_hour=o.usd_per_gpu_hour,
                     usd=gpus * H * o.usd_per_gpu_hour,
                 )
             )
@@ -274,11 +322,18 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
             if own or rented_by_gpu[(g, t)] or reserved_active[(g, t)]:
                 fleet.append(
                     FleetMonth(
-                        gpu=g, month=months[t], bought=bought[(g, t)], owned=own,
-                        reserved=reserved_active[(g, t)], owned_busy_gpu_hours=b,
+                        gpu=g,
+                        month=months[t],
+                        bought=bought[(g, t)],
+                        owned=own,
+                        reserved=reserved_active[(g, t)],
+                        owned_busy_gpu_hours=b,
                         rented_gpu_hours=rented_by_gpu[(g, t)],
                         owned_utilization=b / (own * H) if own else 0.0,
-                        power_kw=own * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000,
+                        power_kw=own
+                        * (gpu.tdp_w.value + gpu.host_w_per_gpu.value)
+                        * site.pue
+                        / 1000,
                     )
                 )
     cash: list[MonthCost] = []
@@ -289,8 +344,13 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         running += tot
         cash.append(
             MonthCost(
-                month=months[t], capex_usd=c["capex"], power_usd=c["power"],
-                hosting_usd=c["hosting"], rental_usd=c["rental"], total_usd=tot, cumulative_usd=running,
+                month=months[t],
+                capex_usd=c["capex"],
+                power_usd=c["power"],
+                hosting_usd=c["hosting"],
+                rental_usd=c["rental"],
+                total_usd=tot,
+                cumulative_usd=running,
             )
         )
     totals = Totals(
@@ -316,7 +376,9 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     for a in serve_alloc:
         if a.source != "owned" and cands.offers[a.source].kind == "reserved":
             sl = next(x for x in slices if x.name == a.slice)
-            reserved_use[(a.workload, a.gpu)] += a.replicas * a.gpus_per_replica * sl.hours_per_month
+            reserved_use[(a.workload, a.gpu)] += (
+                a.replicas * a.gpus_per_replica * sl.hours_per_month
+            )
     reserved_use_total = defaultdict(float)
     for (_w, g), h in reserved_use.items():
         reserved_use_total[g] += h
@@ -345,10 +407,16 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         predicted = {"wall_hours": round(train_wall[job.name], 6)}
         target = {"wall_hours": cands.window_hours[job.name]}
         cost = workload_cost(job.name)
-        owned_h = sum(a.wall_hours for a in train_alloc if a.workload == job.name and a.source == "owned")
+        owned_h = sum(
+            a.wall_hours for a in train_alloc if a.workload == job.name and a.source == "owned"
+        )
         results.append(
             WorkloadResult(
-                name=job.name, kind="train", model=job.model, gpu=[c.gpu], gpus=c.gpus,
+                name=job.name,
+                kind="train",
+                model=job.model,
+                gpu=[c.gpu],
+                gpus=c.gpus,
                 config={
                     "method": job.method,
                     "layout": est.layout.__dict__ if est.layout else None,
@@ -359,9 +427,11 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                     "owned_wall_hours": owned_h,
                     "rented_wall_hours": train_wall[job.name] - owned_h,
                 },
-                cost_usd=cost, cost_share=0.0,
+                cost_usd=cost,
+                cost_share=0.0,
                 meets_target=predicted["wall_hours"] <= target["wall_hours"] + 1e-6,
-                predicted=predicted, target=target,
+                predicted=predicted,
+                target=target,
                 slack={"wall_hours": target["wall_hours"] - predicted["wall_hours"]},
                 tokens=job.tokens,
                 usd_per_1m_tokens=cost / job.tokens * 1e6,
@@ -392,20 +462,30 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         target = {"p95_ttft_ms": w.slo.p95_ttft_ms, "p95_tpot_ms": w.slo.p95_tpot_ms}
         results.append(
             WorkloadResult(
-                name=w.name, kind="serve", model=w.model, gpu=sorted({c.gpu for c in cl}),
+                name=w.name,
+                kind="serve",
+                model=w.model,
+                gpu=sorted({c.gpu for c in cl}),
                 gpus=int(round(serve_peak_gpus[w.name] + 0.4999)),
                 config={
                     "precision": w.precision,
                     "replicas": [
-                        {"gpu": c.gpu, "gpus_per_replica": c.tp, "batch": c.capacity.batch,
-                         "rate_rps_per_replica": c.rate_rps, "tokens_per_s": c.capacity.tokens_per_s}
+                        {
+                            "gpu": c.gpu,
+                            "gpus_per_replica": c.tp,
+                            "batch": c.capacity.batch,
+                            "rate_rps_per_replica": c.rate_rps,
+                            "tokens_per_s": c.capacity.tokens_per_s,
+                        }
                         for c in cl
                     ],
                     "demand_covered": covered,
                 },
-                cost_usd=cost, cost_share=0.0,
+                cost_usd=cost,
+                cost_share=0.0,
                 meets_target=covered and ttft <= w.slo.p95_ttft_ms and tpot <= w.slo.p95_tpot_ms,
-                predicted=predicted, target=target,
+                predicted=predicted,
+                target=target,
                 slack={k: target[k] - predicted[k] for k in target},
                 tokens=tokens,
                 usd_per_1m_tokens=cost / tokens * 1e6 if tokens else None,
@@ -418,14 +498,51 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         Assumption(group="problem", key="name", value=p.name),
         Assumption(group="problem", key="file", value=inputs.source_path),
         Assumption(group="problem", key="sha256", value=inputs.source_sha256),
-        Assumption(group="problem", key="horizon", value=f"{p.horizon.start} + {p.horizon.months} months"),
-        Assumption(group="budget", key="capex_usd", value=p.budget.capex_usd, unit="USD", source="problem file"),
-        Assumption(group="budget", key="total_usd", value=p.budget.total_usd, unit="USD", source="problem file"),
-        Assumption(group="site", key="power_usd_per_kwh", value=site.power_usd_per_kwh, unit="USD/kWh", source="problem file"),
+        Assumption(
+            group="problem", key="horizon", value=f"{p.horizon.start} + {p.horizon.months} months"
+        ),
+        Assumption(
+            group="budget",
+            key="capex_usd",
+            value=p.budget.capex_usd,
+            unit="USD",
+            source="problem file",
+        ),
+        Assumption(
+            group="budget",
+            key="total_usd",
+            value=p.budget.total_usd,
+            unit="USD",
+            source="problem file",
+        ),
+        Assumption(
+            group="site",
+            key="power_usd_per_kwh",
+            value=site.power_usd_per_kwh,
+            unit="USD/kWh",
+            source="problem file",
+        ),
         Assumption(group="site", key="pue", value=site.pue, unit="", source="problem file"),
-        Assumption(group="site", key="hosting_usd_per_gpu_month", value=site.hosting_usd_per_gpu_month, unit="USD/GPU-month", source="problem file"),
-        Assumption(group="site", key="power_cap_kw", value=site.power_cap_kw, unit="kW", source="problem file"),
-        Assumption(group="site", key="consumer_gpus_allowed", value=site.consumer_gpus_allowed, source="problem file"),
+        Assumption(
+            group="site",
+            key="hosting_usd_per_gpu_month",
+            value=site.hosting_usd_per_gpu_month,
+            unit="USD/GPU-month",
+            source="problem file",
+        ),
+        Assumption(
+            group="site",
+            key="power_cap_kw",
+            value=site.power_cap_kw,
+            unit="kW",
+            source="problem file",
+        ),
+        Assumption(
+            group="site",
+            key="consumer_gpus_allowed",
+            value=site.consumer_gpus_allowed,
+            source="problem file",
+        ),
         Assumption(group="site", key="hours_per_month", value=H, unit="h", source="8760 h / 12"),
         Assumption(group="solver", key="status", value=result.status),
         Assumption(group="solver", key="solver", value=result.solver),
@@ -439,20 +556,35 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     for oid, o in cands.offers.items():
         if oid in used_offers:
             assumptions.append(
-                Assumption(group=f"offer:{oid}", key="usd_per_gpu_hour", value=o.usd_per_gpu_hour,
-                           unit="USD/GPU-h", source=f"{o.provider} {o.kind} {o.instance_type or ''}: {o.source}",
-                           as_of=o.as_of)
+                Assumption(
+                    group=f"offer:{oid}",
+                    key="usd_per_gpu_hour",
+                    value=o.usd_per_gpu_hour,
+                    unit="USD/GPU-h",
+                    source=f"{o.provider} {o.kind} {o.instance_type or ''}: {o.source}",
+                    as_of=o.as_of,
+                )
             )
     for sl in slices:
         assumptions.append(
-            Assumption(group="slices", key=sl.name, value=sl.hours_per_month, unit="h/month",
-                       source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.demand)")
+            Assumption(
+                group="slices",
+                key=sl.name,
+                value=sl.hours_per_month,
+                unit="h/month",
+                source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.demand)",
+            )
         )
     for w in p.workloads.serve:
         for sl, load in zip(slices, cands.serve_loads[w.name], strict=True):
             assumptions.append(
-                Assumption(group=f"load:{w.name}", key=sl.name, value=round(load, 6), unit="x peak",
-                           source=f"utilization {w.traffic.utilization} (mean/peak)")
+                Assumption(
+                    group=f"load:{w.name}",
+                    key=sl.name,
+                    value=round(load, 6),
+                    unit="x peak",
+                    source=f"utilization {w.traffic.utilization} (mean/peak)",
+                )
             )
 
     return Plan(

@@ -177,8 +177,13 @@ class PlannerModel:
             self._serve_index = {(k, c.key): c for k, cl in self.cands.serve.items() for c in cl}
         return self._serve_index[(w, key)]
 
-    def var(self, name: str, low: float | None = 0, up: float | None = None,
-            cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+    def var(
+        self,
+        name: str,
+        low: float | None = 0,
+        up: float | None = None,
+        cat: str = pulp.LpContinuous,
+    ) -> pulp.LpVariable:
         return self.prob.add_variable(name, low, up, cat)
 
     def add(self, terms, sense: int, rhs: float, name: str) -> None:
@@ -266,14 +271,17 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
     """
     spot_ok = m.inputs.problem.offers.spot_for_serving
     plain = [
-        o for o in m.cands.offers.values()
+        o
+        for o in m.cands.offers.values()
         if o.kind != "reserved" and o.max_gpus is None and (o.kind != "spot" or spot_ok)
     ]
     value: dict[str, float] = {g: 0.0 for g in m.inputs.gpus}
     for cands in m.cands.serve.values():
         options = []  # (price per replica-hour, req/s) of the workload's uncapped rentals
         for c in cands:
-            prices = [o.usd_per_gpu_hour for o in plain if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
+            prices = [
+                o.usd_per_gpu_hour for o in plain if o.gpu == c.gpu and o.gpus_per_instance >= c.tp
+            ]
             if prices and c.rate_rps > 0:
                 options.append((min(prices) * c.tp, c.rate_rps))
         for c in cands:
@@ -285,8 +293,11 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
         for c in cands:
             if c.gpu not in value:
                 continue
-            prices = [o.usd_per_gpu_hour * rental_gpus(c.gpus, o) / c.gpus
-                      for o in train_offers(m, c) if o.kind != "spot"]
+            prices = [
+                o.usd_per_gpu_hour * rental_gpus(c.gpus, o) / c.gpus
+                for o in train_offers(m, c)
+                if o.kind != "spot"
+            ]
             value[c.gpu] = max(value[c.gpu], min(prices, default=math.inf))
     return value
 
@@ -357,14 +368,22 @@ def add_training_constraints(m: PlannerModel) -> None:
                     a = m.var(nid("a", job, c.key, months[t]), 0, 1, pulp.LpInteger)
                     m.a[(job, c.key, t)] = a
                     m.add([(a, 1), (y, -1)], LE, 0, nid("train_use", job, c.key, months[t]))
-                    m.add([(a, c.gpus), *_minus_own(m, c.gpu, t)], LE, 0,
-                          nid("train_gpus", job, c.key, months[t]))
+                    m.add(
+                        [(a, c.gpus), *_minus_own(m, c.gpu, t)],
+                        LE,
+                        0,
+                        nid("train_gpus", job, c.key, months[t]),
+                    )
                     for s, sl in enumerate(slices):
                         z = m.var(nid("z", job, c.key, months[t], sl.name), 0, sl.hours_per_month)
                         m.z[(job, c.key, t, s)] = z
                         owned_hours.append(z)
-                        m.add([(z, 1), (a, -sl.hours_per_month)], LE, 0,
-                              nid("train_slot", job, c.key, months[t], sl.name))
+                        m.add(
+                            [(z, 1), (a, -sl.hours_per_month)],
+                            LE,
+                            0,
+                            nid("train_slot", job, c.key, months[t], sl.name),
+                        )
             rented, progress, spot_progress = [], [], []
             for o in train_offers(m, c):
                 r = m.var(nid("r", job, c.key, o.id), 0)
@@ -377,11 +396,19 @@ def add_training_constraints(m: PlannerModel) -> None:
                     progress.append((r, 1.0))
             owned = [(z, 1.0) for z in owned_hours]
             m.add([*owned, *progress, (y, -c.wall_hours)], EQ, 0, nid("train_progress", job, c.key))
-            m.add([*owned, *rented, (y, -m.cands.window_hours[job])], LE, 0,
-                  nid("train_window", job, c.key))
+            m.add(
+                [*owned, *rented, (y, -m.cands.window_hours[job])],
+                LE,
+                0,
+                nid("train_window", job, c.key),
+            )
             if spot_progress:
-                m.add([*spot_progress, (y, -share * c.wall_hours)], LE, 0,
-                      nid("train_spot_share", job, c.key))
+                m.add(
+                    [*spot_progress, (y, -share * c.wall_hours)],
+                    LE,
+                    0,
+                    nid("train_spot_share", job, c.key),
+                )
         m.add(ys, EQ, 1, nid("train_assign", job))
 
 
@@ -397,11 +424,15 @@ def add_serving_constraints(m: PlannerModel) -> None:
     months = m.cands.months
     spot_ok = m.inputs.problem.offers.spot_for_serving
     # names are built from cached pieces: nid(a, b) == nid(a) + "_" + nid(b) for non-empty parts
-    when = {(t, s): nid(months[t], sl.name) for t in range(len(months)) for s, sl in enumerate(slices)}
+    when = {
+        (t, s): nid(months[t], sl.name) for t in range(len(months)) for s, sl in enumerate(slices)
+    }
     for w, cands in m.cands.serve.items():
         owned = [(c, nid("n", w, c.key), c.rate_rps) for c in cands if m.ownable[c.gpu]]
-        pairs = [(c, o, nid("q", w, c.key, o.id), c.rate_rps)
-                 for c, o in serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)]
+        pairs = [
+            (c, o, nid("q", w, c.key, o.id), c.rate_rps)
+            for c, o in serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)
+        ]
         demand_name, floor_name = nid("serve_demand", w), nid("serve_floor", w)
         for t in m.cands.active[w]:
             for s in range(len(slices)):
@@ -441,8 +472,12 @@ def add_capacity_constraints(m: PlannerModel) -> None:
             for s, sl in enumerate(slices):
                 terms = use.get((g, t, s))
                 if terms:
-                    m.add([*terms, *_minus_own(m, g, t)], LE, 0,
-                          nid("capacity", g, m.cands.months[t], sl.name))
+                    m.add(
+                        [*terms, *_minus_own(m, g, t)],
+                        LE,
+                        0,
+                        nid("capacity", g, m.cands.months[t], sl.name),
+                    )
                     busy.extend((v, coef * sl.hours_per_month) for v, coef in terms)
             m.busy[(g, t)] = pulp.LpAffineExpression(busy)
 
@@ -459,7 +494,9 @@ def add_rental_constraints(m: PlannerModel) -> None:
         if o.kind == "reserved":
             L = o.term_months or 1
             for t0 in range(T - L + 1):
-                m.res[(oid, t0)] = m.var(nid("res", oid, m.cands.months[t0]), 0, None, pulp.LpInteger)
+                m.res[(oid, t0)] = m.var(
+                    nid("res", oid, m.cands.months[t0]), 0, None, pulp.LpInteger
+                )
         for t in range(T):
             for s, sl in enumerate(slices):
                 terms = use.get((oid, t, s))
@@ -472,9 +509,16 @@ def add_rental_constraints(m: PlannerModel) -> None:
                         for t0 in range(max(0, t - L + 1), t + 1)
                         if (oid, t0) in m.res
                     ]
-                    m.add([*terms, *active], LE, 0, nid("reserved_cap", oid, m.cands.months[t], sl.name))
+                    m.add(
+                        [*terms, *active],
+                        LE,
+                        0,
+                        nid("reserved_cap", oid, m.cands.months[t], sl.name),
+                    )
                 if o.max_gpus is not None:
-                    m.add(terms, LE, o.max_gpus, nid("availability", oid, m.cands.months[t], sl.name))
+                    m.add(
+                        terms, LE, o.max_gpus, nid("availability", oid, m.cands.months[t], sl.name)
+                    )
 
 
 def add_budget_constraints(m: PlannerModel) -> None:

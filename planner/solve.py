@@ -87,7 +87,9 @@ class _BulkHiGHS(pulp.HiGHS):
         model.a_matrix_.value_ = value
         if self.mip:
             integer, continuous = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
-            model.integrality_ = [integer if v.cat == pulp.LpInteger else continuous for v in variables]
+            model.integrality_ = [
+                integer if v.cat == pulp.LpInteger else continuous for v in variables
+            ]
         lp.solverModel.passModel(model)
 
 
@@ -103,7 +105,7 @@ def rental_start(m: PlannerModel) -> bool:
     offers = m.cands.offers
     serve_opts: dict[str, list[tuple[str, str, float, float]]] = {}
     index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
-    for (w, key, oid, t, s) in m.q:
+    for w, key, oid, t, s in m.q:
         if t != m.cands.active[w][0] or s != 0:
             continue
         o = offers[oid]
@@ -113,7 +115,7 @@ def rental_start(m: PlannerModel) -> bool:
     if any(w not in serve_opts for w in m.cands.serve):
         return False
     train_pick: dict[str, tuple[str, str]] = {}
-    for (job, key, oid) in m.r:
+    for job, key, oid in m.r:
         if job not in train_pick and offers[oid].kind == "on_demand":
             train_pick[job] = (key, oid)
     if any(job not in train_pick for job, cl in m.cands.train.items() if cl):
@@ -165,7 +167,11 @@ def solve_model(
         fd, log_path = tempfile.mkstemp(prefix="planner_cbc_", suffix=".log")
         os.close(fd)
         cmd = pulp.PULP_CBC_CMD(
-            msg=False, timeLimit=time_limit, gapRel=gap, threads=threads, logPath=log_path,
+            msg=False,
+            timeLimit=time_limit,
+            gapRel=gap,
+            threads=threads,
+            logPath=log_path,
             warmStart=rental_start(m),
         )
         try:
