@@ -94,19 +94,23 @@ def solve(
     problems = verify_plan(inputs, plan)
     if problems:
         raise PlannerError("the plan failed independent verification:\n  " + "\n  ".join(problems))
-    out = Console(stderr=json_path == "-")
-    print_summary(plan, out)
+    # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
+    written = []
     if not no_excel:
         from planner.reports.excel import write_workbook
 
         xlsx = output or Path("outputs") / f"{problem.stem}.xlsx"
         write_workbook(plan, xlsx)
-        out.print(f"workbook: {xlsx}")
+        written.append(f"workbook: {xlsx}")
+    if json_path and json_path != "-":
+        write_json(plan, json_path)
+        written.append(f"json: {json_path}")
+    out = Console(stderr=json_path == "-")
+    print_summary(plan, out)
+    for line in written:
+        out.print(line, highlight=False)
     if json_path == "-":
         click.echo(plan.to_json())
-    elif json_path:
-        write_json(plan, json_path)
-        out.print(f"json: {json_path}")
 
 
 def _register() -> None:
