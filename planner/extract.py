@@ -501,47 +501,19 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         Assumption(
             group="problem", key="horizon", value=f"{p.horizon.start} + {p.horizon.months} months"
         ),
-        Assumption(
-            group="budget",
-            key="capex_usd",
-            value=p.budget.capex_usd,
-            unit="USD",
-            source="problem file",
-        ),
-        Assumption(
-            group="budget",
-            key="total_usd",
-            value=p.budget.total_usd,
-            unit="USD",
-            source="problem file",
-        ),
-        Assumption(
-            group="site",
-            key="power_usd_per_kwh",
-            value=site.power_usd_per_kwh,
-            unit="USD/kWh",
-            source="problem file",
-        ),
-        Assumption(group="site", key="pue", value=site.pue, unit="", source="problem file"),
-        Assumption(
-            group="site",
-            key="hosting_usd_per_gpu_month",
-            value=site.hosting_usd_per_gpu_month,
-            unit="USD/GPU-month",
-            source="problem file",
-        ),
-        Assumption(
-            group="site",
-            key="power_cap_kw",
-            value=site.power_cap_kw,
-            unit="kW",
-            source="problem file",
-        ),
-        Assumption(
-            group="site",
-            key="consumer_gpus_allowed",
-            value=site.consumer_gpus_allowed,
-            source="problem file",
+        *(
+            Assumption(
+                group=group, key=key, value=getattr(obj, key), unit=unit, source="problem file"
+            )
+            for group, obj, key, unit in (
+                ("budget", p.budget, "capex_usd", "USD"),
+                ("budget", p.budget, "total_usd", "USD"),
+                ("site", site, "power_usd_per_kwh", "USD/kWh"),
+                ("site", site, "pue", ""),
+                ("site", site, "hosting_usd_per_gpu_month", "USD/GPU-month"),
+                ("site", site, "power_cap_kw", "kW"),
+                ("site", site, "consumer_gpus_allowed", ""),
+            )
         ),
         Assumption(group="site", key="hours_per_month", value=H, unit="h", source="8760 h / 12"),
         Assumption(group="solver", key="status", value=result.status),
