@@ -13,7 +13,7 @@ Two inputs, one result (:class:`ImportResult`), one writer (:func:`write_offers_
 
 The default offers file ``catalogs/offers.yaml`` is generated from the aggregate with::
 
-    python -m planner.cli_offers import-aggregate catalogs/sources/gpu_rental_offers.csv \\
+    planner offers import-aggregate catalogs/sources/gpu_rental_offers.csv \\
         -o catalogs/offers.yaml
 
 (``planner offers import-aggregate ...`` once the ``offers`` group is registered in the CLI).

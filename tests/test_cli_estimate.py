@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.catalog import CATALOG_DIR
-from planner.cli_estimate import derive_model, estimate, parse_count
+from planner.cli.estimate import derive_model, estimate, parse_count
 from planner.errors import InputError
 
 needs_catalogs = pytest.mark.skipif(

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from openpyxl import load_workbook
 from openpyxl.workbook.workbook import Workbook
 
-from planner.cli_report import report
+from planner.cli.report import report
 from planner.errors import InputError
 from planner.plan import Assumption, write_json
 from planner.reports.excel import SHEETS, write_workbook

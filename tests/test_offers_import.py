@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from planner.catalog import CATALOG_DIR, load_gpus, load_offers
-from planner.cli_offers import offers as offers_group
+from planner.cli.offers import offers as offers_group
 from planner.errors import InputError
 from planner.offers_import import (
     DEFAULT_GPU_IDS,

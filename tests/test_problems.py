@@ -3,6 +3,7 @@ plus one realistic regression on the reference case checked against physics-deri
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -142,3 +143,36 @@ def test_reference_case_regression():
         a.replicas * a.gpus_per_replica for a in chat if a.month == "2029-12" and a.slice == "peak"
     )
     assert last > first
+
+
+def _same(a, b, path: str = "") -> list[str]:
+    """Differences between two JSON values: numbers to 1e-9 relative, everything else exactly."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))} differ"]
+        return [d for k in a for d in _same(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items vs {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _same(x, y, f"{path}[{i}]")]
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        ok = abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+        return [] if ok else [f"{path}: {a!r} vs {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
+def test_plan_matches_stored_fingerprint(path):
+    """Refactors change no plan: objective to 1e-9, same purchases, rentals and workloads.
+
+    A deliberate change of behaviour regenerates the fingerprints with `python -m tests.golden`
+    and says so in its commit.
+    """
+    from tests.golden import GOLDEN, signature
+
+    stored = json.loads((GOLDEN / f"{path.stem}.json").read_text())
+    _, plan = solved(str(path))
+    now = json.loads(json.dumps(signature(json.loads(plan.to_json())), sort_keys=True))
+    diffs = _same(stored, now)
+    assert not diffs, "plan changed:\n" + "\n".join(diffs[:20])

@@ -1,75 +1,198 @@
-"""Short terminal summary of a Plan (rich)."""
+"""Short terminal summary of a Plan (rich), readable in an 80-column terminal.
+
+Tables are built from :class:`Col` lists; when a table is wider than the terminal, the least
+important columns are dropped (the caption says which) and ``wide=True`` (``--wide``) keeps
+them all. Cells are never cut with an ellipsis: what stays is shown whole.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
-from planner.plan import Plan
+from planner.plan import Plan, WorkloadResult
+
+# Short labels for the predicted-vs-target keys of a workload result.
+_TARGET_LABELS = {"wall_hours": "wall h", "p95_ttft_ms": "TTFT ms", "p95_tpot_ms": "TPOT ms"}
 
 
 def usd(x: float | None) -> str:
+    """Dollars rounded to the dollar, ``-`` for none.
+
+    >>> usd(1234.5), usd(None)
+    ('$1,234', '-')
+    """
     return "-" if x is None else f"${x:,.0f}"
 
 
-def print_summary(plan: Plan, console: Console | None = None) -> None:
-    c = console or Console()
+@dataclass(frozen=True)
+class Col:
+    """A table column: header, alignment, and ``drop`` order (0 = never dropped, higher first)."""
+
+    header: str
+    right: bool = False
+    drop: int = 0
+
+
+def _table(title: str, cols: Sequence[Col], rows: Sequence[Sequence[str]], fold: bool) -> Table:
+    t = Table(
+        title=title, box=box.SIMPLE_HEAD, show_edge=False, title_justify="left", collapse_padding=True
+    )
+    for c in cols:
+        t.add_column(
+            c.header,
+            justify="right" if c.right else "left",
+            no_wrap=not fold,
+            overflow="fold",
+        )
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width the table takes with no column folded (measured on an unbounded line)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def fit_table(
+    console: Console,
+    title: str,
+    cols: Sequence[Col],
+    rows: Sequence[Sequence[str]],
+    wide: bool = False,
+) -> Table:
+    """The table at its natural width if it fits (or ``wide``); else without the least
+    important columns, and folded (never cut) only if even the essential ones do not fit."""
+    keep = list(range(len(cols)))
+    dropped: list[str] = []
+    order = sorted((c.drop, -i) for i, c in enumerate(cols) if c.drop > 0)
+    while True:
+        t = _table(title, [cols[i] for i in keep], [[r[i] for i in keep] for r in rows], False)
+        if wide or _natural_width(console, t) <= console.width or not order:
+            break
+        _, neg_i = order.pop()
+        keep.remove(-neg_i)
+        dropped.append(cols[-neg_i].header)
+    if not wide and _natural_width(console, t) > console.width:
+        t = _table(title, [cols[i] for i in keep], [[r[i] for i in keep] for r in rows], True)
+    if dropped:
+        t.caption = f"hidden to fit: {', '.join(reversed(dropped))} (--wide shows all)"
+    return t
+
+
+def _header_line(plan: Plan) -> str:
     gap = "-" if plan.gap is None else f"{plan.gap:.3%}"
-    c.print(
-        f"[bold]{plan.problem_name}[/bold]  status [bold]{plan.status}[/bold]  "
-        f"gap {gap}  solve {plan.solve_seconds:.1f} s ({plan.solver})"
+    return (
+        f"[bold]{plan.problem_name}[/bold]\nstatus [bold]{plan.status}[/bold], gap {gap}, "
+        f"solve {plan.solve_seconds:.1f} s ({plan.solver})"
     )
+
+
+def cost_table(plan: Plan, console: Console, wide: bool) -> Table:
     t = plan.totals
-    tot = Table(title="Cost over the horizon", show_header=True)
-    for col in ("capex", "power", "hosting", "rental", "total", "capex budget"):
-        tot.add_column(col, justify="right")
-    tot.add_row(
-        usd(t.capex_usd),
-        usd(t.power_usd),
-        usd(t.hosting_usd),
-        usd(t.rental_usd),
-        f"[bold]{usd(t.total_usd)}[/bold]",
-        usd(t.capex_budget_usd),
+    cols = [Col("capex", True), Col("power", True, 2), Col("hosting", True, 1)]
+    cols += [Col("rental", True), Col("total", True), Col("capex budget", True, 3)]
+    row = [usd(t.capex_usd), usd(t.power_usd), usd(t.hosting_usd), usd(t.rental_usd)]
+    row += [f"[bold]{usd(t.total_usd)}[/bold]", usd(t.capex_budget_usd)]
+    return fit_table(console, "Cost over the horizon", cols, [row], wide)
+
+
+def buy_table(plan: Plan, console: Console, wide: bool) -> Table:
+    cols = [Col("month"), Col("gpu"), Col("count", True), Col("unit (GPU + server)", True, 1)]
+    cols.append(Col("total", True))
+    rows = [
+        [p.month, p.gpu, str(p.count), usd(p.unit_usd), usd(p.total_usd)] for p in plan.purchases
+    ]
+    return fit_table(console, "Buy", cols, rows, wide)
+
+
+def rent_rows(plan: Plan) -> list[list[str]]:
+    """One row per (workload, provider, GPU, kind, price): no blended prices across offers."""
+    agg: dict[tuple[str, str, str, str, float], list[float]] = {}
+    for r in plan.rentals:
+        key = (r.workload or "-", r.provider, r.gpu, r.kind, r.usd_per_gpu_hour)
+        a = agg.setdefault(key, [0.0, 0.0])
+        a[0] += r.gpu_hours
+        a[1] += r.usd
+    return [
+        [w, prov, gpu, kind.replace("_", "-"), f"{rate:.2f}", f"{h:,.0f}", usd(u)]
+        for (w, prov, gpu, kind, rate), (h, u) in sorted(agg.items())
+    ]
+
+
+def rent_table(plan: Plan, console: Console, wide: bool) -> Table:
+    cols = [Col("workload"), Col("provider"), Col("gpu"), Col("kind", drop=1)]
+    cols += [Col("$/GPU-h", True), Col("GPU-hours", True, 2), Col("cost", True)]
+    return fit_table(console, "Rent", cols, rent_rows(plan), wide)
+
+
+def target_text(w: WorkloadResult) -> str:
+    """Predicted against target, one line per key (``TTFT ms 158 / 1,000``)."""
+    return "\n".join(
+        f"{_TARGET_LABELS.get(k, k)} {_short(w.predicted[k])} / {_short(w.target.get(k))}"
+        for k in w.predicted
     )
-    c.print(tot)
-    if plan.purchases:
-        pt = Table(title="Buy")
-        for col in ("month", "gpu", "count", "unit (GPU + server)", "total"):
-            pt.add_column(
-                col, justify="right" if col in ("count", "unit (GPU + server)", "total") else "left"
-            )
-        for p in plan.purchases:
-            pt.add_row(p.month, p.gpu, str(p.count), usd(p.unit_usd), usd(p.total_usd))
-        c.print(pt)
-    if plan.rentals:
-        agg: dict[tuple[str, str, str], list[float]] = {}
-        for r in plan.rentals:
-            a = agg.setdefault((r.provider, r.gpu, r.kind), [0.0, 0.0, r.usd_per_gpu_hour])
-            a[0] += r.gpu_hours
-            a[1] += r.usd
-        rt = Table(title="Rent")
-        for col in ("provider", "gpu", "kind", "$/GPU-h", "GPU-hours", "cost"):
-            rt.add_column(
-                col, justify="right" if col in ("$/GPU-h", "GPU-hours", "cost") else "left"
-            )
-        for (prov, gpu, kind), (h, u, rate) in sorted(agg.items()):
-            rt.add_row(prov, gpu, kind, f"{rate:.2f}", f"{h:,.0f}", usd(u))
-        c.print(rt)
-    wt = Table(title="Workloads")
-    for col in ("workload", "kind", "gpu", "gpus", "predicted", "target", "met", "cost", "share"):
-        wt.add_column(col)
-    for w in plan.workloads:
-        pred = ", ".join(f"{k} {v:,.1f}" for k, v in w.predicted.items())
-        targ = ", ".join(f"{k} {v:,.1f}" for k, v in w.target.items())
-        wt.add_row(
+
+
+def _short(x: float | None) -> str:
+    """A figure to three significant digits at most below 1,000, whole above.
+
+    >>> _short(1298.9), _short(60.0), _short(57.25), _short(None)
+    ('1,299', '60', '57.2', '-')
+    """
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.3g}"
+
+
+def workload_table(plan: Plan, console: Console, wide: bool) -> Table:
+    cols = [Col("workload"), Col("kind", drop=2), Col("gpu"), Col("GPUs", True, 3)]
+    cols += [Col("predicted / target"), Col("met"), Col("cost", True), Col("share", True, 1)]
+    rows = [
+        [
             w.name,
             w.kind,
-            "+".join(w.gpu),
+            "\n".join(w.gpu),
             str(w.gpus),
-            pred,
-            targ,
+            target_text(w),
             "[green]yes[/green]" if w.meets_target else "[red]NO[/red]",
             usd(w.cost_usd),
             f"{w.cost_share:.0%}",
-        )
-    c.print(wt)
+        ]
+        for w in plan.workloads
+    ]
+    return fit_table(console, "Workloads", cols, rows, wide)
+
+
+def _show(console: Console, table: Table, wide: bool) -> None:
+    """Print a table; ``wide`` prints it at its natural width, letting the terminal wrap lines
+    rather than rich squeezing (and cutting) cells."""
+    if not wide:
+        console.print(table)
+        return
+    width = console.width
+    console.width = max(width, _natural_width(console, table))
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def print_summary(plan: Plan, console: Console | None = None, wide: bool = False) -> None:
+    """The plan in four tables: cost, what to buy, what to rent, and each workload's result."""
+    c = console or Console()
+    c.print(_header_line(plan))
+    tables = [cost_table(plan, c, wide)]
+    if plan.purchases:
+        tables.append(buy_table(plan, c, wide))
+    if plan.rentals:
+        tables.append(rent_table(plan, c, wide))
+    tables.append(workload_table(plan, c, wide))
+    for t in tables:
+        _show(c, t, wide)

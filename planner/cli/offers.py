@@ -2,7 +2,7 @@
 
 Regenerate the default offers file with::
 
-    python -m planner.cli_offers import-aggregate catalogs/sources/gpu_rental_offers.csv \\
+    planner offers import-aggregate catalogs/sources/gpu_rental_offers.csv \\
         -o catalogs/offers.yaml
 """
 
@@ -106,15 +106,3 @@ def import_aggregate(csv_path: Path, price: str, output: Path) -> None:
     )
     out = write_offers_yaml(result, output)
     _summary(result, out)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    from planner.errors import PlannerError
-
-    try:
-        offers(prog_name="planner offers")
-    except PlannerError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)

@@ -1,0 +1,93 @@
+"""The ``planner`` command line: one thin module per command group.
+
+Each command parses its arguments, loads, calls the library and prints; this module builds the
+click group and maps every :class:`~planner.errors.PlannerError` to its exit code
+(:class:`~planner.errors.ExitCode`: 0 success, 1 unexpected failure, 2 bad input,
+3 infeasible or does not fit, 4 plan fails verification, 5 sweep with failed scenarios).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+from rich.console import Console
+
+from planner import __version__
+from planner.errors import ExitCode, InfeasibleError, PlannerError, VerificationError
+
+err_console = Console(stderr=True, soft_wrap=True)
+
+# (module, command) pairs; imported lazily so `planner --help` stays fast.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("planner.cli.solve", "solve"),
+    ("planner.cli.estimate", "estimate"),
+    ("planner.cli.report", "report"),
+    ("planner.cli.offers", "offers"),
+    ("planner.cli.catalog", "catalog"),
+    ("planner.cli.whatif", "whatif"),
+    ("planner.cli.whatif", "breakeven"),
+    ("planner.cli.verify", "verify"),
+    ("planner.cli.verify", "explain"),
+)
+
+
+def _print_error(exc: PlannerError) -> None:
+    """One clean message (and its list of reasons) on stderr, never a traceback."""
+    if isinstance(exc, InfeasibleError):
+        err_console.print(str(exc), style="bold red", highlight=False, markup=False)
+        for line in exc.diagnosis:
+            err_console.print(f"  - {line}", highlight=False, markup=False)
+        return
+    err_console.print("[red]error:[/red] ", end="")
+    err_console.print(str(exc), highlight=False, markup=False)
+    if isinstance(exc, VerificationError):
+        for line in exc.violations:
+            err_console.print(f"  - {line}", highlight=False, markup=False)
+
+
+class PlannerGroup(click.Group):
+    """Turns every PlannerError into a clean message and its exit code (no traceback)."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except PlannerError as exc:
+            _print_error(exc)
+            sys.exit(int(exc.exit_code))
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
+            if os.environ.get("PLANNER_DEBUG"):
+                raise
+            err_console.print(
+                f"[red]internal error:[/red] {type(exc).__name__}: {exc}\n"
+                "  (a bug in the planner; rerun with PLANNER_DEBUG=1 for the traceback and report it)",
+                highlight=False,
+            )
+            sys.exit(int(ExitCode.UNEXPECTED))
+
+
+@click.group(cls=PlannerGroup)
+@click.version_option(__version__, prog_name="planner")
+def cli() -> None:
+    """GPU procurement planner: which GPUs to buy and rent, and when.
+
+    \b
+    Exit codes: 0 success, 1 unexpected failure, 2 bad input, 3 infeasible
+    (or does not fit), 4 plan fails verification, 5 some scenarios of a sweep failed.
+    """
+
+
+def _register() -> None:
+    for module, attr in COMMANDS:
+        cli.add_command(getattr(importlib.import_module(module), attr))
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="planner")

@@ -1,0 +1,68 @@
+"""``planner solve PROBLEM``: plan, verify independently, write the workbook and JSON, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
+
+
+@click.command()
+@click.argument("problem", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="workbook path (default outputs/<stem>.xlsx)",
+)
+@click.option("--json", "json_path", help="write the plan as JSON to PATH, or '-' for stdout")
+@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@time_limit_option("solver time limit in seconds (default: the problem's solver.time_limit_s, 60)")
+@gap_option("relative optimality gap to stop at (default: the problem's solver.gap, 0.001)")
+@click.option("--no-excel", is_flag=True, help="do not write the workbook")
+@wide_option
+def solve(
+    problem: Path,
+    output: Path | None,
+    json_path: str | None,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    no_excel: bool,
+    wide: bool,
+) -> None:
+    """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON)."""
+    from planner.api import plan_problem
+    from planner.errors import VerificationError
+    from planner.plan import write_json
+    from planner.problem import load_problem
+    from planner.reports.terminal import print_summary
+    from planner.verify import verify_plan
+
+    inputs = load_problem(problem)
+    plan = plan_problem(inputs, solver=solver, time_limit=time_limit, gap=gap)
+    violations = verify_plan(inputs, plan)
+    if violations:
+        raise VerificationError(
+            "the plan failed independent verification (nothing written):", violations
+        )
+    # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
+    written = []
+    if not no_excel:
+        from planner.reports.excel import write_workbook
+
+        xlsx = output or Path("outputs") / f"{problem.stem}.xlsx"
+        write_workbook(plan, xlsx)
+        written.append(f"workbook: {xlsx}")
+    if json_path and json_path != "-":
+        write_json(plan, json_path)
+        written.append(f"json: {json_path}")
+    out = Console(stderr=json_path == "-")
+    print_summary(plan, out, wide=wide)
+    for line in written:
+        out.print(line, highlight=False)
+    if json_path == "-":
+        click.echo(plan.to_json())
