@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-from planner.candidates import Candidates, build_candidates
+from planner.candidates import Candidates, build_candidates, check_candidates
 from planner.errors import InfeasibleError, SolverError
 from planner.extract import extract_plan
 from planner.model import PlannerModel, build_model
 from planner.plan import Plan
 from planner.problem import Inputs
 from planner.solve import SolveResult, solve_model
-
-
-def check_candidates(inputs: Inputs, cands: Candidates) -> None:
-    """A workload no allowed GPU can run makes the problem infeasible before any solve."""
-    lines = []
-    for kind, table in (("training job", cands.train), ("serving workload", cands.serve)):
-        for name, clist in table.items():
-            if clist:
-                continue
-            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == name]
-            lines.append(
-                f"{kind} {name!r}: no allowed GPU can run it:\n      " + "\n      ".join(reasons)
-            )
-    if lines:
-        raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)
 
 
 def solve_inputs(

@@ -22,7 +22,8 @@ from planner.demand import (
     mean_request_rate,
     peak_request_rate,
 )
-from planner.physics.calibration import Calibration, default_calibration
+from planner.errors import InfeasibleError
+from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan import Dropped
@@ -360,3 +361,18 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
 
 def gpu_of(inputs: Inputs, gid: str) -> GpuSpec:
     return inputs.gpus[gid]
+
+
+def check_candidates(inputs: Inputs, cands: Candidates) -> None:
+    """A workload no allowed GPU can run makes the problem infeasible before any solve."""
+    lines = []
+    for kind, table in (("training job", cands.train), ("serving workload", cands.serve)):
+        for name, clist in table.items():
+            if clist:
+                continue
+            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == name]
+            lines.append(
+                f"{kind} {name!r}: no allowed GPU can run it:\n      " + "\n      ".join(reasons)
+            )
+    if lines:
+        raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)

@@ -7,11 +7,12 @@ Every figure in a catalog is *sourced*: it carries ``source`` and ``as_of``. Pri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import InputError
+from planner.units import CaseInsensitive
 from planner.yamlio import did_you_mean, load_yaml, validate
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
@@ -60,8 +61,8 @@ class Interconnect(Strict):
 class GpuSpec(Strict):
     id: str
     name: str
-    klass: Literal["datacenter", "consumer"] = Field(alias="class")
-    form_factor: Literal["sxm", "pcie"]
+    klass: Annotated[Literal["datacenter", "consumer"], CaseInsensitive] = Field(alias="class")
+    form_factor: Annotated[Literal["sxm", "pcie"], CaseInsensitive]
     memory_gb: Sourced
     memory_bandwidth_gbs: Sourced
     bf16_dense_tflops: Sourced = Field(description="dense BF16/FP16 tensor TFLOPS, FP32 accumulate")
@@ -116,7 +117,7 @@ class Offer(Strict):
     id: str
     provider: str
     gpu: str
-    kind: Literal["on_demand", "spot", "reserved"]
+    kind: Annotated[Literal["on_demand", "spot", "reserved"], CaseInsensitive]
     usd_per_gpu_hour: float = Field(gt=0)
     gpus_per_instance: int = Field(1, ge=1, description="rental unit")
     max_gpus: int | None = Field(

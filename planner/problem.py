@@ -10,7 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -26,6 +26,7 @@ from planner.catalog import (
     load_offers,
 )
 from planner.errors import InputError
+from planner.units import CaseInsensitive, Count
 from planner.yamlio import (
     LocatedError,
     YamlDoc,
@@ -183,8 +184,8 @@ class Spot(Strict):
 class TrainJob(Strict):
     name: str = Field(min_length=1)
     model: str
-    tokens: float = Field(gt=0)
-    method: Literal["full", "lora", "qlora"] = "full"
+    tokens: Count = Field(gt=0)
+    method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = "full"
     window: Window
     seq_len: int = Field(4096, ge=128, le=1_048_576)
     spot: Spot = Spot()
@@ -210,7 +211,7 @@ class Slo(Strict):
 class ServeWorkload(Strict):
     name: str = Field(min_length=1)
     model: str
-    precision: Literal["fp16", "bf16", "fp8", "int8", "int4"] = "fp16"
+    precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive] = "fp16"
     start: Month
     end: Month | None = None
     traffic: Traffic

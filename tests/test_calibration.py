@@ -9,14 +9,16 @@ import pytest
 
 from planner.errors import InputError
 from planner.physics.calibration import (
-    CALIBRATION_PATH,
     calibration_checks,
     calibration_table,
-    default_calibration,
     format_table,
+    median_abs_error,
+)
+from planner.physics.calibration_values import (
+    CALIBRATION_PATH,
+    default_calibration,
     gpu_family,
     load_calibration,
-    median_abs_error,
 )
 from planner.physics.train import make_gpu
 

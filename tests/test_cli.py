@@ -107,3 +107,20 @@ def test_infeasible_exit_3(tmp_path):
     r = CliRunner().invoke(cli, ["solve", str(p), "--no-excel"])
     assert r.exit_code == 3, r.output
     assert "foundation-13b" in r.output
+
+
+def test_solve_fits_80_columns_without_cut_cells():
+    """In an 80-column terminal every line fits and no cell is cut with an ellipsis; tables drop
+    their least important columns and say so; --wide shows them all."""
+    problem = str(ROOT / "problems/2m_budget.yaml")
+    r = CliRunner().invoke(cli, ["solve", problem, "--no-excel"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert "…" not in r.output and "..." not in r.output
+    for name in ("foundation-13b", "a100-pcie-80gb", "$316,542"):
+        assert name in r.output  # whole, not cut or folded
+    assert "--wide shows all" in r.output
+    wide = CliRunner().invoke(cli, ["solve", problem, "--no-excel", "--wide"], env={"COLUMNS": "80"})
+    assert wide.exit_code == 0 and "GPU-hours" in wide.output and "share" in wide.output
+    assert "…" not in wide.output

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from planner.api import check_candidates
+from planner.candidates import check_candidates
 from planner.errors import InfeasibleError
 from planner.extract import extract_plan
 from planner.model import build_model

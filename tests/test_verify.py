@@ -18,6 +18,7 @@ from planner.api import plan_problem
 from planner.cli import cli
 from planner.plan import Plan, write_json
 from planner.problem import load_problem, load_problem_text
+from planner.errors import ExitCode
 from planner.verify import verify_plan, verify_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -402,6 +403,6 @@ def test_cli_verify_ok_and_failed(solved, tmp_path):
     badp = tmp_path / "bad.json"
     write_json(bad, badp)
     r = CliRunner().invoke(cli, ["verify", str(BUDGET), str(badp)])
-    assert r.exit_code == 1
+    assert r.exit_code == ExitCode.VERIFY_FAILED == 4
     assert "FAILED" in r.output and "totals.capex_usd" in r.output
     assert "Traceback" not in r.output

@@ -1,9 +1,7 @@
-"""``planner catalog``: the GPU comparison table people otherwise build by hand.
+"""``planner catalog``: print the GPU comparison table (:mod:`planner.compare`).
 
-One row per GPU of the catalog: class, memory, bandwidth, dense BF16 TFLOPS, purchase price
-(default and range), the cheapest on-demand rental per GPU-hour (overall with its provider,
-and per major provider), and the value ratios bandwidth and TFLOPS per $1k of purchase price.
-``--sources`` lists where every figure comes from.
+``--sources`` lists where every figure comes from; in a narrow terminal the least important
+columns are hidden (``--wide`` shows all).
 """
 
 from __future__ import annotations
@@ -14,118 +12,19 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
-from planner.catalog import CATALOG_DIR, GpuSpec, Offer, load_gpus, load_offers
+from planner.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
+from planner.cli.options import wide_option
+from planner.compare import DEFAULT_PROVIDERS, build_rows, columns_for, sort_rows
 from planner.offers_import import display_path
+from planner.reports.terminal import Col, fit_table, show_table
 
-DEFAULT_PROVIDERS = "aws,gcp,lambda,runpod"
-
-# column key -> (header, description)
-BASE_COLUMNS: dict[str, tuple[str, str]] = {
-    "id": ("id", "catalog id"),
-    "class": ("class", "datacenter or consumer"),
-    "memory_gb": ("mem GB", "memory, GB"),
-    "bandwidth_gbs": ("BW GB/s", "memory bandwidth, GB/s"),
-    "bf16_tflops": ("BF16 TF", "dense BF16 tensor TFLOPS"),
-    "purchase_usd": ("buy $", "purchase price per GPU, default"),
-    "purchase_low": ("buy low", "purchase price, low end of range"),
-    "purchase_high": ("buy high", "purchase price, high end of range"),
-    "rent_min": ("rent $/h", "cheapest on-demand rental, USD per GPU-hour"),
-    "rent_provider": ("cheapest at", "provider of the cheapest on-demand rental"),
-}
-RATIO_COLUMNS: dict[str, tuple[str, str]] = {
-    "bw_per_k": ("GB/s per $1k", "bandwidth per $1k of purchase price"),
-    "tflops_per_k": ("TF per $1k", "dense BF16 TFLOPS per $1k of purchase price"),
-}
-
-
-def _cheapest(offers: list[Offer], gpu: str, provider: str | None = None) -> Offer | None:
-    best = None
-    for o in offers:
-        if (
-            o.gpu == gpu
-            and o.kind == "on_demand"
-            and (provider is None or o.provider == provider)
-            and (best is None or o.usd_per_gpu_hour < best.usd_per_gpu_hour)
-        ):
-            best = o
-    return best
-
-
-def build_rows(
-    gpus: dict[str, GpuSpec], offers: list[Offer], providers: list[str]
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
-    """Table rows (column key -> value) and, per GPU id, the source of every figure."""
-    rows, sources = [], {}
-    for gid, g in gpus.items():
-        price = g.purchase_usd.value
-        best = _cheapest(offers, gid)
-        row: dict[str, Any] = {
-            "id": gid,
-            "class": g.klass,
-            "memory_gb": g.memory_gb.value,
-            "bandwidth_gbs": g.memory_bandwidth_gbs.value,
-            "bf16_tflops": g.bf16_dense_tflops.value,
-            "purchase_usd": price,
-            "purchase_low": g.purchase_usd.low,
-            "purchase_high": g.purchase_usd.high,
-            "rent_min": best.usd_per_gpu_hour if best else None,
-            "rent_provider": best.provider if best else None,
-        }
-        src = {
-            "memory_gb": f"{g.memory_gb.source} ({g.memory_gb.as_of})",
-            "bandwidth_gbs": f"{g.memory_bandwidth_gbs.source} ({g.memory_bandwidth_gbs.as_of})",
-            "bf16_tflops": f"{g.bf16_dense_tflops.source} ({g.bf16_dense_tflops.as_of})",
-            "purchase_usd": f"{g.purchase_usd.source} ({g.purchase_usd.as_of})",
-            "purchase_low": g.purchase_usd.low_source or g.purchase_usd.source,
-            "purchase_high": g.purchase_usd.high_source or g.purchase_usd.source,
-        }
-        if best:
-            src["rent_min"] = f"offer {best.id}: {best.source} ({best.as_of})"
-        for p in providers:
-            o = _cheapest(offers, gid, p)
-            row[p] = o.usd_per_gpu_hour if o else None
-            if o:
-                src[p] = f"offer {o.id}: {o.source} ({o.as_of})"
-        row["bw_per_k"] = g.memory_bandwidth_gbs.value / (price / 1000) if price > 0 else None
-        row["tflops_per_k"] = g.bf16_dense_tflops.value / (price / 1000) if price > 0 else None
-        rows.append(row)
-        sources[gid] = src
-    return rows, sources
-
-
-def columns_for(providers: list[str]) -> dict[str, tuple[str, str]]:
-    cols = dict(BASE_COLUMNS)
-    for p in providers:
-        cols[p] = (f"{p} $/h", f"cheapest on-demand at {p}, USD per GPU-hour")
-    cols.update(RATIO_COLUMNS)
-    return cols
-
-
-def sort_rows(
-    rows: list[dict[str, Any]], spec: str | None, columns: dict[str, tuple[str, str]]
-) -> list[dict]:
-    """Sort by column key; a leading ``-`` sorts descending. Empty values go last.
-
-    >>> sort_rows([{"a": 2}, {"a": None}, {"a": 1}], "a", {"a": ("a", "")})
-    [{'a': 1}, {'a': 2}, {'a': None}]
-    >>> sort_rows([{"a": 2}, {"a": None}, {"a": 1}], "-a", {"a": ("a", "")})
-    [{'a': 2}, {'a': 1}, {'a': None}]
-    """
-    if not spec:
-        return rows
-    desc = spec.startswith("-")
-    key = spec.lstrip("-+").lower().replace("-", "_")
-    aliases = {header.lower(): k for k, (header, _) in columns.items()}
-    key = key if key in columns else aliases.get(spec.lstrip("-+").lower(), key)
-    if key not in columns:
-        raise click.BadParameter(
-            f"unknown column {spec!r}; columns: {', '.join(columns)}", param_hint="--sort"
-        )
-    present = [r for r in rows if r.get(key) is not None]
-    missing = [r for r in rows if r.get(key) is None]
-    return sorted(present, key=lambda r: r[key], reverse=desc) + missing
+_LEFT = ("id", "class", "rent_provider")
+# Columns hidden in a narrow terminal, higher first (per-provider columns, 9, go first);
+# 0 = always shown.
+_DROP = {"id": 0, "memory_gb": 0, "purchase_usd": 0, "rent_min": 0, "rent_provider": 3,
+         "bf16_tflops": 4, "bandwidth_gbs": 5, "class": 6, "bw_per_k": 7, "tflops_per_k": 7,
+         "purchase_low": 8, "purchase_high": 8}  # fmt: skip
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -160,6 +59,7 @@ def _fmt(key: str, value: Any) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--sources", "show_sources", is_flag=True, help="List the source of every figure.")
+@wide_option
 def catalog(
     sort_spec: str | None,
     offer_files: tuple[Path, ...],
@@ -168,6 +68,7 @@ def catalog(
     no_marketplaces: bool,
     as_json: bool,
     show_sources: bool,
+    wide: bool,
 ) -> None:
     """Compare the catalog GPUs: specs, purchase price, cheapest rental, value per $1k."""
     gpus = load_gpus(gpus_file) if gpus_file else load_gpus()
@@ -190,21 +91,14 @@ def catalog(
     console = Console(soft_wrap=False)
     if not console.is_terminal:
         console = Console(width=220)
-    table = Table(
-        title="GPU catalog"
-        + (
-            f" (offers: {', '.join(display_path(f) for f in files)})"
-            if files
-            else " (no offers file)"
-        )
+    title = "GPU catalog" + (
+        f" (offers: {', '.join(display_path(f) for f in files)})" if files else " (no offers file)"
     )
-    for key, (header, _) in columns.items():
-        table.add_column(
-            header, justify="left" if key in ("id", "class", "rent_provider") else "right"
-        )
-    for r in rows:
-        table.add_row(*(_fmt(k, r.get(k)) for k in columns))
-    console.print(table)
+    cols = [
+        Col(header, key not in _LEFT, _DROP.get(key, 9)) for key, (header, _) in columns.items()
+    ]
+    cells = [[_fmt(k, r.get(k)) for k in columns] for r in rows]
+    show_table(console, fit_table(console, title, cols, cells, wide), wide)
     console.print("buy $ = purchase price per GPU (card only, no server); rent = on-demand, USD per GPU-hour"
                   + ("; marketplaces excluded" if no_marketplaces else "; includes marketplaces"))  # fmt: skip
     if show_sources:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,28 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
-from planner.errors import InputError
-from planner.physics.calibration import CALIBRATION_PATH, Calibration, load_calibration
+from planner.errors import ExitCode, InputError
+from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.serve import PRECISIONS, TP_SIZES, estimate_serve, replica_capacity
 from planner.physics.train import METHODS, estimate_train, llama_like
-
-_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-def parse_count(text: str | float | int, what: str) -> float:
-    """A positive count: ``7e9``, ``7B``, ``1.5T``, ``300M``, ``2_000_000``.
-
-    >>> parse_count("7B", "--params"), parse_count("1.5t", "--tokens"), parse_count("2e6", "x")
-    (7000000000.0, 1500000000000.0, 2000000.0)
-    """
-    s = str(text).strip().replace("_", "").replace(",", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)", s, re.IGNORECASE)
-    if not m:
-        raise InputError(f"{what}: expected a number like 7e9, 7B or 1.5T, got {text!r}")
-    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{what}: must be a positive number, got {text!r}")
-    return value
+from planner.units import parse_count
 
 
 def derive_model(params: float) -> ModelArch:
@@ -104,7 +87,7 @@ def _pick_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
 
 
 def _calib(path: Path | None) -> Calibration:
-    from planner.physics.calibration import default_calibration
+    from planner.physics.calibration_values import default_calibration
 
     return load_calibration(path) if path else default_calibration()
 
@@ -168,11 +151,13 @@ def estimate() -> None:
 @estimate.command("train")
 @_common
 @click.option("--tokens", required=True, metavar="N", help="training tokens (1e12, 300B, 2T)")
-@click.option("--method", type=click.Choice(METHODS), default="full", show_default=True)
+@click.option(
+    "--method", type=click.Choice(METHODS, case_sensitive=False), default="full", show_default=True
+)
 @click.option("--seq-len", type=int, default=4096, show_default=True)
 @click.option(
     "--precision",
-    type=click.Choice(["bf16", "fp8"]),
+    type=click.Choice(["bf16", "fp8"], case_sensitive=False),
     default="bf16",
     show_default=True,
     help="training precision (fp8 needs FP8 tensor cores)",
@@ -215,8 +200,20 @@ def train_cmd(
     }
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
-        return
-    con = Console()
+    else:
+        Console().print(_train_table(model, gpu, gpus, n_tokens, method, est))
+    _exit_unless(est.fits)
+
+
+def _exit_unless(fits: bool) -> None:
+    """Exit 3 (does not fit) after printing the estimate, so scripts can branch on it."""
+    if not fits:
+        sys.exit(int(ExitCode.INFEASIBLE))
+
+
+def _train_table(
+    model: ModelArch, gpu: GpuSpec, gpus: int, n_tokens: float, method: str, est: Any
+) -> Table:
     t = Table(
         title=f"train {model.id} ({model.params / 1e9:.3g}B) on {gpus}x {gpu.id}, "
         f"{n_tokens:.3g} tokens, {method}"
@@ -241,12 +238,17 @@ def train_cmd(
     t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
     for k, v in est.memory.items():
         t.add_row(f"  {k}", _fmt(v))
-    con.print(t)
+    return t
 
 
 @estimate.command("serve")
 @_common
-@click.option("--precision", type=click.Choice(PRECISIONS), default="bf16", show_default=True)
+@click.option(
+    "--precision",
+    type=click.Choice(PRECISIONS, case_sensitive=False),
+    default="bf16",
+    show_default=True,
+)
 @click.option("--prompt", type=int, required=True, metavar="N", help="prompt tokens per request")
 @click.option("--output", type=int, required=True, metavar="N", help="output tokens per request")
 @click.option(
@@ -309,8 +311,21 @@ def serve_cmd(
         out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
-        return
-    con = Console()
+    else:
+        Console().print(_serve_table(model, gpu, gpus, precision, prompt, output, est, cap))
+    _exit_unless(est.fits and (cap is None or cap.feasible))
+
+
+def _serve_table(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    est: Any,
+    cap: Any,
+) -> Table:
     t = Table(
         title=f"serve {model.id} on {gpus}x {gpu.id}, {precision}, {prompt} in / {output} out"
     )
@@ -334,4 +349,4 @@ def serve_cmd(
             t.add_row("  batch cap", str(cap.batch))
         else:
             t.add_row("SLO", f"not reachable: {cap.reason}")
-    con.print(t)
+    return t

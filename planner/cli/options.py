@@ -19,7 +19,9 @@ class _FiniteRange(click.ParamType):
     def __init__(self, lo: float, hi: float, what: str) -> None:
         self.lo, self.hi, self.what = lo, hi, what
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         try:
             x = float(value)
         except (TypeError, ValueError):

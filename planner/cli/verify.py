@@ -1,7 +1,7 @@
 """``planner verify PROBLEM PLAN.json`` and ``planner explain PROBLEM``.
 
 ``verify`` recomputes, from the problem and the saved plan alone, every constraint and total
-(:mod:`planner.verify`): exit 0 with one OK line and the recomputed total, exit 1 with the
+(:mod:`planner.verify`): exit 0 with one OK line and the recomputed total, exit 4 with the
 list of violations. ``explain`` prints, for an infeasible problem, the diagnosis (exit 3)
 and, for a feasible one, which limits bind, what relaxing each is worth (re-solves) and the
 LP duals of the constraints with the integer decisions fixed.
@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 import click
+
+from planner.cli.options import SOLVERS, gap_option, time_limit_option
+from planner.errors import ExitCode
 
 
 @click.command()
@@ -44,7 +47,7 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
             click.echo(f"  - {line}", err=True)
         if len(rep.errors) > max_lines:
             click.echo(f"  ... and {len(rep.errors) - max_lines} more", err=True)
-        sys.exit(1)
+        sys.exit(int(ExitCode.VERIFY_FAILED))
     click.echo(
         f"OK: {plan_json} meets every constraint of {problem} ({rep.checks} checks); "
         f"recomputed total ${rep.total_usd:,.2f} (capex ${rep.capex_usd:,.2f}, power ${rep.power_usd:,.2f}, "
@@ -54,13 +57,9 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
 
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
-@click.option("--solver", type=click.Choice(["cbc", "highs"]), default="cbc", show_default=True)
-@click.option(
-    "--time-limit", type=float, default=None, help="seconds per solve (default: the problem's)"
-)
-@click.option(
-    "--gap", type=float, default=None, help="relative optimality gap (default: the problem's)"
-)
+@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@time_limit_option("seconds per solve (default: the problem's)")
+@gap_option("relative optimality gap (default: the problem's)")
 @click.option(
     "--no-resolve", is_flag=True, help="skip the re-solves (limits +10 %, each GPU type removed)"
 )

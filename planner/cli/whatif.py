@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -11,9 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from planner.errors import InputError
-
-SOLVERS = click.Choice(["cbc", "highs"])
+from planner.cli.options import SOLVERS, gap_option, time_limit_option
+from planner.errors import ExitCode, InputError
 
 
 def _money(x: float | None) -> str:
@@ -104,15 +104,8 @@ def summary_table(results, keys: list[str], title: str = "What-if") -> Table:
     help="parallel solves (default: the number of CPUs)",
 )
 @click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
-@click.option(
-    "--time-limit",
-    type=float,
-    default=None,
-    help="solver time limit per scenario in seconds (default: the problem's)",
-)
-@click.option(
-    "--gap", type=float, default=None, help="relative optimality gap (default: the problem's)"
-)
+@time_limit_option("solver time limit per scenario in seconds (default: the problem's)")
+@gap_option("relative optimality gap (default: the problem's)")
 @click.option(
     "--scheduler",
     default=None,
@@ -192,6 +185,18 @@ def whatif(
     elif json_path:
         wi.write_results_json(res.results, json_path)
         console.print(f"json: {json_path}")
+    _exit_if_failed(len(bad), len(res.results), console)
+
+
+def _exit_if_failed(failed: int, total: int, console: Console) -> None:
+    """Exit 5 once every result is written, when some scenario did not solve."""
+    if failed:
+        console.print(
+            f"[yellow]{failed} of {total} solves failed[/yellow] (exit code 5; "
+            "every result is in the outputs)",
+            highlight=False,
+        )
+        sys.exit(int(ExitCode.SWEEP_INCOMPLETE))
 
 
 def _side_by_side(be) -> Table:
@@ -277,10 +282,8 @@ def _side_by_side(be) -> Table:
     help="parallel solves of the scan (default: the number of CPUs)",
 )
 @click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
-@click.option(
-    "--time-limit", type=float, default=None, help="solver time limit per solve in seconds"
-)
-@click.option("--gap", type=float, default=None, help="relative optimality gap")
+@time_limit_option("solver time limit per solve in seconds")
+@gap_option("relative optimality gap")
 @click.option("--json", "json_path", help="write the result as JSON to PATH, or '-' for stdout")
 def breakeven(
     problem: Path,
@@ -337,3 +340,4 @@ def breakeven(
 
         atomic_write_bytes(json_path, json.dumps(be.to_json(), indent=2).encode("utf-8"))
         console.print(f"json: {json_path}")
+    _exit_if_failed(sum(not r.ok for r in (be.below, be.above)), 2, console)

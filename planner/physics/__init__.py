@@ -12,9 +12,9 @@ Every efficiency factor comes from ``catalogs/calibration.yaml`` (:func:`default
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Calibration": "calibration",
-    "default_calibration": "calibration",
-    "load_calibration": "calibration",
+    "Calibration": "calibration_values",
+    "default_calibration": "calibration_values",
+    "load_calibration": "calibration_values",
     "PRECISIONS": "serve",
     "ReplicaCapacity": "serve",
     "ServeEstimate": "serve",
@@ -51,7 +51,11 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.physics.calibration import Calibration, default_calibration, load_calibration
+    from planner.physics.calibration_values import (
+        Calibration,
+        default_calibration,
+        load_calibration,
+    )
     from planner.physics.serve import (
         PRECISIONS,
         ReplicaCapacity,

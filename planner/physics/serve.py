@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.catalog import GpuSpec, ModelArch
-from planner.physics.calibration import Calibration, default_calibration
+from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
 
 PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
@@ -393,15 +394,7 @@ def estimate_serve(
                 f"{gpu.memory_gb.value:g} GB; at most batch {top} fits"
             )
     if reason is not None:
-        b = batch or 0
-        mem = (
-            serve_memory_gb(model, gpus, precision, b, prompt + output, prompt, calib)
-            if precision in PRECISIONS
-            else {}
-        )
-        return ServeEstimate(
-            False, reason, gpus, precision, b, 0.0, math.inf, math.inf, sum(mem.values()), mem
-        )
+        return _cannot_serve(model, gpus, precision, prompt, output, batch or 0, calib, reason)
     assert batch is not None
     d = output - 1
     ctx = prompt + d / 2
@@ -421,6 +414,27 @@ def estimate_serve(
         tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
         memory_per_gpu_gb=sum(mem.values()),
         memory=mem,
+    )
+
+
+def _cannot_serve(
+    model: ModelArch,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int,
+    calib: Calibration,
+    reason: str,
+) -> ServeEstimate:
+    """An infeasible estimate that still reports the memory it would need (when computable)."""
+    mem = (
+        serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
+        if precision in PRECISIONS
+        else {}
+    )
+    return ServeEstimate(
+        False, reason, gpus, precision, batch, 0.0, math.inf, math.inf, sum(mem.values()), mem
     )
 
 
@@ -550,6 +564,149 @@ def loaded_latency(
     return _loaded(model, gpu, gpus, precision, prompt, output, batch, rate, calib)[0]
 
 
+_UNSTABLE = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
+
+
+def _decode_step_fn(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, context: float, calib: Calibration
+) -> Callable[[float], float]:
+    """``decode_step_s(..., n, context, ...)`` as a function of the running batch n alone.
+
+    The fixed point evaluates it hundreds of times per rate, so the coefficients are computed once.
+    """
+    cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, tp, precision, context, calib)
+
+    def step(nn: float) -> float:
+        return max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix
+
+    return step
+
+
+@dataclass(frozen=True)
+class _SteadyState:
+    """Operating point of the continuous-batching fixed point (seconds, requests)."""
+
+    n: float  # mean running batch
+    k: float  # mean prompts per prefill iteration
+    t_d: float  # decode step at the running batch
+    rho_p: float  # share of GPU time spent prefilling
+    p_len: float  # mean prefill iteration
+
+    @property
+    def tpot(self) -> float:
+        """Mean time per output token: decodes advance only outside prefills."""
+        return self.t_d / (1 - self.rho_p)
+
+
+def _prompts_per_prefill(lam: float, t_d: float, p_len: float) -> float:
+    """Mean prompts per prefill: arrivals during the previous iteration given at least one.
+
+    The previous iteration is a decode step or a prefill (a two-state Markov chain), so the mean
+    mixes ``E[Poisson(lam X) | >= 1]`` over both, weighted by how often each leads to a prefill.
+    """
+    p_dp = -math.expm1(-lam * t_d)
+    p_pp = -math.expm1(-lam * p_len)
+    stay = math.exp(-lam * p_len)
+    pi_p = p_dp / (p_dp + stay) if p_dp + stay > 0 else 1.0
+    k_from_d = lam * t_d / p_dp if p_dp > 1e-12 else 1.0
+    k_from_p = lam * p_len / p_pp if p_pp > 1e-12 else 1.0
+    from_d, from_p = (1 - pi_p) * p_dp, pi_p * p_pp
+    return (from_d * k_from_d + from_p * k_from_p) / (from_d + from_p) if from_d + from_p else 1.0
+
+
+def _steady_state(
+    lam: float, d: int, f: float, s1: float, batch: int, step: Callable[[float], float]
+) -> _SteadyState | None:
+    """Fixed point of the running batch ``n = lam d TPOT`` (None: unstable or out of slots)."""
+    if lam * s1 >= 1:
+        return None
+    n = 0.0
+    p_len = f + s1
+    k = 1.0
+    t_d = rho_p = 0.0
+    for _ in range(100):
+        t_d = step(max(n, 1.0))
+        k = _prompts_per_prefill(lam, t_d, p_len)
+        p_len = f + k * s1
+        rho_p = lam * (s1 + f / k)
+        if rho_p >= 0.999:
+            return None
+        new_n = lam * d * t_d / (1 - rho_p)
+        if new_n > 4 * batch + 10:
+            return None
+        done = abs(new_n - n) < 1e-4 * max(1.0, n)
+        n = new_n
+        if done:
+            break
+    if n >= batch:
+        return None
+    return _SteadyState(n, k, t_d, rho_p, p_len)
+
+
+def _p95_tpot(
+    st: _SteadyState, lam: float, d: int, batch: int, step: Callable[[float], float]
+) -> tuple[float, float] | None:
+    """(p95 TPOT, mean request life) in seconds; None when the slots cannot cover the 95% point
+    of the running batch (the slot-saturation regime where TTFT explodes)."""
+    if d <= 0:
+        return 0.0, 0.0
+    life = d * st.tpot
+    # feedback: one more running request lengthens every life by g requests' worth
+    slope = step(max(st.n, 1.0) + 1) - st.t_d
+    g = min(0.9, lam * d * slope / (1 - st.rho_p))
+    n95 = st.n + 1.6449 * math.sqrt(st.n) / (1 - g)
+    if n95 > batch:
+        return None
+    t95 = step(max(n95, 1.0))
+    life95 = d * t95 / (1 - st.rho_p)
+    r_p = st.rho_p / st.p_len  # prefill iterations per second
+    return (d * t95 + poisson_quantile(r_p * life95) * st.p_len) / d, life
+
+
+def _arrival_iterations(st: _SteadyState, f: float, s1: float) -> tuple[list[float], list[float]]:
+    """(lengths, weights) of the iteration a request arrives in, length-biased: a decode step,
+    idle, or a prefill of 1, 2, ... prompts (prompts per prefill ~ 1 + Poisson(k - 1))."""
+    idle = max(0.0, (1 - st.rho_p) * math.exp(-st.n))
+    lengths, weights = [st.t_d, 0.0], [max(0.0, 1 - st.rho_p - idle), idle]
+    km1 = max(st.k - 1.0, 0.0)
+    pk, mass, j = math.exp(-km1), 0.0, 0
+    parts = []
+    while mass < 0.999 and j < 60:
+        parts.append((f + (1 + j) * s1, pk))
+        mass += pk
+        j += 1
+        pk *= km1 / j
+    sum_len = sum(x * w for x, w in parts)
+    norm = st.rho_p / sum_len if sum_len > 0 else 0.0
+    for x, w in parts:
+        lengths.append(x)
+        weights.append(norm * x * w)
+    return lengths, weights
+
+
+def _slot_wait_s(batch: int, lam: float, life: float, d: int) -> float:
+    """Erlang-C p95 wait for a batch slot (M/M/c, c = batch, service = life); 0 below 5% waiting."""
+    if d <= 0:
+        return 0.0
+    c = erlang_c(batch, lam * life)
+    return math.log(c / 0.05) / (batch / life - lam) if c > 0.05 else 0.0
+
+
+def _p95_residual_s(
+    st: _SteadyState, lengths: list[float], weights: list[float], lam: float, s1: float
+) -> float:
+    """95% point of the residual iteration plus co-admitted prompts, by bisection."""
+    span = 2 * (st.p_len + st.t_d)
+    lo, hi = 0.0, span + s1 * (poisson_quantile(lam * span, 0.999) + 1)
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if _residual_tail(mid, lengths, weights, lam, s1) > 0.05:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def _loaded(
     model: ModelArch,
     gpu: GpuSpec,
@@ -566,97 +723,112 @@ def _loaded(
     (one tail evaluation instead of a bisection; ``p95_ttft_s`` is then the SLO or inf) and the
     flag says whether p95 TTFT <= SLO."""
     d = output - 1
-    ctx = prompt + d / 2
     f = prefill_iter_s(model, gpu, gpus, precision, 0, prompt, calib)
     s1 = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib) - f  # incl. TP all-reduces
-    lam = rate
-    cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, gpus, precision, ctx, calib)
-
-    def step(nn: float) -> float:  # == decode_step_s(..., nn, ctx, ...)
-        return max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix
-
-    big = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
-    if lam * s1 >= 1:
-        return big, False
-    n = 0.0
-    p_len = f + s1
-    k = 1.0
-    t_d = rho_p = 0.0
-    for _ in range(100):
-        t_d = step(max(n, 1.0))
-        p_dp = -math.expm1(-lam * t_d)
-        p_pp = -math.expm1(-lam * p_len)
-        stay = math.exp(-lam * p_len)
-        pi_p = p_dp / (p_dp + stay) if p_dp + stay > 0 else 1.0
-        k_from_d = lam * t_d / p_dp if p_dp > 1e-12 else 1.0
-        k_from_p = lam * p_len / p_pp if p_pp > 1e-12 else 1.0
-        from_d, from_p = (1 - pi_p) * p_dp, pi_p * p_pp
-        k = (from_d * k_from_d + from_p * k_from_p) / (from_d + from_p) if from_d + from_p else 1.0
-        p_len = f + k * s1
-        rho_p = lam * (s1 + f / k)
-        if rho_p >= 0.999:
-            return big, False
-        new_n = lam * d * t_d / (1 - rho_p)
-        if new_n > 4 * batch + 10:
-            return big, False
-        done = abs(new_n - n) < 1e-4 * max(1.0, n)
-        n = new_n
-        if done:
-            break
-    if n >= batch:
-        return big, False
-    tpot = t_d / (1 - rho_p)
-    r_p = rho_p / p_len  # prefill iterations per second
-    if d > 0:
-        life = d * tpot
-        # feedback: one more running request lengthens every life by g requests' worth
-        slope = step(max(n, 1.0) + 1) - t_d
-        g = min(0.9, lam * d * slope / (1 - rho_p))
-        n95 = n + 1.6449 * math.sqrt(n) / (1 - g)
-        if n95 > batch:  # slots must cover the 95% point of the running batch
-            return big, False
-        t95 = step(max(n95, 1.0))
-        life95 = d * t95 / (1 - rho_p)
-        p95_tpot = (d * t95 + poisson_quantile(r_p * life95) * p_len) / d
-    else:
-        life = 0.0
-        p95_tpot = 0.0
-    # TTFT: the iteration the request arrives in, length-biased
-    idle = max(0.0, (1 - rho_p) * math.exp(-n))
-    lengths, weights = [t_d, 0.0], [max(0.0, 1 - rho_p - idle), idle]
-    km1 = max(k - 1.0, 0.0)  # prompts per prefill ~ 1 + Poisson(k - 1)
-    pk, mass, j = math.exp(-km1), 0.0, 0
-    norm = sum_len = 0.0
-    parts = []
-    while mass < 0.999 and j < 60:
-        parts.append((f + (1 + j) * s1, pk))
-        mass += pk
-        j += 1
-        pk *= km1 / j
-    sum_len = sum(x * w for x, w in parts)
-    norm = rho_p / sum_len if sum_len > 0 else 0.0
-    for x, w in parts:
-        lengths.append(x)
-        weights.append(norm * x * w)
-    slot_wait = 0.0
-    if d > 0:
-        c = erlang_c(batch, lam * life)
-        if c > 0.05:
-            slot_wait = math.log(c / 0.05) / (batch / life - lam)
+    step = _decode_step_fn(model, gpu, gpus, precision, prompt + d / 2, calib)
+    st = _steady_state(rate, d, f, s1, batch, step)
+    tpot = None if st is None else _p95_tpot(st, rate, d, batch, step)
+    if st is None or tpot is None:
+        return _UNSTABLE, False
+    p95_tpot, life = tpot
+    lengths, weights = _arrival_iterations(st, f, s1)
+    slot_wait = _slot_wait_s(batch, rate, life, d)
     if ttft_slo_s is not None:
         y = ttft_slo_s - f - s1 - slot_wait
-        good = y >= 0 and _residual_tail(y, lengths, weights, lam, s1) <= 0.05
+        good = y >= 0 and _residual_tail(y, lengths, weights, rate, s1) <= 0.05
         ttft = ttft_slo_s if good else math.inf
-        return LoadedLatency(True, ttft, p95_tpot, tpot, n, rho_p), good
-    lo, hi = 0.0, 2 * (p_len + t_d) + s1 * (poisson_quantile(lam * 2 * (p_len + t_d), 0.999) + 1)
-    for _ in range(30):
+        return LoadedLatency(True, ttft, p95_tpot, st.tpot, st.n, st.rho_p), good
+    ttft = f + s1 + _p95_residual_s(st, lengths, weights, rate, s1) + slot_wait
+    return LoadedLatency(True, ttft, p95_tpot, st.tpot, st.n, st.rho_p), True
+
+
+@dataclass(frozen=True)
+class _SloQuery:
+    """One replica shape and its SLO: what the rate search evaluates again and again."""
+
+    model: ModelArch
+    gpu: GpuSpec
+    gpus: int
+    precision: str
+    prompt: int
+    output: int
+    calib: Calibration
+    slo_ttft_ms: float
+    slo_tpot_ms: float
+
+    def loaded(
+        self, batch: int, rate: float, ttft_slo_s: float | None = None
+    ) -> tuple[LoadedLatency, bool]:
+        """:func:`_loaded` for this replica at one batch cap and rate."""
+        return _loaded(
+            self.model,
+            self.gpu,
+            self.gpus,
+            self.precision,
+            self.prompt,
+            self.output,
+            batch,
+            rate,
+            self.calib,
+            ttft_slo_s,
+        )
+
+    def within_slo(self, batch: int, rate: float) -> LoadedLatency | None:
+        """The loaded latency if both p95s meet the SLO at this batch cap and rate, else None."""
+        r, ttft_ok = self.loaded(batch, rate, self.slo_ttft_ms / 1e3)
+        return r if r.stable and ttft_ok and r.p95_tpot_s <= self.slo_tpot_ms / 1e3 else None
+
+
+def _best_rate(q: _SloQuery, batch: int) -> tuple[float, LoadedLatency | None]:
+    """Highest rate within the SLO at this batch cap, by bisection (latency grows with load)."""
+    tiny = 1e-6
+    first = q.within_slo(batch, tiny)
+    if first is None:
+        return 0.0, None
+    est = estimate_serve(q.model, q.gpu, q.gpus, q.precision, q.prompt, q.output, batch, q.calib)
+    lo, hi, at = tiny, est.tokens_per_s / q.output + tiny, first
+    for _ in range(8):  # the static-batch throughput is a guess, not a bound: widen it
+        r = q.within_slo(batch, hi)
+        if r is None:
+            break
+        lo, at, hi = hi, r, hi * 2
+    for _ in range(22):
         mid = 0.5 * (lo + hi)
-        if _residual_tail(mid, lengths, weights, lam, s1) > 0.05:
-            lo = mid
-        else:
+        r = q.within_slo(batch, mid)
+        if r is None:
             hi = mid
-    ttft = f + s1 + hi + slot_wait
-    return LoadedLatency(True, ttft, p95_tpot, tpot, n, rho_p), True
+        else:
+            lo, at = mid, r
+    return lo, at
+
+
+def _unreachable_reason(q: _SloQuery, top: int) -> str:
+    """Why no rate at all meets the SLO with ``top`` slots."""
+    r0 = q.loaded(top, 1e-6)[0]
+    if not r0.stable:
+        return (
+            f"no stable operating point with at most {top} concurrent requests "
+            "(too little memory left for the KV cache)"
+        )
+    return (
+        f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
+        f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({q.slo_ttft_ms:g} / "
+        f"{q.slo_tpot_ms:g} ms) even at batch {top}"
+    )
+
+
+def _smallest_cap(q: _SloQuery, top: int, rate: float) -> int:
+    """Smallest power-of-two batch cap below ``top`` that sustains ``rate`` (else ``top``).
+
+    A larger cap never lowers capacity here, so the smallest one that still reaches the rate
+    commits the least KV memory for the same capacity (one evaluation per candidate).
+    """
+    b = 1
+    while b < top:
+        if q.within_slo(b, rate) is not None:
+            return b
+        b *= 2
+    return top
 
 
 @functools.lru_cache(maxsize=4096)
@@ -671,73 +843,25 @@ def _capacity(
     slo_tpot_ms: float,
     calib: Calibration,
 ) -> ReplicaCapacity:
-    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
-
     def no(why: str, b: int = 0) -> ReplicaCapacity:
         return ReplicaCapacity(False, why, gpus, precision, b, 0.0, math.inf, math.inf, 0.0)
 
+    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
     if reason is not None:
         return no(reason)
     top = max_batch(model, gpu, gpus, precision, prompt, output, calib)
-    slo_t, slo_p = slo_ttft_ms / 1e3, slo_tpot_ms / 1e3
-
-    def ok(b: int, lam: float) -> LoadedLatency | None:
-        r, ttft_ok = _loaded(model, gpu, gpus, precision, prompt, output, b, lam, calib, slo_t)
-        return r if r.stable and ttft_ok and r.p95_tpot_s <= slo_p else None
-
-    def best_rate(b: int) -> tuple[float, LoadedLatency | None]:
-        tiny = 1e-6
-        first = ok(b, tiny)
-        if first is None:
-            return 0.0, None
-        est = estimate_serve(model, gpu, gpus, precision, prompt, output, b, calib)
-        lo, hi, at = tiny, est.tokens_per_s / output + tiny, first
-        for _ in range(8):  # the static-batch throughput is a guess, not a bound: widen it
-            r = ok(b, hi)
-            if r is None:
-                break
-            lo, at, hi = hi, r, hi * 2
-        for _ in range(22):
-            mid = 0.5 * (lo + hi)
-            r = ok(b, mid)
-            if r is None:
-                hi = mid
-            else:
-                lo, at = mid, r
-        return lo, at
-
-    rate, at = best_rate(top)
+    q = _SloQuery(model, gpu, gpus, precision, prompt, output, calib, slo_ttft_ms, slo_tpot_ms)
+    rate, at = _best_rate(q, top)
     if at is None:
-        r0 = loaded_latency(model, gpu, gpus, precision, prompt, output, top, 1e-6, calib)
-        if not r0.stable:
-            return no(
-                f"no stable operating point with at most {top} concurrent requests "
-                "(too little memory left for the KV cache)",
-                top,
-            )
-        return no(
-            f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
-            f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({slo_ttft_ms:g} / "
-            f"{slo_tpot_ms:g} ms) even at batch {top}",
-            top,
-        )
+        return no(_unreachable_reason(q, top), top)
     if rate < 1e-3:
         return no(
             f"sustains only {rate:.2g} req/s within the SLO (batch {top}: too little "
             f"memory left for KV cache)",
             top,
         )
-    batch = top
-    # a larger batch cap never lowers capacity here; report the smallest power-of-two cap that
-    # sustains the same rate within the SLO (one evaluation per candidate)
-    b = 1
-    while b < top:
-        at_b = ok(b, rate)
-        if at_b is not None:
-            at, batch = at_b, b
-            break
-        b *= 2
-    at = loaded_latency(model, gpu, gpus, precision, prompt, output, batch, rate, calib)
+    batch = _smallest_cap(q, top, rate)
+    at = q.loaded(batch, rate)[0]
     return ReplicaCapacity(
         feasible=True,
         reason=None,

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from planner.catalog import GpuSpec, ModelArch
-from planner.physics.calibration import Calibration, default_calibration, gpu_family
+from planner.physics.calibration_values import Calibration, default_calibration, gpu_family
 
 GB = 1e9
 METHODS = ("full", "lora", "qlora")
@@ -468,21 +468,7 @@ def estimate_train(
         model, gpu, gpus, method, seq_len, gbs, precision, calib
     )
     if lay is None or ev is None:
-        cap = gpu.memory_gb.value
-        need = small_ev.mem_total if small_ev else float("nan")
-        how = ""
-        if small_lay is not None:
-            how = (
-                f" (best layout tp={small_lay.tp} pp={small_lay.pp} dp={small_lay.dp} "
-                f"ZeRO-{small_lay.zero_stage}{' recompute' if small_lay.recompute else ''})"
-            )
-        frac = calib.train.usable_memory_fraction.value
-        reason = (
-            f"{method} training of {model.id} needs {need:.1f} GB per GPU{how} > "
-            f"{frac:.0%} of {cap:g} GB on {gpus}x {gpu.id}"
-        )
-        mem = small_ev.memory if small_ev else {}
-        return _infeasible(gpus, reason, need, mem)
+        return _out_of_memory(model, gpu, gpus, method, calib, small_lay, small_ev)
     seconds = tokens / (ev.tokens_per_s_per_gpu * gpus) / calib.train.goodput.value
     wall = seconds / 3600.0
     return TrainEstimate(
@@ -497,6 +483,33 @@ def estimate_train(
         layout=lay,
         tokens_per_s_per_gpu=ev.tokens_per_s_per_gpu,
     )
+
+
+def _out_of_memory(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    method: str,
+    calib: Calibration,
+    small_lay: TrainLayout | None,
+    small_ev: LayoutEval | None,
+) -> TrainEstimate:
+    """No layout fits: report the least-memory layout, so the user sees how far off it is."""
+    cap = gpu.memory_gb.value
+    need = small_ev.mem_total if small_ev else float("nan")
+    how = ""
+    if small_lay is not None:
+        how = (
+            f" (best layout tp={small_lay.tp} pp={small_lay.pp} dp={small_lay.dp} "
+            f"ZeRO-{small_lay.zero_stage}{' recompute' if small_lay.recompute else ''})"
+        )
+    frac = calib.train.usable_memory_fraction.value
+    reason = (
+        f"{method} training of {model.id} needs {need:.1f} GB per GPU{how} > "
+        f"{frac:.0%} of {cap:g} GB on {gpus}x {gpu.id}"
+    )
+    mem = small_ev.memory if small_ev else {}
+    return _infeasible(gpus, reason, need, mem)
 
 
 def _infeasible(

@@ -41,7 +41,11 @@ class Col:
 
 def _table(title: str, cols: Sequence[Col], rows: Sequence[Sequence[str]], fold: bool) -> Table:
     t = Table(
-        title=title, box=box.SIMPLE_HEAD, show_edge=False, title_justify="left", collapse_padding=True
+        title=title,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        title_justify="left",
+        collapse_padding=True,
     )
     for c in cols:
         t.add_column(
@@ -170,7 +174,7 @@ def workload_table(plan: Plan, console: Console, wide: bool) -> Table:
     return fit_table(console, "Workloads", cols, rows, wide)
 
 
-def _show(console: Console, table: Table, wide: bool) -> None:
+def show_table(console: Console, table: Table, wide: bool) -> None:
     """Print a table; ``wide`` prints it at its natural width, letting the terminal wrap lines
     rather than rich squeezing (and cutting) cells."""
     if not wide:
@@ -195,4 +199,4 @@ def print_summary(plan: Plan, console: Console | None = None, wide: bool = False
         tables.append(rent_table(plan, c, wide))
     tables.append(workload_table(plan, c, wide))
     for t in tables:
-        _show(c, t, wide)
+        show_table(c, t, wide)

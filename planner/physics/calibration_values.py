@@ -1,0 +1,122 @@
+"""Calibration values: every efficiency factor of the performance model, with its source.
+
+The factors live in ``catalogs/calibration.yaml``; :func:`load_calibration` validates that file
+(unknown keys are errors) and :func:`default_calibration` loads the shipped one once.
+
+The physics (``train``, ``serve``) reads its factors from here. This module imports no other
+physics module, so the physics never depends on the code that fits and checks these values
+(:mod:`planner.physics.calibration`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from pydantic import Field
+
+from planner.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
+from planner.yamlio import load_yaml, validate
+
+
+class FamilyFactor(Sourced):
+    """A factor that depends on the GPU family; ``match`` lists id/name fragments of the family."""
+
+    family: str
+    match: tuple[str, ...] = Field(min_length=1)
+
+
+class TrainCalibration(Strict):
+    mfu_family: tuple[FamilyFactor, ...] = Field(min_length=1)
+    mfu_default: Sourced
+    mfu_size_half_hidden: Sourced
+    gemm_half_tokens: Sourced
+    recompute_factor: Sourced
+    fp8_speedup: Sourced
+    qlora_speed_factor: Sourced
+    lora_param_fraction: Sourced
+    qlora_bytes_per_param: Sourced
+    global_batch_tokens: Sourced
+    finetune_global_batch_tokens: Sourced
+    dp_overlap: Sourced
+    goodput: Sourced
+    framework_overhead_gb: Sourced
+    usable_memory_fraction: Sourced
+
+
+class ServeCalibration(Strict):
+    prefill_compute_eff: Sourced
+    decode_compute_eff: Sourced
+    weight_bw_eff: Sourced
+    kv_bw_eff: Sourced
+    int4_bw_factor: Sourced
+    fp8_compute_factor: Sourced
+    int4_bytes_per_param: Sourced
+    layer_overhead_us: Sourced
+    overhead_gb: Sourced
+    activation_gb_per_1k_tokens: Sourced
+    usable_memory_fraction: Sourced
+
+
+class LinkCalibration(Strict):
+    pcie_x16_gbs_gen3: Sourced
+    nvlink_eff: Sourced
+    pcie_eff: Sourced
+    no_p2p_factor: Sourced
+    nvlink_latency_us: Sourced
+    pcie_latency_us: Sourced
+    no_p2p_latency_us: Sourced
+    inter_node_gbs_sxm: Sourced
+    inter_node_gbs_pcie: Sourced
+    inter_node_gbs_consumer: Sourced
+    inter_node_latency_us: Sourced
+    pcie_node_gpus: Sourced
+
+
+class Calibration(Strict):
+    train: TrainCalibration
+    serve: ServeCalibration
+    links: LinkCalibration
+
+
+CALIBRATION_PATH = CATALOG_DIR / "calibration.yaml"
+
+
+def load_calibration(path: str | Path = CALIBRATION_PATH) -> Calibration:
+    """Load and validate a calibration file (InputError with file:line on any problem)."""
+    return validate(Calibration, load_yaml(path), "calibration file")
+
+
+@functools.cache
+def default_calibration() -> Calibration:
+    """The shipped ``catalogs/calibration.yaml``, loaded once."""
+    return load_calibration(CALIBRATION_PATH)
+
+
+def _norm(text: str) -> str:
+    """Lower-case alphanumerics only: ``'RTX 4090'`` -> ``'rtx4090'``.
+
+    >>> _norm("NVIDIA GeForce RTX-4090")
+    'nvidiageforcertx4090'
+    """
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def gpu_family(gpu: GpuSpec, calib: Calibration) -> FamilyFactor | None:
+    """The calibration family whose ``match`` fragment occurs in the GPU id or name (None: none).
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> gpu_family(_toy_gpu(), default_calibration()).family
+    'hopper'
+    """
+    return _family(gpu.id, gpu.name, calib.train.mfu_family)
+
+
+@functools.lru_cache(maxsize=1024)
+def _family(gid: str, name: str, families: tuple[FamilyFactor, ...]) -> FamilyFactor | None:
+    key = _norm(gid) + " " + _norm(name)
+    for fam in families:
+        if any(_norm(m) in key for m in fam.match):
+            return fam
+    return None

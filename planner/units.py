@@ -1,0 +1,70 @@
+"""Units and spellings accepted everywhere: token counts with suffixes, case-insensitive enums.
+
+The same rules hold on the command line (``planner estimate --tokens 2T``) and in problem
+files (``tokens: 2T``), so a value that works in one place works in the other.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from planner.errors import InputError
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_COUNT = re.compile(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)", re.IGNORECASE)
+
+
+def count_value(text: str | float | int) -> float:
+    """A count written as a number or with a suffix: ``7e9``, ``7B``, ``1.5T``, ``300M``,
+    ``2_000_000`` (k = 1e3, M = 1e6, B/G = 1e9, T = 1e12). Raises ``ValueError`` otherwise,
+    including for booleans (YAML's ``yes``/``true`` are not counts).
+
+    >>> count_value("7B"), count_value("1.5t"), count_value("2e6"), count_value(300)
+    (7000000000.0, 1500000000000.0, 2000000.0, 300.0)
+    """
+    if isinstance(text, bool):
+        raise ValueError("expected a number like 7e9, 7B or 1.5T, got a boolean")
+    if isinstance(text, int | float):
+        return float(text)
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = _COUNT.fullmatch(s)
+    if not m:
+        raise ValueError(f"expected a number like 7e9, 7B or 1.5T, got {text!r}")
+    return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def parse_count(text: str | float | int, what: str) -> float:
+    """A positive, finite count for option or field ``what``; an ``InputError`` otherwise.
+
+    >>> parse_count("300B", "--tokens")
+    300000000000.0
+    """
+    try:
+        value = count_value(text)
+    except ValueError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what}: must be a positive number, got {text!r}")
+    return value
+
+
+def _count_before(v: Any) -> Any:
+    """Pydantic pre-validator: strings (``2T``) become numbers, or a ValueError saying what is
+    allowed; booleans are refused; anything else goes on to pydantic's own number check."""
+    if isinstance(v, str | bool):
+        return count_value(v)
+    return v
+
+
+def _lower(v: Any) -> Any:
+    return v.lower() if isinstance(v, str) else v
+
+
+# A count field (tokens, parameters) that also takes 2T, 300B, 7e9.
+Count = Annotated[float, BeforeValidator(_count_before)]
+# Wrap a Literal of lower-case words: ``LoRA`` and ``FP8`` are read as ``lora`` and ``fp8``.
+CaseInsensitive = BeforeValidator(_lower)

@@ -1,0 +1,134 @@
+"""The house rules, checked: no import circles inside `planner/`, no function longer than
+~120 lines (a literal table excepted), reports never import PuLP, the model never reads files."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "planner"
+MAX_LINES = 120
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """The planner modules `name` imports anywhere (top level or inside functions)."""
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = name.split(".")[: len(name.split(".")) - node.level + int(is_pkg)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.add(mod)
+            found |= {f"{mod}.{a.name}" for a in node.names}
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: _imported(name, path) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles():
+    assert _cycles(GRAPH) == []
+
+
+def test_reports_never_import_pulp_and_model_never_reads_files():
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        roots = {
+            (a.name if isinstance(n, ast.Import) else (n.module or "")).split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in (n.names if isinstance(n, ast.Import) else [n])
+        }
+        if name.startswith("planner.reports") or name in ("planner.plan", "planner.verify"):
+            assert "pulp" not in roots, f"{name} imports pulp"
+        if name == "planner.model":
+            assert not {"yaml", "planner.yamlio"} & (roots | GRAPH[name]), name
+            assert "open(" not in text, "the model builder must not read files"
+
+
+def _is_literal_table(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function whose body (after its docstring) is one literal list/dict/tuple."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Assign):
+        return False
+    value = body[0].value
+    return isinstance(value, ast.List | ast.Dict | ast.Tuple)
+
+
+def _long_functions() -> list[tuple[int, str]]:
+    rows = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_LINES and not _is_literal_table(node):
+                    rows.append((n, f"{name}.{node.name}"))
+    return sorted(rows, reverse=True)
+
+
+def test_no_function_over_120_lines():
+    assert _long_functions() == []
+
+
+@pytest.mark.parametrize("module", sorted(n for n in MODULES if n.startswith("planner.cli.")))
+def test_cli_modules_do_not_import_the_solver(module):
+    """CLI modules parse, load, call the library and print; the solver lives in the library."""
+    assert not {"planner.model", "planner.solve", "planner.extract"} & GRAPH[module], module
