@@ -37,8 +37,7 @@ def child(size: str, solver: str, time_limit: float, gap: float, seed: int, veri
     t0 = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from benchmarks.generate import generate, load_inputs
-    from planner.candidates import check_candidates
-    from planner.candidates import build_candidates
+    from planner.candidates import build_candidates, check_candidates
     from planner.extract import extract_plan
     from planner.model import build_model
     from planner.solve import solve_model

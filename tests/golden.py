@@ -17,8 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 PROBLEMS = sorted((ROOT / "problems").glob("*.yaml"))
 
-_WORKLOAD_KEYS = ("name", "kind", "model", "gpu", "gpus", "config", "cost_usd", "meets_target",
-                  "predicted", "target")
+_WORKLOAD_KEYS = (
+    "name",
+    "kind",
+    "model",
+    "gpu",
+    "gpus",
+    "config",
+    "cost_usd",
+    "meets_target",
+    "predicted",
+    "target",
+)
 
 
 def signature(plan: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +53,10 @@ def regenerate() -> None:
         plan = plan_problem(load_problem(path), time_limit=60)
         sig = signature(json.loads(plan.to_json()))
         (GOLDEN / f"{path.stem}.json").write_text(json.dumps(sig, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {GOLDEN / path.stem}.json: objective ${sig['objective_usd']:,.2f}", file=sys.stderr)
+        print(
+            f"wrote {GOLDEN / path.stem}.json: objective ${sig['objective_usd']:,.2f}",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -121,6 +121,8 @@ def test_solve_fits_80_columns_without_cut_cells():
     for name in ("foundation-13b", "a100-pcie-80gb", "$316,542"):
         assert name in r.output  # whole, not cut or folded
     assert "--wide shows all" in r.output
-    wide = CliRunner().invoke(cli, ["solve", problem, "--no-excel", "--wide"], env={"COLUMNS": "80"})
+    wide = CliRunner().invoke(
+        cli, ["solve", problem, "--no-excel", "--wide"], env={"COLUMNS": "80"}
+    )
     assert wide.exit_code == 0 and "GPU-hours" in wide.output and "share" in wide.output
     assert "…" not in wide.output

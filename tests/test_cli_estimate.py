@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from planner.catalog import CATALOG_DIR
 from planner.cli.estimate import derive_model, estimate
-from planner.units import parse_count
 from planner.errors import InputError
+from planner.units import parse_count
 
 needs_catalogs = pytest.mark.skipif(
     not (CATALOG_DIR / "gpus.yaml").exists() or not (CATALOG_DIR / "models.yaml").exists(),

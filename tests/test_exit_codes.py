@@ -146,4 +146,6 @@ def test_catalog_and_offers(tmp_path: Path):
     assert run("catalog") == ExitCode.OK
     assert run("catalog", "--gpus-file", FIX / "bad" / "gpu_catalog_bad.yaml") == ExitCode.BAD_INPUT
     missing = tmp_path / "nothing-here"
-    assert run("offers", "import-skypilot", missing, "-o", tmp_path / "o.yaml") == ExitCode.BAD_INPUT
+    assert (
+        run("offers", "import-skypilot", missing, "-o", tmp_path / "o.yaml") == ExitCode.BAD_INPUT
+    )

@@ -154,7 +154,11 @@ def _same(a, b, path: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} items vs {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _same(x, y, f"{path}[{i}]")]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _same(x, y, f"{path}[{i}]")
+        ]
     numbers = (int, float)
     if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
         ok = abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))

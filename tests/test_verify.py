@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from planner.api import plan_problem
 from planner.cli import cli
+from planner.errors import ExitCode
 from planner.plan import Plan, write_json
 from planner.problem import load_problem, load_problem_text
-from planner.errors import ExitCode
 from planner.verify import verify_plan, verify_report
 
 ROOT = Path(__file__).resolve().parent.parent
