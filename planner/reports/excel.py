@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from openpyxl import Workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
@@ -46,7 +46,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.plan import Plan
+from planner.plan import Plan, WorkloadResult
 
 SHEETS = (
     "Summary",
@@ -354,19 +354,35 @@ def _title(ws: Worksheet, title: str, subtitle: str) -> None:
     ws.row_dimensions[1].height = 22
 
 
-def _header(ws: Worksheet, row: int, cols: Sequence[_Col], start_col: int = 1) -> None:
-    for j, c in enumerate(cols):
+def _head_cells(ws: Worksheet, row: int, names: Sequence[str], start_col: int = 1) -> None:
+    for j, name in enumerate(names):
         _put(
             ws,
             row,
             start_col + j,
-            c.header,
+            name,
             font=_F_HEAD,
             fill=_FILL_HEAD,
             align=_HEAD_ALIGN,
             border=_BORDER,
         )
+
+
+def _header(ws: Worksheet, row: int, cols: Sequence[_Col], start_col: int = 1) -> None:
+    _head_cells(ws, row, [c.header for c in cols], start_col)
     ws.row_dimensions[row].height = 30
+
+
+def _section(ws: Worksheet, row: int, title: str) -> None:
+    _put(ws, row, 1, title, font=_F_SECTION)
+
+
+def _total_row(ws: Worksheet, row: int, last: int, sums: Sequence[tuple[int, str]]) -> None:
+    """A "Total" row: the SUM of rows FIRST_ROW..last in each of the ``(column, format)``."""
+    _put(ws, row, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
+    for c, fmt in sums:
+        L = get_column_letter(c)
+        _put(ws, row, c, F(f"=SUM({L}{FIRST_ROW}:{L}{last})"), fmt, _F_BOLD, _FILL_TOTAL)
 
 
 def _widths(ws: Worksheet, cols: Sequence[_Col], start_col: int = 1) -> None:
@@ -480,6 +496,108 @@ def _q(s: str) -> str:
 # ----------------------------------------------------------------------------- the writer
 
 
+_OWN_FIGURE = "this row (differs from Assumptions: solver's figure)"
+
+_CASH_FLOW_COLS = (
+    _Col("Month", 10, MONTH_FMT),
+    _Col("Capex USD", 14, USD),
+    _Col("Power USD", 13, USD),
+    _Col("Hosting USD", 13, USD),
+    _Col("Rentals USD", 13, USD),
+    _Col("Total USD", 14, USD),
+    _Col("Running total USD", 15, USD),
+    _Col("Cumulative capex USD", 15, USD),
+    _Col("Capex budget headroom USD", 16, USD),
+    _Col("Solver's total USD", 14, USD),
+    _Col("Workbook - solver USD", 13, USD_CENTS),
+)
+
+_FLEET_DATA_ROW = 44  # header row of the fleet chart's data on Charts: below the charts of page 1
+
+
+def _no_months_row() -> list[Any]:
+    r = FIRST_ROW
+    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}")]
+
+
+def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> None:
+    """The total row of Cash flow: running and cumulative columns have no meaningful sum."""
+    _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
+    for c in range(2, 12):
+        L = get_column_letter(c)
+        v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in (2, 3, 4, 5, 6, 10) else None
+        if c == 11:
+            v = F(f"=F{tr}-J{tr}")
+        if c == 9 and budget:
+            v = F(f"={budget}-B{tr}")
+        _put(ws, tr, c, v, _CASH_FLOW_COLS[c - 1].fmt, _F_BOLD, _FILL_TOTAL, border=_TOP)
+
+
+def _workload_row(r: int, w: WorkloadResult) -> list[Any]:
+    per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
+    return [
+        w.name,
+        w.kind,
+        w.model,
+        w.gpus,
+        _config(w.config),
+        ", ".join(w.gpu),
+        "yes" if w.meets_target else "NO",
+        _num(w.cost_usd),
+        _num(w.cost_share),
+        _num(w.tokens),
+        per_m,
+        _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
+    ]
+
+
+def _cell_value(v: Any) -> Any:
+    """An assumption's value as a cell holds it: numbers stay numbers, the rest becomes text."""
+    if v is None:
+        return ""
+    if isinstance(v, (list, dict, tuple)):
+        return json.dumps(v, sort_keys=True, default=str)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if not isinstance(v, (int, float)):
+        return str(v)
+    return v
+
+
+def _value_labels(numfmt: str) -> DataLabelList:
+    """Data labels that show the value and nothing else."""
+    labels = DataLabelList()
+    labels.showVal = True
+    for flag in ("showPercent", "showCatName", "showSerName", "showLegendKey", "showLeaderLines"):
+        setattr(labels, flag, False)
+    labels.numFmt = numfmt
+    return labels
+
+
+class _CostLine(NamedTuple):
+    """One line of the Summary cost table: the live formula beside the solver's own figure."""
+
+    label: str
+    live: F
+    solver: float
+    where: str
+    key: bool  # a headline figure: big font, highlighted
+
+
+class _CostRows(NamedTuple):
+    """Rows of the Summary cost table that later blocks, the defined names and the charts use."""
+
+    total: int
+    capex: int
+    power: int
+    hosting: int
+    rentals: int
+    opex: int
+
+
+_RENTALS_LINE = "Rentals (on-demand, spot, reserved)"
+
+
 class _Writer:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -498,7 +616,7 @@ class _Writer:
         ]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
-        self.p_last = self.r_last = self.f_last = FIRST_ROW
+        self.p_last = self.r_last = self.f_last = self.cf_last = FIRST_ROW
         self.cf_total_row = 0
 
     def _gpu_ids(self) -> list[str]:
@@ -531,18 +649,50 @@ class _Writer:
             )
         return self.a.cell(i)
 
-    # -- sheets -----------------------------------------------------------------------
+    def total_budget_cell(self) -> str | None:
+        if self.plan.totals.total_budget_usd is None or not _finite(
+            self.plan.totals.total_budget_usd
+        ):
+            return None
+        i = self.a.find(["budget"], ["total_usd", "total_budget_usd"])
+        if i is None:
+            i = self.a.add(
+                _ARow(
+                    "budget",
+                    "total_usd",
+                    self.plan.totals.total_budget_usd,
+                    "USD",
+                    "plan.totals.total_budget_usd",
+                    note="derived",
+                )
+            )
+        return self.a.cell(i)
+
+    # -- Purchases --------------------------------------------------------------------
     def purchases(self) -> None:
         ws = self.ws["Purchases"]
-        plan = self.plan
         _title(
             ws,
             "Purchases",
             "Extended cost = GPUs x unit price; unit price = card + server/network "
             "share per GPU. Yellow prices on the Assumptions sheet drive every total.",
         )
-        cols = [
-            _Col("GPU", _fit(10, [p.gpu for p in plan.purchases], 30)),
+        cols = self._purchase_cols()
+        _header(ws, HEADER_ROW, cols)
+        self.p_last = _rows(ws, FIRST_ROW, cols, self._purchase_rows())
+        # a price typed into the row (the solver's, differing from Assumptions) is an input too
+        for r in range(FIRST_ROW, self.p_last + 1):
+            for c in (5, 6):
+                if ws.cell(r, c).data_type != "f":
+                    ws.cell(r, c).fill = _FILL_INPUT
+        _total_row(ws, self.p_last + 1, self.p_last, [(4, NUM0), (8, USD), (9, USD)])
+        _table(ws, "tblPurchases", 1, len(cols), HEADER_ROW, self.p_last)
+        _widths(ws, cols)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
+
+    def _purchase_cols(self) -> list[_Col]:
+        return [
+            _Col("GPU", _fit(10, [p.gpu for p in self.plan.purchases], 30)),
             _Col("Month", 10, MONTH_FMT),
             _Col("Nodes", 8, NUM0),
             _Col("GPUs", 8, NUM0),
@@ -553,9 +703,10 @@ class _Writer:
             _Col("Solver's cost USD", 16, USD),
             _Col("Price source", 36, None, wrap=True),
         ]
-        _header(ws, HEADER_ROW, cols)
-        rows = []
-        for r, p in enumerate(plan.purchases, start=FIRST_ROW):
+
+    def _purchase_rows(self) -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for r, p in enumerate(self.plan.purchases, start=FIRST_ROW):
             card = self.a.ref_equal(
                 f"gpu:{p.gpu}", "purchase_usd", p.gpu_usd, "USD/GPU", "plan purchase row"
             )
@@ -565,11 +716,6 @@ class _Writer:
                 p.overhead_usd,
                 "USD/GPU",
                 "plan purchase row",
-            )
-            src = (
-                "Assumptions"
-                if card and over
-                else "this row (differs from Assumptions: solver's figure)"
             )
             rows.append(
                 [
@@ -582,7 +728,7 @@ class _Writer:
                     F(f"=E{r}+F{r}"),
                     F(f"=D{r}*G{r}"),
                     p.total_usd,
-                    src,
+                    "Assumptions" if card and over else _OWN_FIGURE,
                 ]
             )
         if not rows:
@@ -590,44 +736,43 @@ class _Writer:
             rows.append(
                 ["(no purchases)", None, 0, 0, 0, 0, F(f"=E{r}+F{r}"), F(f"=D{r}*G{r}"), 0, ""]
             )
-        self.p_last = _rows(ws, FIRST_ROW, cols, rows)
-        for r in range(FIRST_ROW, self.p_last + 1):
-            for c in (5, 6):
-                if ws.cell(r, c).data_type != "f":
-                    ws.cell(r, c).fill = _FILL_INPUT
-        tr = self.p_last + 1
-        _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
-        _put(ws, tr, 4, F(f"=SUM(D{FIRST_ROW}:D{self.p_last})"), NUM0, _F_BOLD, _FILL_TOTAL)
-        _put(ws, tr, 8, F(f"=SUM(H{FIRST_ROW}:H{self.p_last})"), USD, _F_BOLD, _FILL_TOTAL)
-        _put(ws, tr, 9, F(f"=SUM(I{FIRST_ROW}:I{self.p_last})"), USD, _F_BOLD, _FILL_TOTAL)
-        _table(ws, "tblPurchases", 1, len(cols), HEADER_ROW, self.p_last)
-        _widths(ws, cols)
-        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
+        return rows
 
+    # -- Rentals ----------------------------------------------------------------------
     def rentals(self) -> None:
         ws = self.ws["Rentals"]
-        plan = self.plan
         _title(
             ws,
             "Rentals",
             "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
             "kind 'reserved' (workload '(reserved)'), paid whether used or not.",
         )
-        cols = [
-            _Col("Provider", _fit(10, [x.provider for x in plan.rentals], 24)),
-            _Col("Offer", _fit(10, [x.offer for x in plan.rentals], 36)),
-            _Col("GPU", _fit(8, [x.gpu for x in plan.rentals], 24)),
+        cols = self._rental_cols()
+        _header(ws, HEADER_ROW, cols)
+        self.r_last = _rows(ws, FIRST_ROW, cols, self._rental_rows())
+        _total_row(ws, self.r_last + 1, self.r_last, [(7, NUM0), (9, USD)])
+        _table(ws, "tblRentals", 1, len(cols), HEADER_ROW, self.r_last)
+        _widths(ws, cols)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
+
+    def _rental_cols(self) -> list[_Col]:
+        rentals = self.plan.rentals
+        return [
+            _Col("Provider", _fit(10, [x.provider for x in rentals], 24)),
+            _Col("Offer", _fit(10, [x.offer for x in rentals], 36)),
+            _Col("GPU", _fit(8, [x.gpu for x in rentals], 24)),
             _Col("Kind", 11),
             _Col("Month", 10, MONTH_FMT),
-            _Col("Workload", _fit(12, [x.workload for x in plan.rentals], 36)),
+            _Col("Workload", _fit(12, [x.workload for x in rentals], 36)),
             _Col("GPU-hours", 12, NUM0),
             _Col("Rate USD / GPU-h", 12, USD_RATE),
             _Col("Cost USD", 14, USD),
             _Col("Rate source", 30, None, wrap=True),
         ]
-        _header(ws, HEADER_ROW, cols)
-        rows = []
-        for r, x in enumerate(plan.rentals, start=FIRST_ROW):
+
+    def _rental_rows(self) -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for r, x in enumerate(self.plan.rentals, start=FIRST_ROW):
             rate = self.a.ref_equal(
                 f"offer:{x.offer}",
                 "usd_per_gpu_hour",
@@ -646,34 +791,35 @@ class _Writer:
                     x.gpu_hours,
                     F(f"={rate}") if rate else x.usd_per_gpu_hour,
                     F(f"=G{r}*H{r}"),
-                    "Assumptions"
-                    if rate
-                    else "this row (differs from Assumptions: solver's figure)",
+                    "Assumptions" if rate else _OWN_FIGURE,
                 ]
             )
         if not rows:
             r = FIRST_ROW
             rows.append(["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""])
-        self.r_last = _rows(ws, FIRST_ROW, cols, rows)
-        tr = self.r_last + 1
-        _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
-        _put(ws, tr, 7, F(f"=SUM(G{FIRST_ROW}:G{self.r_last})"), NUM0, _F_BOLD, _FILL_TOTAL)
-        _put(ws, tr, 9, F(f"=SUM(I{FIRST_ROW}:I{self.r_last})"), USD, _F_BOLD, _FILL_TOTAL)
-        _table(ws, "tblRentals", 1, len(cols), HEADER_ROW, self.r_last)
-        _widths(ws, cols)
-        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
+        return rows
 
+    # -- Fleet ------------------------------------------------------------------------
     def fleet(self) -> None:
         ws = self.ws["Fleet"]
-        plan = self.plan
         _title(
             ws,
             "Fleet by GPU type and month",
             "Power USD = PUE x USD/kWh x (owned x H x (idle W + host W) "
             "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.",
         )
-        cols = [
-            _Col("GPU", _fit(10, [f.gpu for f in plan.fleet], 30)),
+        cols = self._fleet_cols()
+        _header(ws, HEADER_ROW, cols)
+        self.f_last = _rows(ws, FIRST_ROW, cols, self._fleet_rows())
+        sums = [(3, NUM0), (6, NUM0), (7, NUM0), (11, USD), (12, USD)]
+        _total_row(ws, self.f_last + 1, self.f_last, sums)
+        _table(ws, "tblFleet", 1, len(cols), HEADER_ROW, self.f_last)
+        _widths(ws, cols)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"C{FIRST_ROW}")
+
+    def _fleet_cols(self) -> list[_Col]:
+        return [
+            _Col("GPU", _fit(10, [f.gpu for f in self.plan.fleet], 30)),
             _Col("Month", 10, MONTH_FMT),
             _Col("Bought", 8, NUM0),
             _Col("Owned", 8, NUM0),
@@ -686,13 +832,14 @@ class _Writer:
             _Col("Power USD", 13, USD),
             _Col("Hosting USD", 13, USD),
         ]
-        _header(ws, HEADER_ROW, cols)
+
+    def _fleet_rows(self) -> list[list[Any]]:
         pue = self.site(["pue"], "")
         kwh = self.site(["power_usd_per_kwh"], "USD/kWh")
         host = self.site(["hosting_usd_per_gpu_month"], "USD/GPU-month")
         H = self.H
-        rows = []
-        for r, f in enumerate(plan.fleet, start=FIRST_ROW):
+        rows: list[list[Any]] = []
+        for r, f in enumerate(self.plan.fleet, start=FIRST_ROW):
             tdp = self.gpu_in(f.gpu, "tdp_w", "W")
             idle = self.gpu_in(f.gpu, "idle_w", "W")
             hw = self.gpu_in(f.gpu, "host_w_per_gpu", "W")
@@ -713,46 +860,36 @@ class _Writer:
                 ]
             )
         if not rows:
-            r = FIRST_ROW
             rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
-        self.f_last = _rows(ws, FIRST_ROW, cols, rows)
-        tr = self.f_last + 1
-        _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
-        for c, fmt in ((3, NUM0), (6, NUM0), (7, NUM0), (11, USD), (12, USD)):
-            L = get_column_letter(c)
-            _put(ws, tr, c, F(f"=SUM({L}{FIRST_ROW}:{L}{self.f_last})"), fmt, _F_BOLD, _FILL_TOTAL)
-        _table(ws, "tblFleet", 1, len(cols), HEADER_ROW, self.f_last)
-        _widths(ws, cols)
-        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"C{FIRST_ROW}")
+        return rows
 
+    # -- Cash flow --------------------------------------------------------------------
     def cash_flow(self) -> None:
         ws = self.ws["Cash flow"]
-        plan = self.plan
         _title(
             ws,
             "Cash flow by month",
             "Capex, power, hosting and rentals are SUMIFS over the Purchases, Fleet "
             "and Rentals sheets; headroom = capex budget - cumulative capex.",
         )
-        cols = [
-            _Col("Month", 10, MONTH_FMT),
-            _Col("Capex USD", 14, USD),
-            _Col("Power USD", 13, USD),
-            _Col("Hosting USD", 13, USD),
-            _Col("Rentals USD", 13, USD),
-            _Col("Total USD", 14, USD),
-            _Col("Running total USD", 15, USD),
-            _Col("Cumulative capex USD", 15, USD),
-            _Col("Capex budget headroom USD", 16, USD),
-            _Col("Solver's total USD", 14, USD),
-            _Col("Workbook - solver USD", 13, USD_CENTS),
-        ]
+        cols = _CASH_FLOW_COLS
         _header(ws, HEADER_ROW, cols)
         budget = self.budget_cell()
-        solver_month = {m.month: m.total_usd for m in plan.cash_flow}
-        rows = []
+        # a plan without months gets one zero row, so every reference stays valid
+        rows = self._cash_flow_rows(budget) or [_no_months_row()]
+        last = _rows(ws, FIRST_ROW, cols, rows)
+        self.cf_total_row = last + 1
+        self.cf_last = last
+        _cash_flow_total(ws, last + 1, last, budget)
+        _table(ws, "tblCashFlow", 1, len(cols), HEADER_ROW, last)
+        _widths(ws, cols)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"B{FIRST_ROW}")
+
+    def _cash_flow_rows(self, budget: str | None) -> list[list[Any]]:
+        solver_month = {m.month: m.total_usd for m in self.plan.cash_flow}
         pl, rl, fl = self.p_last, self.r_last, self.f_last
-        for r, m in enumerate(plan.months, start=FIRST_ROW):
+        rows: list[list[Any]] = []
+        for r, m in enumerate(self.plan.months, start=FIRST_ROW):
             crit = f"$A{r}"
             prev_run = f"G{r - 1}+" if r > FIRST_ROW else ""
             prev_cap = f"H{r - 1}+" if r > FIRST_ROW else ""
@@ -771,70 +908,37 @@ class _Writer:
                     F(f"=F{r}-J{r}"),
                 ]
             )
-        last = _rows(ws, FIRST_ROW, cols, rows)
-        if last < FIRST_ROW:  # a plan without months: one zero row keeps every reference valid
-            last = _rows(
-                ws,
-                FIRST_ROW,
-                cols,
-                [
-                    [
-                        "(no months)",
-                        0,
-                        0,
-                        0,
-                        0,
-                        F(f"=SUM(B{FIRST_ROW}:E{FIRST_ROW})"),
-                        0,
-                        0,
-                        "n/a",
-                        0,
-                        F(f"=F{FIRST_ROW}-J{FIRST_ROW}"),
-                    ]
-                ],
-            )
-        tr = last + 1
-        self.cf_total_row = tr
-        self.cf_last = last
-        _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
-        for c in range(2, 12):
-            L = get_column_letter(c)
-            v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in (2, 3, 4, 5, 6, 10) else None
-            if c == 11:
-                v = F(f"=F{tr}-J{tr}")
-            if c == 9 and budget:
-                v = F(f"={budget}-B{tr}")
-            _put(ws, tr, c, v, cols[c - 1].fmt, _F_BOLD, _FILL_TOTAL, border=_TOP)
-        _table(ws, "tblCashFlow", 1, len(cols), HEADER_ROW, last)
-        _widths(ws, cols)
-        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"B{FIRST_ROW}")
+        return rows
 
+    # -- Workloads --------------------------------------------------------------------
     def workloads(self) -> None:
         ws = self.ws["Workloads"]
-        plan = self.plan
         _title(
             ws,
             "Workloads",
             "Chosen configuration, GPUs, cost and cost share per workload (the solver's "
             "attribution); below: predicted vs target for each key.",
         )
+        cols = self._workload_cols()
+        total_row = self._workload_table(ws, cols)
+        tlast = self._targets_table(ws, cols, total_row + 3)
+        if self.plan.dropped:
+            self._dropped_table(ws, cols, tlast + 3)
+        _widths(ws, cols)
+        _print_setup(ws, None, f"B{FIRST_ROW}")
+
+    def _workload_cols(self) -> list[_Col]:
+        plan = self.plan
         keys = [k for w in plan.workloads for k in [*w.target, *w.predicted, *w.slack]]
-        cols = [
+        models = [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped]
+        config_lines = [ln for w in plan.workloads for ln in _config(w.config).split("\n")]
+        return [
             _Col("Workload", _fit(12, [w.name for w in plan.workloads], 28), wrap=True),
             _Col("Kind", 7),
-            _Col(
-                "Model",
-                _fit(
-                    10, [w.model for w in plan.workloads] + keys + [d.gpu for d in plan.dropped], 24
-                ),
-                wrap=True,
-            ),
+            # the tables below reuse this column for target keys and GPU ids
+            _Col("Model", _fit(10, models, 24), wrap=True),
             _Col("GPUs", 12, NUM0),
-            _Col(
-                "Configuration",
-                _fit(22, [ln for w in plan.workloads for ln in _config(w.config).split("\n")], 50),
-                wrap=True,
-            ),
+            _Col("Configuration", _fit(22, config_lines, 50), wrap=True),
             _Col("GPU types", _fit(12, [", ".join(w.gpu) for w in plan.workloads], 22), wrap=True),
             _Col("Meets targets", 9),
             _Col("Cost USD", 14, USD),
@@ -843,41 +947,24 @@ class _Writer:
             _Col("USD per 1M tokens", 11, USD_CENTS),
             _Col("Solver's USD per 1M tokens", 12, USD_CENTS),
         ]
+
+    def _workload_table(self, ws: Worksheet, cols: Sequence[_Col]) -> int:
+        """The table of workloads and its total row; returns the total row."""
         _header(ws, HEADER_ROW, cols)
-        rows = []
-        for r, w in enumerate(plan.workloads, start=FIRST_ROW):
-            per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
-            rows.append(
-                [
-                    w.name,
-                    w.kind,
-                    w.model,
-                    w.gpus,
-                    _config(w.config),
-                    ", ".join(w.gpu),
-                    "yes" if w.meets_target else "NO",
-                    _num(w.cost_usd),
-                    _num(w.cost_share),
-                    _num(w.tokens),
-                    per_m,
-                    _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
-                ]
-            )
+        rows = [_workload_row(r, w) for r, w in enumerate(self.plan.workloads, start=FIRST_ROW)]
         if not rows:
             rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
         for r in range(FIRST_ROW, last + 1):
             if ws.cell(r, 7).value == "NO":
                 ws.cell(r, 7).font = _F_WARN
-        tr = last + 1
-        _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
-        _put(ws, tr, 8, F(f"=SUM(H{FIRST_ROW}:H{last})"), USD, _F_BOLD, _FILL_TOTAL)
-        _put(ws, tr, 9, F(f"=SUM(I{FIRST_ROW}:I{last})"), PCT, _F_BOLD, _FILL_TOTAL)
+        _total_row(ws, last + 1, last, [(8, USD), (9, PCT)])
         _table(ws, "tblWorkloads", 1, len(cols), HEADER_ROW, last)
+        return last + 1
 
-        # predicted vs target, one row per workload and key
-        top = tr + 3
-        _put(ws, top - 1, 1, "Predicted vs target", font=_F_SECTION)
+    def _targets_table(self, ws: Worksheet, cols: Sequence[_Col], top: int) -> int:
+        """Predicted vs target, one row per workload and key; returns the last row."""
+        _section(ws, top - 1, "Predicted vs target")
         tcols = [  # in the columns of the table above, so the widths suit both
             cols[0],
             cols[1],
@@ -888,8 +975,8 @@ class _Writer:
             _Col("Meets targets", 9),
         ]
         _header(ws, top, tcols)
-        trows = []
-        for w in plan.workloads:
+        trows: list[list[Any]] = []
+        for w in self.plan.workloads:
             for key in list(dict.fromkeys([*w.target, *w.predicted, *w.slack])):
                 trows.append(
                     [
@@ -906,32 +993,27 @@ class _Writer:
             trows.append(["(none)", "", "", None, None, None, ""])
         tlast = _rows(ws, top + 1, tcols, trows)
         _table(ws, "tblTargets", 1, len(tcols), top, tlast)
+        return tlast
 
-        if plan.dropped:
-            top = tlast + 3
-            _put(ws, top - 1, 1, "Configurations the solver dropped", font=_F_SECTION)
-            kinds = {w.name: w.kind for w in plan.workloads}
-            dcols = [
-                cols[0],
-                cols[1],
-                _Col("GPU", cols[2].width, wrap=True),
-                _Col("Configuration", cols[3].width, wrap=True),
-                _Col("Reason", cols[4].width, wrap=True),
-            ]
-            _header(ws, top, dcols)
-            dlast = _rows(
-                ws,
-                top + 1,
-                dcols,
-                [
-                    [d.workload, kinds.get(d.workload, ""), d.gpu, d.config, d.reason]
-                    for d in plan.dropped
-                ],
-            )
-            _table(ws, "tblDropped", 1, len(dcols), top, dlast)
-        _widths(ws, cols)
-        _print_setup(ws, None, f"B{FIRST_ROW}")
+    def _dropped_table(self, ws: Worksheet, cols: Sequence[_Col], top: int) -> None:
+        _section(ws, top - 1, "Configurations the solver dropped")
+        kinds = {w.name: w.kind for w in self.plan.workloads}
+        dcols = [  # in the columns of the workloads table, so the widths suit both
+            cols[0],
+            cols[1],
+            _Col("GPU", cols[2].width, wrap=True),
+            _Col("Configuration", cols[3].width, wrap=True),
+            _Col("Reason", cols[4].width, wrap=True),
+        ]
+        _header(ws, top, dcols)
+        drows = [
+            [d.workload, kinds.get(d.workload, ""), d.gpu, d.config, d.reason]
+            for d in self.plan.dropped
+        ]
+        dlast = _rows(ws, top + 1, dcols, drows)
+        _table(ws, "tblDropped", 1, len(dcols), top, dlast)
 
+    # -- Assumptions ------------------------------------------------------------------
     def assumptions(self) -> None:
         ws = self.ws["Assumptions"]
         a = self.a
@@ -951,45 +1033,61 @@ class _Writer:
             _Col("Note", 18),
         ]
         _header(ws, HEADER_ROW, cols)
-        rows = []
-        for i, r in enumerate(a.rows):
-            v = r.value
-            if v is None:
-                v = ""
-            elif isinstance(v, (list, dict, tuple)):
-                v = json.dumps(v, sort_keys=True, default=str)
-            elif isinstance(v, bool):
-                v = "true" if v else "false"
-            elif not isinstance(v, (int, float)):
-                v = str(v)
-            note = {"derived": "from the plan", "missing": "MISSING", "meta": ""}.get(r.note, "")
-            if i in a.used:
-                note = f"{note}; formula input" if note else "formula input"
-            rows.append([r.group, r.key, v, r.unit, r.source, r.as_of, note])
+        rows = [self._assumption_row(i, r) for i, r in enumerate(a.rows)]
         last = _rows(ws, FIRST_ROW, cols, rows)
         for i, r in enumerate(a.rows):
-            c = ws.cell(FIRST_ROW + i, 3)
-            if i in a.used:
-                c.fill = _FILL_INPUT
-            if r.key in ("gap",) and _finite(r.value):
-                c.number_format = PCT2
-            if r.note == "missing":
-                ws.cell(FIRST_ROW + i, 7).font = _F_WARN
-            if isinstance(r.value, str) and len(r.value) > 20:
-                c.alignment = Alignment(horizontal="left", wrap_text=True, vertical="top")
-                height = 13 * _lines(r.value, 22) + 1
-                cur = ws.row_dimensions[FIRST_ROW + i].height or 0
-                ws.row_dimensions[FIRST_ROW + i].height = max(cur, height)
+            self._style_assumption(ws, FIRST_ROW + i, i, r)
         _table(ws, "tblAssumptions", 1, len(cols), HEADER_ROW, last)
         _widths(ws, cols)
         ws.column_dimensions["C"].width = 22
         _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
 
-    def summary(self) -> None:
+    def _assumption_row(self, i: int, r: _ARow) -> list[Any]:
+        note = {"derived": "from the plan", "missing": "MISSING", "meta": ""}.get(r.note, "")
+        if i in self.a.used:
+            note = f"{note}; formula input" if note else "formula input"
+        return [r.group, r.key, _cell_value(r.value), r.unit, r.source, r.as_of, note]
+
+    def _style_assumption(self, ws: Worksheet, row: int, i: int, r: _ARow) -> None:
+        c = ws.cell(row, 3)
+        if i in self.a.used:
+            c.fill = _FILL_INPUT
+        if r.key in ("gap",) and _finite(r.value):
+            c.number_format = PCT2
+        if r.note == "missing":
+            ws.cell(row, 7).font = _F_WARN
+        if isinstance(r.value, str) and len(r.value) > 20:
+            # a long text value wraps in the narrow value column: the row grows to show it
+            c.alignment = Alignment(horizontal="left", wrap_text=True, vertical="top")
+            height = 13 * _lines(r.value, 22) + 1
+            cur = ws.row_dimensions[row].height or 0
+            ws.row_dimensions[row].height = max(cur, height)
+
+    # -- Summary ----------------------------------------------------------------------
+    def summary(self) -> _CostRows:
+        """Page 1: a stack of blocks, each starting two rows below the one before."""
         ws = self.ws["Summary"]
+        self._summary_title(ws)
+        r = self._summary_solve(ws, 5)
+        cost = self._summary_costs(ws, r + 2)
+        r = self._summary_budget(ws, cost.opex + 2, cost)
+        r = self._summary_buy(ws, r + 2)
+        r = self._summary_rent(ws, r + 2)
+        if self.plan.reservations:
+            r = self._summary_reserved(ws, r + 2)
+        self._summary_notes(ws, r)
+        for col, w in zip("ABCDE", (38, 17, 17, 14, 52), strict=True):
+            ws.column_dimensions[col].width = w
+        for name, row in (("total_cost_usd", cost.total), ("capex_usd", cost.capex)):
+            self.wb.defined_names[name] = DefinedName(
+                name, attr_text=_sheet_ref("Summary", f"$B${row}")
+            )
+        _print_setup(ws, None, None)
+        ws.sheet_view.showGridLines = False
+        return cost
+
+    def _summary_title(self, ws: Worksheet) -> None:
         plan = self.plan
-        t = plan.totals
-        cf = self.cf_total_row
         _put(ws, 1, 1, "GPU procurement plan", font=_F_TITLE)
         _put(ws, 2, 1, plan.problem_name, font=_F_BIG)
         horizon = (
@@ -1007,8 +1105,10 @@ class _Writer:
         )
         ws.row_dimensions[1].height = 22
 
-        r = 5
-        _put(ws, r, 1, "Solve", font=_F_SECTION)
+    def _summary_solve(self, ws: Worksheet, top: int) -> int:
+        """How the solve went; returns the last row."""
+        plan = self.plan
+        _section(ws, top, "Solve")
         status_font = _F_BOLD if plan.status in ("optimal", "feasible") else _F_WARN
         info: list[tuple[str, Any, str | None, Font | None]] = [
             ("Status", plan.status, None, status_font),
@@ -1018,139 +1118,137 @@ class _Writer:
         ]
         if plan.message:
             info.append(("Message", plan.message, None, None))
+        r = top
         for label, value, fmt, font in info:
             r += 1
             _put(ws, r, 1, label)
             _put(ws, r, 2, value, fmt, font=font, align=Alignment(horizontal="left"))
+        return r
 
-        r += 2
-        _put(ws, r, 1, "Cost over the horizon", font=_F_SECTION)
-        r += 1
-        hdr = ["Item", "Workbook (live)", "Solver", "Difference", "Where the number comes from"]
-        for j, h in enumerate(hdr, start=1):
-            _put(ws, r, j, h, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
-        cfr = lambda col: _sheet_ref("Cash flow", f"${col}${cf}")  # noqa: E731
-        rental_kind = _col_range("Rentals", 4, FIRST_ROW, self.r_last)
-        rental_usd = _col_range("Rentals", 9, FIRST_ROW, self.r_last)
-        budget = self.budget_cell()
-        lines: list[tuple[str, Any, Any, str, bool]] = [
-            (
+    def _cost_lines(self) -> list[_CostLine]:
+        t = self.plan.totals
+        cf = self.cf_total_row
+
+        def total(col: str) -> F:
+            return F("=" + _sheet_ref("Cash flow", f"${col}${cf}"))
+
+        kind = _col_range("Rentals", 4, FIRST_ROW, self.r_last)
+        usd = _col_range("Rentals", 9, FIRST_ROW, self.r_last)
+        return [
+            _CostLine(
                 "Total cost",
-                F(f"={cfr('F')}"),
+                total("F"),
                 t.total_usd,
                 "Cash flow total: capex + power + hosting + rentals",
                 True,
             ),
-            (
+            _CostLine(
                 "Capex (purchases)",
-                F(f"={cfr('B')}"),
+                total("B"),
                 t.capex_usd,
                 "Purchases: GPUs x (card + server/network)",
                 True,
             ),
-            (
+            _CostLine(
                 "Power",
-                F(f"={cfr('C')}"),
+                total("C"),
                 t.power_usd,
                 "Fleet: PUE x USD/kWh x energy of the owned fleet",
                 False,
             ),
-            (
+            _CostLine(
                 "Hosting",
-                F(f"={cfr('D')}"),
+                total("D"),
                 t.hosting_usd,
                 "Fleet: owned GPUs x hosting USD per GPU-month",
                 False,
             ),
-            (
-                "Rentals (on-demand, spot, reserved)",
-                F(f"={cfr('E')}"),
-                t.rental_usd,
-                "Rentals: GPU-hours x rate",
-                False,
-            ),
-            (
+            _CostLine(_RENTALS_LINE, total("E"), t.rental_usd, "Rentals: GPU-hours x rate", False),
+            _CostLine(
                 "  of which reserved commitments",
-                F(f'=SUMIFS({rental_usd},{rental_kind},"reserved")'),
+                F(f'=SUMIFS({usd},{kind},"reserved")'),
                 t.reserved_usd,
                 "Rentals rows of kind 'reserved'",
                 False,
             ),
         ]
-        first_line = r + 1
+
+    def _summary_costs(self, ws: Worksheet, top: int) -> _CostRows:
+        """Cost over the horizon: workbook vs solver, line by line, then opex."""
+        _section(ws, top, "Cost over the horizon")
+        hdr = ["Item", "Workbook (live)", "Solver", "Difference", "Where the number comes from"]
+        _head_cells(ws, top + 1, hdr)
+        r = top + 1
         rows_at: dict[str, int] = {}
-        for label, live, solver, where, key in lines:
+        for line in self._cost_lines():
             r += 1
-            rows_at[label] = r
-            font = _F_BIG if key else _F_BASE
-            fill = _FILL_KEY if key else None
-            _put(ws, r, 1, label, font=_F_BOLD if key else _F_BASE, fill=fill, border=_BORDER)
-            _put(ws, r, 2, live, USD, font=font, fill=fill, border=_BORDER)
-            _put(ws, r, 3, _num(solver), USD, border=_BORDER)
+            rows_at[line.label] = r
+            font = _F_BIG if line.key else _F_BASE
+            fill = _FILL_KEY if line.key else None
+            label_font = _F_BOLD if line.key else _F_BASE
+            _put(ws, r, 1, line.label, font=label_font, fill=fill, border=_BORDER)
+            _put(ws, r, 2, line.live, USD, font=font, fill=fill, border=_BORDER)
+            _put(ws, r, 3, _num(line.solver), USD, border=_BORDER)
             _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
-            _put(ws, r, 5, where, font=_F_SUB, border=_BORDER)
-        total_row, capex_row = first_line, first_line + 1
-        p, h, rr = (
-            rows_at["Power"],
-            rows_at["Hosting"],
-            rows_at["Rentals (on-demand, spot, reserved)"],
+            _put(ws, r, 5, line.where, font=_F_SUB, border=_BORDER)
+        cost = _CostRows(
+            total=rows_at["Total cost"],
+            capex=rows_at["Capex (purchases)"],
+            power=rows_at["Power"],
+            hosting=rows_at["Hosting"],
+            rentals=rows_at[_RENTALS_LINE],
+            opex=r + 1,
         )
-        r += 1
-        self.opex_row = r
+        self._opex_line(ws, cost)
+        return cost
+
+    def _opex_line(self, ws: Worksheet, cost: _CostRows) -> None:
+        t = self.plan.totals
+        r = cost.opex
         _put(ws, r, 1, "Opex (power + hosting + rentals)", font=_F_BOLD, border=_BORDER)
-        _put(ws, r, 2, F(f"=B{p}+B{h}+B{rr}"), USD, font=_F_BOLD, border=_BORDER)
+        live = F(f"=B{cost.power}+B{cost.hosting}+B{cost.rentals}")
+        _put(ws, r, 2, live, USD, font=_F_BOLD, border=_BORDER)
         _put(ws, r, 3, _num(t.power_usd + t.hosting_usd + t.rental_usd), USD, border=_BORDER)
         _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
         _put(ws, r, 5, "Power + hosting + rentals", font=_F_SUB, border=_BORDER)
-        self.split_rows = (capex_row, p, h, rr)
 
-        r += 2
-        _put(ws, r, 1, "Budget", font=_F_SECTION)
-        r += 1
+    def _summary_budget(self, ws: Worksheet, top: int, cost: _CostRows) -> int:
+        """Capex budget and headroom, then the total budget if the plan has one; the last row."""
+        _section(ws, top, "Budget")
+        r = top + 1
+        budget = self.budget_cell()
         if budget:
             _put(ws, r, 1, "Capex budget")
             _put(ws, r, 2, F(f"={budget}"), USD)
             _put(ws, r, 5, "Assumptions: budget / capex_usd", font=_F_SUB)
             r += 1
             _put(ws, r, 1, "Capex headroom (budget - capex)")
-            _put(ws, r, 2, F(f"=B{r - 1}-B{capex_row}"), USD, font=_F_BOLD)
+            _put(ws, r, 2, F(f"=B{r - 1}-B{cost.capex}"), USD, font=_F_BOLD)
             _put(ws, r, 5, "Negative = over budget", font=_F_SUB)
             r += 1
             _put(ws, r, 1, "Capex used of budget")
-            _put(ws, r, 2, F(f'=IF(B{r - 2}>0,B{capex_row}/B{r - 2},"n/a")'), PCT)
+            _put(ws, r, 2, F(f'=IF(B{r - 2}>0,B{cost.capex}/B{r - 2},"n/a")'), PCT)
         else:
             _put(ws, r, 1, "Capex budget")
             _put(ws, r, 2, "none")
-        if t.total_budget_usd is not None and _finite(t.total_budget_usd):
-            i = self.a.find(["budget"], ["total_usd", "total_budget_usd"])
-            if i is None:
-                i = self.a.add(
-                    _ARow(
-                        "budget",
-                        "total_usd",
-                        t.total_budget_usd,
-                        "USD",
-                        "plan.totals.total_budget_usd",
-                        note="derived",
-                    )
-                )
+        total_budget = self.total_budget_cell()
+        if total_budget:
             r += 1
             _put(ws, r, 1, "Total budget")
-            _put(ws, r, 2, F(f"={self.a.cell(i)}"), USD)
+            _put(ws, r, 2, F(f"={total_budget}"), USD)
             r += 1
             _put(ws, r, 1, "Total headroom (budget - total)")
-            _put(ws, r, 2, F(f"=B{r - 1}-B{total_row}"), USD, font=_F_BOLD)
+            _put(ws, r, 2, F(f"=B{r - 1}-B{cost.total}"), USD, font=_F_BOLD)
+        return r
 
-        # what to buy
-        r += 2
-        _put(ws, r, 1, "What to buy", font=_F_SECTION)
-        r += 1
-        buy_hdr = ["GPU", "GPUs bought", "Nodes", "Capex USD", "Months bought"]
-        for j, hname in enumerate(buy_hdr, start=1):
-            _put(ws, r, j, hname, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
+    def _summary_buy(self, ws: Worksheet, top: int) -> int:
+        """What to buy: one row per GPU type, live over Purchases; returns the last row."""
+        _section(ws, top, "What to buy")
+        _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Nodes", "Capex USD", "Months bought"])
         bought: dict[str, list[str]] = {}
-        for pch in plan.purchases:
+        for pch in self.plan.purchases:
             bought.setdefault(pch.gpu, []).append(pch.month)
+        r = top + 1
         if not bought:
             r += 1
             _put(ws, r, 1, "Nothing: no purchases in this plan", border=_BORDER)
@@ -1158,103 +1256,64 @@ class _Writer:
             r += 1
             crit = [(1, f"$A{r}")]
             _put(ws, r, 1, g, border=_BORDER)
-            _put(
-                ws,
-                r,
-                2,
-                F("=" + _sumifs("Purchases", 4, FIRST_ROW, self.p_last, crit)),
-                NUM0,
-                border=_BORDER,
-            )
-            _put(
-                ws,
-                r,
-                3,
-                F("=" + _sumifs("Purchases", 3, FIRST_ROW, self.p_last, crit)),
-                NUM0,
-                border=_BORDER,
-            )
-            _put(
-                ws,
-                r,
-                4,
-                F("=" + _sumifs("Purchases", 8, FIRST_ROW, self.p_last, crit)),
-                USD,
-                border=_BORDER,
-            )
+            # GPUs, nodes and extended cost columns of Purchases
+            for c, (src, fmt) in enumerate(((4, NUM0), (3, NUM0), (8, USD)), start=2):
+                sumifs = _sumifs("Purchases", src, FIRST_ROW, self.p_last, crit)
+                _put(ws, r, c, F("=" + sumifs), fmt, border=_BORDER)
             _put(ws, r, 5, ", ".join(dict.fromkeys(months)), border=_BORDER)
+        return r
 
-        # what to rent
-        r += 2
-        _put(ws, r, 1, "What to rent", font=_F_SECTION)
-        r += 1
-        rent_hdr = ["Offer", "GPU-hours", "Avg GPUs / month", "Cost USD", "Provider, GPU, kind"]
-        for j, hname in enumerate(rent_hdr, start=1):
-            _put(ws, r, j, hname, font=_F_HEAD, fill=_FILL_HEAD, align=_HEAD_ALIGN, border=_BORDER)
+    def _offers_by_spend(self) -> dict[str, str]:
+        """Each rented offer and its description, biggest spend first."""
         offers: dict[str, str] = {}
         spent: dict[str, float] = {}
-        for x in plan.rentals:
+        for x in self.plan.rentals:
             offers.setdefault(x.offer, f"{x.provider}, {x.gpu}, {x.kind.replace('_', '-')}")
             spent[x.offer] = spent.get(x.offer, 0.0) + (x.usd if _finite(x.usd) else 0.0)
-        offers = dict(sorted(offers.items(), key=lambda kv: -spent[kv[0]]))  # biggest spend first
+        return dict(sorted(offers.items(), key=lambda kv: -spent[kv[0]]))
+
+    def _summary_rent(self, ws: Worksheet, top: int) -> int:
+        """What to rent: one row per offer, live over Rentals; returns the last row."""
+        _section(ws, top, "What to rent")
+        hdr = ["Offer", "GPU-hours", "Avg GPUs / month", "Cost USD", "Provider, GPU, kind"]
+        _head_cells(ws, top + 1, hdr)
+        offers = self._offers_by_spend()
+        r = top + 1
         if not offers:
             r += 1
             _put(ws, r, 1, "Nothing: no rentals in this plan", border=_BORDER)
-        nm = max(1, len(plan.months))
+        nm = max(1, len(self.plan.months))
         for o, desc in offers.items():
             r += 1
             crit = [(2, f"$A{r}")]
+            hours = _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)
+            usd = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)
             _put(ws, r, 1, o, border=_BORDER)
-            _put(
-                ws,
-                r,
-                2,
-                F("=" + _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)),
-                NUM0,
-                border=_BORDER,
-            )
+            _put(ws, r, 2, F("=" + hours), NUM0, border=_BORDER)
             _put(ws, r, 3, F(f"=B{r}/({self.H}*{nm})"), NUM1, border=_BORDER)
-            _put(
-                ws,
-                r,
-                4,
-                F("=" + _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)),
-                USD,
-                border=_BORDER,
-            )
+            _put(ws, r, 4, F("=" + usd), USD, border=_BORDER)
             _put(ws, r, 5, desc, border=_BORDER)
-        if plan.reservations:
-            r += 2
-            _put(ws, r, 1, "Reserved commitments (paid whether used or not)", font=_F_SECTION)
-            r += 1
-            for j, hname in enumerate(
-                ["Offer", "GPUs", "Term (months)", "Cost USD (solver)", "Start, provider, rate"],
-                start=1,
-            ):
-                _put(
-                    ws,
-                    r,
-                    j,
-                    hname,
-                    font=_F_HEAD,
-                    fill=_FILL_HEAD,
-                    align=_HEAD_ALIGN,
-                    border=_BORDER,
-                )
-            for res in plan.reservations:
-                r += 1
-                _put(ws, r, 1, res.offer, border=_BORDER)
-                _put(ws, r, 2, res.gpus, NUM0, border=_BORDER)
-                _put(ws, r, 3, res.term_months, NUM0, border=_BORDER)
-                _put(ws, r, 4, _num(res.usd), USD, border=_BORDER)
-                _put(
-                    ws,
-                    r,
-                    5,
-                    f"from {res.start_month}, {res.provider}, ${res.usd_per_gpu_hour:,.3f}/GPU-h",
-                    border=_BORDER,
-                )
+        return r
 
+    def _summary_reserved(self, ws: Worksheet, top: int) -> int:
+        """Reserved commitments, the solver's figures; returns the last row."""
+        _section(ws, top, "Reserved commitments (paid whether used or not)")
+        hdr = ["Offer", "GPUs", "Term (months)", "Cost USD (solver)", "Start, provider, rate"]
+        _head_cells(ws, top + 1, hdr)
+        r = top + 1
+        for res in self.plan.reservations:
+            r += 1
+            _put(ws, r, 1, res.offer, border=_BORDER)
+            _put(ws, r, 2, res.gpus, NUM0, border=_BORDER)
+            _put(ws, r, 3, res.term_months, NUM0, border=_BORDER)
+            _put(ws, r, 4, _num(res.usd), USD, border=_BORDER)
+            rate = f"${res.usd_per_gpu_hour:,.3f}/GPU-h"
+            _put(ws, r, 5, f"from {res.start_month}, {res.provider}, {rate}", border=_BORDER)
+        return r
+
+    def _summary_notes(self, ws: Worksheet, last: int) -> int:
+        """The missing-inputs warning (if any) and how to read the page; returns the last row."""
+        r = last
         if self.a.missing:
             r += 2
             _put(
@@ -1274,116 +1333,103 @@ class _Writer:
             "PUE, hosting, budget) live on the Assumptions sheet. 'Solver' is the plan's own figure.",
             font=_F_SUB,
         )
+        return r
 
-        for col, w in zip("ABCDE", (38, 17, 17, 14, 52), strict=True):
-            ws.column_dimensions[col].width = w
-        for name, row in (("total_cost_usd", total_row), ("capex_usd", capex_row)):
-            self.wb.defined_names[name] = DefinedName(
-                name, attr_text=_sheet_ref("Summary", f"$B${row}")
-            )
-        _print_setup(ws, None, None)
-        ws.sheet_view.showGridLines = False
-
-    def charts(self) -> None:
+    # -- Charts -----------------------------------------------------------------------
+    def charts(self, cost: _CostRows) -> None:
         ws = self.ws["Charts"]
-        plan = self.plan
         _title(
             ws,
             "Charts",
             "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
             "The charts follow every edit of the Assumptions.",
         )
-        cf = self.ws["Cash flow"]
-        first, last = FIRST_ROW, self.cf_last
+        ws.add_chart(self._spend_chart(), "A4")
+        ws.add_chart(self._split_chart(cost), "K4")
+        top = _FLEET_DATA_ROW
+        ncols, flast = self._fleet_chart_data(ws, top)
+        if self.gpus and self.plan.months:
+            ws.add_chart(self._fleet_chart(ws, top, ncols, flast), "A23")
+        for j in range(ncols):
+            ws.column_dimensions[get_column_letter(1 + j)].width = 10
+        ws.row_breaks.append(Break(id=top - 2))  # the charts on page 1, their data after
+        _print_setup(ws, f"{top}:{top}", None)
+        ws.sheet_view.showGridLines = False
 
+    def _spend_chart(self) -> BarChart:
+        cf = self.ws["Cash flow"]
         spend = BarChart()
         spend.type = "col"
         spend.grouping = "stacked"
         spend.overlap = 100
         spend.title = "Monthly spend by kind (USD)"
         spend.add_data(
-            Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=last),
+            Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=self.cf_last),
             titles_from_data=True,
         )
-        spend.set_categories(Reference(cf, min_col=1, min_row=first, max_row=last))
+        spend.set_categories(Reference(cf, min_col=1, min_row=FIRST_ROW, max_row=self.cf_last))
         _style_chart(spend, '"$"#,##0', _KIND_COLORS)
-        ws.add_chart(spend, "A4")
+        return spend
 
+    def _split_chart(self, cost: _CostRows) -> BarChart:
         s = self.ws["Summary"]
         split = BarChart()
         split.type = "bar"
         split.title = "Cost split (USD)"
-        capex_row, p, h, rr = self.split_rows
         # capex, power, hosting and rentals are contiguous rows on Summary
-        split.add_data(
-            Reference(s, min_col=2, min_row=capex_row, max_row=rr), titles_from_data=False
-        )
-        split.set_categories(Reference(s, min_col=1, min_row=capex_row, max_row=rr))
+        first, last = cost.capex, cost.rentals
+        split.add_data(Reference(s, min_col=2, min_row=first, max_row=last), titles_from_data=False)
+        split.set_categories(Reference(s, min_col=1, min_row=first, max_row=last))
         _style_chart(split, '"$"#,##0', ["1F4E79"])
         split.width = 13
         split.legend = None
         split.x_axis.scaling.orientation = "maxMin"  # capex on top, as on Summary
         split.y_axis.crosses = "max"  # keeps the value axis at the bottom
         split.y_axis.majorGridlines = None
-        split.dataLabels = DataLabelList()
-        split.dataLabels.showVal = True
-        for flag in (
-            "showPercent",
-            "showCatName",
-            "showSerName",
-            "showLegendKey",
-            "showLeaderLines",
-        ):
-            setattr(split.dataLabels, flag, False)
-        split.dataLabels.numFmt = '"$"#,##0'
-        ws.add_chart(split, "K4")
+        split.dataLabels = _value_labels('"$"#,##0')
+        return split
 
-        # fleet helper table (live: SUMIFS over Fleet), below the charts
-        hc = 1
-        top = 44
+    def _fleet_chart_data(self, ws: Worksheet, top: int) -> tuple[int, int]:
+        """The fleet chart's data (live: SUMIFS over Fleet) below the charts.
+
+        Returns the number of columns and the last row.
+        """
         _put(
             ws,
             top - 1,
-            hc,
+            1,
             "Chart data: fleet by GPU type, owned GPUs and rented (average GPUs in use)",
             font=_F_SECTION,
         )
         fcols = [_Col("Month", 10, MONTH_FMT)]
         for g in self.gpus:
             fcols += [_Col(f"{g} owned", 11, NUM1), _Col(f"{g} rented", 11, NUM1)]
-        _header(ws, top, fcols, start_col=hc)
-        frows = []
-        for k in range(len(plan.months)):
-            rr_ = top + 1 + k
+        _header(ws, top, fcols)
+        frows: list[list[Any]] = []
+        for k in range(len(self.plan.months)):
+            r = top + 1 + k
             row: list[Any] = [F(f"={_sheet_ref('Cash flow', f'$A${FIRST_ROW + k}')}")]
             for g in self.gpus:
-                crit = [(1, _q(g)), (2, f"${get_column_letter(hc)}{rr_}")]
+                crit = [(1, _q(g)), (2, f"$A{r}")]
                 row.append(F("=" + _sumifs("Fleet", 4, FIRST_ROW, self.f_last, crit)))
                 row.append(F("=" + _sumifs("Fleet", 8, FIRST_ROW, self.f_last, crit)))
             frows.append(row)
-        flast = _rows(ws, top + 1, fcols, frows, start_col=hc)
-        if self.gpus and plan.months:
-            fleet = BarChart()
-            fleet.type = "col"
-            fleet.grouping = "stacked"
-            fleet.overlap = 100
-            fleet.title = "Fleet: owned vs rented GPUs"
-            fleet.add_data(
-                Reference(
-                    ws, min_col=hc + 1, max_col=hc + len(fcols) - 1, min_row=top, max_row=flast
-                ),
-                titles_from_data=True,
-            )
-            fleet.set_categories(Reference(ws, min_col=hc, min_row=top + 1, max_row=flast))
-            colors = [c for k in range(len(self.gpus)) for c in _GPU_COLORS[k % len(_GPU_COLORS)]]
-            _style_chart(fleet, "#,##0", colors)
-            ws.add_chart(fleet, "A23")
-        ws.column_dimensions[get_column_letter(hc)].width = 10
-        for j in range(1, len(fcols)):
-            ws.column_dimensions[get_column_letter(hc + j)].width = 10
-        ws.row_breaks.append(Break(id=top - 2))  # the charts on page 1, their data after
-        _print_setup(ws, f"{top}:{top}", None)
-        ws.sheet_view.showGridLines = False
+        return len(fcols), _rows(ws, top + 1, fcols, frows)
+
+    def _fleet_chart(self, ws: Worksheet, top: int, ncols: int, last: int) -> BarChart:
+        fleet = BarChart()
+        fleet.type = "col"
+        fleet.grouping = "stacked"
+        fleet.overlap = 100
+        fleet.title = "Fleet: owned vs rented GPUs"
+        fleet.add_data(
+            Reference(ws, min_col=2, max_col=ncols, min_row=top, max_row=last),
+            titles_from_data=True,
+        )
+        fleet.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
+        colors = [c for k in range(len(self.gpus)) for c in _GPU_COLORS[k % len(_GPU_COLORS)]]
+        _style_chart(fleet, "#,##0", colors)
+        return fleet
 
     def build(self) -> Workbook:
         # detail sheets first: the summary and cash flow reference their last rows
@@ -1392,8 +1438,8 @@ class _Writer:
         self.fleet()
         self.cash_flow()
         self.workloads()
-        self.summary()
-        self.charts()
+        cost = self.summary()
+        self.charts(cost)
         self.assumptions()  # last: the other sheets may add derived rows
         wb = self.wb
         wb.calculation.fullCalcOnLoad = True

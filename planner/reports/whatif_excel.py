@@ -6,9 +6,9 @@ for reference. Written atomically (temp file beside the target, then ``os.replac
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from openpyxl import Workbook
 from openpyxl.chart import LineChart, Reference, ScatterChart, Series
@@ -18,6 +18,9 @@ from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.plan import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from planner.whatif import ScenarioResult, Vary, WhatIf
 
 SHEET = "What-if"
 CHART_SHEET = "What-if charts"
@@ -87,25 +90,44 @@ def _numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
-def _scenario_sheet(wb: Workbook, res, note: str | None) -> None:
+_Column = tuple[str, str | None, float]  # header, number format, width
+
+
+def _scenario_sheet(wb: Workbook, res: WhatIf, note: str | None) -> None:
     ws = wb.create_sheet(SHEET, 0)
     keys = [v.key for v in res.varies]
-    results = res.results
-    gpus = sorted({g for r in results for g in r.bought})
+    gpus = sorted({g for r in res.results for g in r.bought})
     _put(ws, 1, 1, f"What-if: {Path(res.base.path).name}", font=_F_TITLE)
+    _put(ws, 2, 1, _scenario_subtitle(res, note), font=_F_SUB)
+    cols = _scenario_cols(keys, gpus)
+    _headers(ws, _HEAD_ROW, _unique([c[0] for c in cols]))
+    r = _HEAD_ROW
+    for r, s in enumerate(res.results, start=_HEAD_ROW + 1):
+        row = _scenario_row(s, keys, gpus)
+        for j, (v, (_, fmt, _w)) in enumerate(zip(row, cols, strict=True), start=1):
+            _put(ws, r, j, v, fmt)
+    for j, (_, _, w) in enumerate(cols, start=1):
+        ws.column_dimensions[get_column_letter(j)].width = w
+    _scenario_table(ws, len(cols), r)
+    ws.freeze_panes = ws.cell(_HEAD_ROW + 1, 2 + len(keys))
+    ws.sheet_view.zoomScale = 90
+
+
+def _scenario_subtitle(res: WhatIf, note: str | None) -> str:
     varied = "; ".join(
         f"{v.key} = {', '.join(f'{x:g}' if isinstance(x, float) else str(x) for x in v.values)}"
         for v in res.varies
     )
-    ok = sum(1 for r in results if r.ok)
+    ok = sum(1 for r in res.results if r.ok)
     sub = (
-        f"{len(results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
+        f"{len(res.results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
         "The other sheets are the base plan (the problem file as written)."
     )
-    if note:
-        sub += " " + note
-    _put(ws, 2, 1, sub, font=_F_SUB)
-    cols: list[tuple[str, str | None, float]] = [("#", "0", 5)]
+    return sub + " " + note if note else sub
+
+
+def _scenario_cols(keys: Sequence[str], gpus: Sequence[str]) -> list[_Column]:
+    cols: list[_Column] = [("#", "0", 5)]
     cols += [(k, None, max(10, len(k) * 1.1)) for k in keys]
     cols += [
         ("status", None, 11),
@@ -123,52 +145,74 @@ def _scenario_sheet(wb: Workbook, res, note: str | None) -> None:
         ("USD per 1M tokens (serving)", RATE, 13),
         ("message", None, 60),
     ]
-    names = _unique([c[0] for c in cols])
-    _headers(ws, _HEAD_ROW, names)
-    r = _HEAD_ROW
-    for r, s in enumerate(results, start=_HEAD_ROW + 1):
-        t = s.totals or {}
-        row: list[Any] = [s.index + 1] + [s.params.get(k) for k in keys] + [s.status]
-        row += [
-            t.get("total_usd"),
-            t.get("capex_usd"),
-            t.get("power_usd"),
-            t.get("hosting_usd"),
-            t.get("rental_usd"),
-        ]
-        row += [s.bought.get(g, 0) if s.ok else None for g in gpus]
-        row += [
-            sum(s.owned_gpu_hours.values()) if s.ok else None,
-            sum(s.rented_gpu_hours.values()) if s.ok else None,
-            s.rented_share,
-            s.usd_per_1m_tokens,
-            ""
-            if s.ok and s.status == "optimal"
-            else (s.message or "").splitlines()[0]
-            if s.message
-            else "",
-        ]
-        for j, (v, (_, fmt, _w)) in enumerate(zip(row, cols, strict=True), start=1):
-            _put(ws, r, j, v, fmt)
-    for j, (_, _, w) in enumerate(cols, start=1):
-        ws.column_dimensions[get_column_letter(j)].width = w
-    last = max(r, _HEAD_ROW + 1)
-    if r == _HEAD_ROW:  # a table needs a data row
+    return cols
+
+
+def _scenario_row(s: ScenarioResult, keys: Sequence[str], gpus: Sequence[str]) -> list[Any]:
+    """One scenario in the columns of :func:`_scenario_cols`; a failed one leaves its fleet blank."""
+    t = s.totals or {}
+    row: list[Any] = [s.index + 1] + [s.params.get(k) for k in keys] + [s.status]
+    row += [
+        t.get("total_usd"),
+        t.get("capex_usd"),
+        t.get("power_usd"),
+        t.get("hosting_usd"),
+        t.get("rental_usd"),
+    ]
+    row += [s.bought.get(g, 0) if s.ok else None for g in gpus]
+    row += [
+        sum(s.owned_gpu_hours.values()) if s.ok else None,
+        sum(s.rented_gpu_hours.values()) if s.ok else None,
+        s.rented_share,
+        s.usd_per_1m_tokens,
+        # the first line only: the table keeps one line per scenario
+        ""
+        if s.ok and s.status == "optimal"
+        else (s.message or "").splitlines()[0]
+        if s.message
+        else "",
+    ]
+    return row
+
+
+def _scenario_table(ws: Worksheet, ncols: int, last_written: int) -> None:
+    last = max(last_written, _HEAD_ROW + 1)
+    if last_written == _HEAD_ROW:  # a table needs a data row
         _put(ws, last, 1, None)
-    tab = Table(
-        displayName="WhatIfScenarios", ref=f"A{_HEAD_ROW}:{get_column_letter(len(cols))}{last}"
-    )
+    tab = Table(displayName="WhatIfScenarios", ref=f"A{_HEAD_ROW}:{get_column_letter(ncols)}{last}")
     tab.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
     ws.add_table(tab)
-    ws.freeze_panes = ws.cell(_HEAD_ROW + 1, 2 + len(keys))
-    ws.sheet_view.zoomScale = 90
 
 
 def _value_label(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _pivot(results, x_key: str, s_key: str | None, fixed: dict[str, Any], x_vals, s_vals, metric):
+class _Metric(NamedTuple):
+    """A figure charted against each varied parameter."""
+
+    name: str
+    value: Callable[[ScenarioResult], Any]
+    fmt: str  # of the data cells
+    axis_fmt: str
+    share: bool  # a fraction: the axis spans 0..1 whatever the data
+
+
+_METRICS = (
+    _Metric(
+        "total cost (USD)", lambda r: (r.totals or {}).get("total_usd"), USD, '"$"#,##0', False
+    ),
+    _Metric("rented share of GPU-hours", lambda r: r.rented_share, PCT, "0%", True),
+)
+
+
+def _pivot(
+    results: Sequence[ScenarioResult],
+    x_key: str,
+    s_key: str | None,
+    fixed: dict[str, Any],
+    metric: Callable[[ScenarioResult], Any],
+) -> dict[tuple[Any, Any], Any]:
     """{(x, s): metric} over the scenarios matching ``fixed``."""
     out: dict[tuple[Any, Any], Any] = {}
     for r in results:
@@ -178,7 +222,7 @@ def _pivot(results, x_key: str, s_key: str | None, fixed: dict[str, Any], x_vals
     return out
 
 
-def _chart_sheet(wb: Workbook, res) -> None:
+def _chart_sheet(wb: Workbook, res: WhatIf) -> None:
     varies = res.varies
     if not varies or not res.results:
         return
@@ -192,83 +236,109 @@ def _chart_sheet(wb: Workbook, res) -> None:
         "parameter; the tables beside each chart are its data. Failed scenarios are gaps.",
         font=_F_SUB,
     )
-    metrics = [
-        ("total cost (USD)", lambda r: (r.totals or {}).get("total_usd"), USD, '"$"#,##0'),
-        ("rented share of GPU-hours", lambda r: r.rented_share, PCT, "0%"),
-    ]
-    row = 4
+    # the charts sit right of the widest data table
     widest = max(1 + (len(v.values) if len(varies) > 1 else 1) for v in varies)
     anchor_col = get_column_letter(
         max(widest, 1 + max((len(o.values) for o in varies[:2]), default=1)) + 2
     )
+    row = 4
     for xv in varies:
-        others = [v for v in varies if v is not xv]
-        sv = others[0] if others else None
-        fixed = {v.key: v.values[0] for v in others[1:]}
-        s_vals = sv.values if sv else [None]
-        numeric = _numeric(xv.values)
-        for mi, (mname, metric, fmt, axis_fmt) in enumerate(metrics):
-            data = _pivot(
-                res.results, xv.key, sv.key if sv else None, fixed, xv.values, s_vals, metric
-            )
-            head = [xv.key] + ([f"{sv.key}={_value_label(s)}" for s in s_vals] if sv else [mname])
-            _headers(ws, row, head)
-            for i, x in enumerate(xv.values, start=1):
-                _put(ws, row + i, 1, x)
-                for j, s in enumerate(s_vals, start=2):
-                    _put(ws, row + i, j, data.get((x, s)), fmt)
-            n = len(xv.values)
-            title = f"{mname} vs {xv.key}"
-            if fixed:
-                title += " (" + ", ".join(f"{k}={_value_label(v)}" for k, v in fixed.items()) + ")"
-            if numeric:
-                ch = ScatterChart()
-                ch.style = 13
-                ch.scatterStyle = "lineMarker"
-                xref = Reference(ws, min_col=1, min_row=row + 1, max_row=row + n)
-                for j in range(len(s_vals)):
-                    yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
-                    se = Series(yref, xref, title_from_data=True)
-                    color = _COLORS[j % len(_COLORS)]
-                    se.marker.symbol = "circle"
-                    se.marker.size = 6
-                    se.marker.graphicalProperties.solidFill = color
-                    se.marker.graphicalProperties.line.solidFill = color
-                    se.graphicalProperties.line.solidFill = color
-                    se.graphicalProperties.line.width = 20000
-                    se.smooth = False
-                    ch.series.append(se)
-                lo, hi = min(xv.values), max(xv.values)
-                if hi > lo:
-                    ch.x_axis.scaling.min = lo
-                    ch.x_axis.scaling.max = hi
-            else:
-                ch = LineChart()
-                for j in range(len(s_vals)):
-                    yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
-                    ch.add_data(yref, titles_from_data=True)
-                    ch.series[-1].graphicalProperties.line.solidFill = _COLORS[j % len(_COLORS)]
-                ch.set_categories(Reference(ws, min_col=1, min_row=row + 1, max_row=row + n))
-            ch.title = title
-            ch.x_axis.title = xv.key
-            ch.y_axis.title = mname
-            ch.y_axis.numFmt = axis_fmt
-            ch.y_axis.number_format = axis_fmt
-            ch.x_axis.delete = False
-            ch.y_axis.delete = False
-            ch.legend.position = "b"
-            if mi == 1:
-                ch.y_axis.scaling.min = 0
-                ch.y_axis.scaling.max = 1
-            ch.width, ch.height = 16, 8.5
-            ws.add_chart(ch, f"{anchor_col}{row}")
-            row += max(n + 3, 19)
+        row = _charts_against(ws, res.results, varies, xv, row, anchor_col)
     ws.column_dimensions["A"].width = 14
     for j in range(2, 2 + max(len(v.values) for v in varies) + 1):
         ws.column_dimensions[get_column_letter(j)].width = 13
 
 
-def build_whatif_workbook(res) -> tuple[Workbook, str | None]:
+def _charts_against(
+    ws: Worksheet,
+    results: Sequence[ScenarioResult],
+    varies: Sequence[Vary],
+    xv: Vary,
+    row: int,
+    anchor_col: str,
+) -> int:
+    """Every metric against ``xv``, one series per value of the next parameter, the rest at
+    their first value; each chart beside its data table. Returns the next free row."""
+    others = [v for v in varies if v is not xv]
+    sv = others[0] if others else None
+    fixed = {v.key: v.values[0] for v in others[1:]}
+    s_vals: list[Any] = sv.values if sv else [None]
+    n = len(xv.values)
+    for metric in _METRICS:
+        data = _pivot(results, xv.key, sv.key if sv else None, fixed, metric.value)
+        head = [xv.key] + ([f"{sv.key}={_value_label(s)}" for s in s_vals] if sv else [metric.name])
+        _headers(ws, row, head)
+        for i, x in enumerate(xv.values, start=1):
+            _put(ws, row + i, 1, x)
+            for j, s in enumerate(s_vals, start=2):
+                _put(ws, row + i, j, data.get((x, s)), metric.fmt)
+        if _numeric(xv.values):
+            ch: ScatterChart | LineChart = _scatter_chart(ws, row, n, len(s_vals), xv.values)
+        else:
+            ch = _line_chart(ws, row, n, len(s_vals))
+        title = f"{metric.name} vs {xv.key}"
+        if fixed:
+            title += " (" + ", ".join(f"{k}={_value_label(v)}" for k, v in fixed.items()) + ")"
+        _style_chart(ch, title, xv.key, metric)
+        ws.add_chart(ch, f"{anchor_col}{row}")
+        row += max(n + 3, 19)
+    return row
+
+
+def _scatter_chart(
+    ws: Worksheet, row: int, n: int, nseries: int, xs: Sequence[float]
+) -> ScatterChart:
+    """A numeric parameter: x values to scale, so uneven steps show as such."""
+    ch = ScatterChart()
+    ch.style = 13
+    ch.scatterStyle = "lineMarker"
+    xref = Reference(ws, min_col=1, min_row=row + 1, max_row=row + n)
+    for j in range(nseries):
+        yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
+        se = Series(yref, xref, title_from_data=True)
+        color = _COLORS[j % len(_COLORS)]
+        se.marker.symbol = "circle"
+        se.marker.size = 6
+        se.marker.graphicalProperties.solidFill = color
+        se.marker.graphicalProperties.line.solidFill = color
+        se.graphicalProperties.line.solidFill = color
+        se.graphicalProperties.line.width = 20000
+        se.smooth = False
+        ch.series.append(se)
+    lo, hi = min(xs), max(xs)
+    if hi > lo:
+        ch.x_axis.scaling.min = lo
+        ch.x_axis.scaling.max = hi
+    return ch
+
+
+def _line_chart(ws: Worksheet, row: int, n: int, nseries: int) -> LineChart:
+    """A parameter with text values: evenly spaced categories."""
+    ch = LineChart()
+    for j in range(nseries):
+        yref = Reference(ws, min_col=2 + j, min_row=row, max_row=row + n)
+        ch.add_data(yref, titles_from_data=True)
+        ch.series[-1].graphicalProperties.line.solidFill = _COLORS[j % len(_COLORS)]
+    ch.set_categories(Reference(ws, min_col=1, min_row=row + 1, max_row=row + n))
+    return ch
+
+
+def _style_chart(ch: ScatterChart | LineChart, title: str, x_title: str, metric: _Metric) -> None:
+    ch.title = title
+    ch.x_axis.title = x_title
+    ch.y_axis.title = metric.name
+    ch.y_axis.numFmt = metric.axis_fmt
+    ch.y_axis.number_format = metric.axis_fmt
+    ch.x_axis.delete = False
+    ch.y_axis.delete = False
+    ch.legend.position = "b"
+    if metric.share:
+        ch.y_axis.scaling.min = 0
+        ch.y_axis.scaling.max = 1
+    ch.width, ch.height = 16, 8.5
+
+
+def build_whatif_workbook(res: WhatIf) -> tuple[Workbook, str | None]:
     """The what-if workbook for a :class:`planner.whatif.WhatIf`; returns (workbook, warning)."""
     warning = None
     base_plan = res.base_result.plan if res.base_result is not None else None
@@ -296,7 +366,7 @@ def build_whatif_workbook(res) -> tuple[Workbook, str | None]:
     return wb, warning
 
 
-def write_whatif_workbook(res, path: str | Path) -> str | None:
+def write_whatif_workbook(res: WhatIf, path: str | Path) -> str | None:
     """Write the workbook atomically; returns a warning (or None) for the caller to print."""
     wb, warning = build_whatif_workbook(res)
     buf = io.BytesIO()
