@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from planner.errors import InputError
-from planner.units import CaseInsensitive
+from planner.units import CaseInsensitive, no_bool_for_number
 from planner.yamlio import did_you_mean, load_yaml, validate
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
@@ -22,6 +22,7 @@ class Strict(BaseModel):
     """Base for every input model: unknown keys and NaN/inf are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    _no_bools = field_validator("*", mode="before")(classmethod(no_bool_for_number))
 
 
 class Sourced(Strict):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from planner.catalog import (
     CATALOG_DIR,
@@ -21,6 +21,7 @@ from planner.catalog import (
     Offer,
     Sourced,
     SourcedRange,
+    Strict,
     load_gpus,
     load_models,
     load_offers,
@@ -72,10 +73,6 @@ def month_label(start: str, index: int) -> str:
     y, m = parse_month(start)
     total = y * 12 + (m - 1) + index
     return f"{total // 12:04d}-{total % 12 + 1:02d}"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
 
 Month = str

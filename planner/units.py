@@ -68,3 +68,25 @@ def _lower(v: Any) -> Any:
 Count = Annotated[float, BeforeValidator(_count_before)]
 # Wrap a Literal of lower-case words: ``LoRA`` and ``FP8`` are read as ``lora`` and ``fp8``.
 CaseInsensitive = BeforeValidator(_lower)
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field annotation is a number (``float``, ``int``, ``float | None``, ...).
+
+    >>> _numeric(float), _numeric(int | None), _numeric(str), _numeric(bool)
+    (True, True, False, False)
+    """
+    if annotation in (float, int):
+        return True
+    args = getattr(annotation, "__args__", ())
+    return any(a in (float, int) for a in args) and bool not in args
+
+
+def no_bool_for_number(cls: Any, value: Any, info: Any) -> Any:
+    """Pydantic ``field_validator("*", mode="before")``: YAML's ``true``/``yes`` is not a number
+    (pydantic would read it as 1 and plan with a $1 budget)."""
+    if isinstance(value, bool):
+        field = cls.model_fields.get(info.field_name)
+        if field is not None and _numeric(field.annotation):
+            raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    return value
