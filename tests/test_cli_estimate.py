@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from planner.catalog import CATALOG_DIR
-from planner.cli.estimate import derive_model, estimate
+from planner.cli.estimate import estimate
 from planner.errors import InputError
+from planner.physics.train import derive_model
 from planner.units import parse_count
 
 needs_catalogs = pytest.mark.skipif(

@@ -613,3 +613,39 @@ def llama_like(
         source="test",
         as_of="2025-01",
     )
+
+
+def derive_model(params: float) -> ModelArch:
+    """A plausible Llama-like architecture with ``params`` parameters.
+
+    Llama proportions: hidden ~ 128 x layers (Llama-2-7B 4096/32, 13B 5120/40) rounded to a
+    multiple of 1024 (so the head count divides by 8), head_dim 128,
+    SwiGLU inner size ~ 8/3 hidden (rounded to 256), 32k vocabulary, grouped-query attention with
+    8 KV heads from 30B up; layers from ``params ~ 12 L h^2 + 2 V h``.
+
+    >>> m = derive_model(7e9)
+    >>> m.layers, m.hidden, m.heads, m.kv_heads
+    (33, 4096, 32, 32)
+    >>> derive_model(70e9).kv_heads
+    8
+    """
+    vocab = 32000
+    hidden_guess = 128 * max(2.0, (params / (12 * 128**2)) ** (1 / 3))
+    step = 1024 if hidden_guess >= 2048 else 256  # heads a multiple of 8 for tensor parallelism
+    hidden = max(256, int(round(hidden_guess / step)) * step)
+    body = max(params - 2 * vocab * hidden, params * 0.5)
+    layers = max(2, round(body / (12 * hidden**2)))
+    heads = hidden // 128
+    kv_heads = 8 if params >= 30e9 and heads % 8 == 0 else heads
+    inter = int(round(8 / 3 * hidden / 256)) * 256
+    return llama_like(
+        f"custom-{params / 1e9:g}b",
+        params,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        inter,
+        vocab,
+        max_context=131072,
+    )
