@@ -1,0 +1,440 @@
+"""What the check families share, computed once from the problem and the plan.
+
+Several families need the same recomputed figures: GPUs owned per month, busy GPU-hours
+(serving and training), GPU-hours the allocations rent, reservations active per month, the
+money totals. :meth:`VerifyContext.from_inputs` computes them here so that no family calls
+another one, and so that each physics call (replica capacity, training estimate) is made once.
+
+Each plan row is also *resolved* here (month index, offer, the gates a family checks before it
+uses the row): the figures and the families then skip exactly the same rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.catalog import Offer
+from planner.demand import (
+    HOURS_PER_MONTH,
+    LoadSlice,
+    load_slices,
+    mean_request_rate,
+    peak_request_rate,
+)
+from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.physics.train import TrainEstimate, estimate_train
+from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
+from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
+
+from .findings import ABS, REL, bad_number
+
+ConfigKey = tuple[str, str, int]  # (serving workload, GPU, GPUs per replica)
+Cell = tuple[int, str]  # (month index, load slice)
+
+
+@dataclass
+class ServeRow:
+    """One allocation of a serving workload of the problem."""
+
+    al: ServeAllocation
+    t: int | None  # None: the month is not in the horizon
+    active: bool = False  # inside the workload's active months
+    slice_ok: bool = False
+    replicas_ok: bool = False  # a finite number >= 0
+    rate: float = 0.0  # req/s per replica by the physics; 0 when it cannot meet the SLO
+    offer: Offer | None = None  # rented rows whose offer the problem trusts
+
+    @property
+    def key(self) -> ConfigKey:
+        return (self.al.workload, self.al.gpu, self.al.gpus_per_replica)
+
+    @property
+    def usable(self) -> bool:
+        """Past the gates after which the serving family checks the row and the totals count it."""
+        return self.t is not None and self.active and self.slice_ok and self.replicas_ok
+
+
+@dataclass
+class ServeState:
+    """A serving workload: its active months, its demand and what its allocations offer."""
+
+    w: ServeWorkload
+    a: int  # first and last active month
+    b: int
+    demand: dict[Cell, float]  # req/s the planner must cover
+    rows: list[ServeRow] = field(default_factory=list)
+    offered: defaultdict[Cell, float] = field(default_factory=lambda: defaultdict(float))
+    replicas_up: defaultdict[Cell, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@dataclass
+class TrainRow:
+    """One allocation of a training job whose configuration is allowed."""
+
+    al: TrainAllocation
+    t: int | None
+    in_window: bool = False
+    hours_ok: bool = False  # wall_hours is a finite number >= 0
+    slice_ok: bool = False  # owned: a known slice, and the hours fit in it
+    offer: Offer | None = None  # rented rows whose offer the problem trusts
+    paid: int = 0  # rented: GPUs billed (whole instances)
+    progress: float = 0.0  # rented: progress hours recomputed (spot restarts cost some)
+
+    @property
+    def counted(self) -> bool:
+        """Its wall hours count towards the job's."""
+        return self.t is not None and self.in_window and self.hours_ok
+
+
+@dataclass
+class TrainState:
+    """A training job: its one configuration, the physics' estimate and its hours."""
+
+    job: TrainJob
+    allocs: list[TrainAllocation]
+    configs: set[tuple[str, int]] = field(default_factory=set)
+    gpu: str = ""
+    k: int = 0
+    allowed: bool = False  # the GPU is allowed and k >= 1; nothing else is checked otherwise
+    est: TrainEstimate | None = None
+    a: int = 0  # the window's first and last month
+    b: int = 0
+    rows: list[TrainRow] = field(default_factory=list)
+    wall: float = 0.0
+    progress: float = 0.0
+    spot: float = 0.0  # progress hours made on spot
+    per_month: defaultdict[int, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@dataclass
+class ReservationRow:
+    """One reservation, with its offer if it is a reserved offer of the problem."""
+
+    rv: Reservation
+    offer: Offer | None  # None unless a reserved offer of the problem
+    t0: int | None
+    usd: float = 0.0  # gpus x term hours x the offer's price
+
+    @property
+    def term(self) -> int:
+        return (self.offer.term_months if self.offer else None) or 1
+
+
+@dataclass
+class RentalRow:
+    """One rental row, with its offer if the problem trusts it."""
+
+    r: Rental
+    offer: Offer | None
+    t: int | None
+    hours_ok: bool  # gpu_hours is a finite number >= 0
+    usd: float = 0.0  # gpu_hours x the offer's price
+
+    @property
+    def counted(self) -> bool:
+        return self.offer is not None and self.t is not None and self.hours_ok
+
+
+def _floats() -> defaultdict[Any, float]:
+    return defaultdict(float)
+
+
+@dataclass
+class VerifyContext:
+    """The problem's horizon and every figure recomputed from the problem and the plan."""
+
+    inputs: Inputs
+    plan: Plan
+    months: list[str]
+    slices: list[LoadSlice]
+    sl_hours: dict[str, float]
+    idx: dict[str, int]
+    # purchases
+    owned: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    bought: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    capex: float = 0.0
+    capex_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    # allocations: owned GPUs in use per (gpu, t, slice), busy GPU-hours per (gpu, t)
+    use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
+    busy: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    serve: list[ServeState] = field(default_factory=list)
+    capacity: dict[ConfigKey, ReplicaCapacity | None] = field(default_factory=dict)
+    serve_configs_used: defaultdict[str, set[tuple[str, int]]] = field(
+        default_factory=lambda: defaultdict(set)
+    )
+    rent_expect: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
+    reserved_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
+    capped_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
+    train: list[TrainState] = field(default_factory=list)
+    train_rent: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
+    train_wall: dict[str, float] = field(default_factory=dict)
+    # reservations: GPUs committed and GPU-hours billed per (offer, t)
+    reservations: list[ReservationRow] = field(default_factory=list)
+    res_active: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    reserved_expect: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    reserved_usd: float = 0.0
+    # rentals: GPU-hours billed per (offer, workload, t), expected from the allocations
+    rentals: list[RentalRow] = field(default_factory=list)
+    rental: float = 0.0
+    rental_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    rented_by_gpu: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    seen: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
+    reserved_seen: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    expect: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
+    # money
+    power: float = 0.0
+    hosting: float = 0.0
+    opex_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    reserved_gpus: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
+    total: float = 0.0
+
+    @classmethod
+    def from_inputs(cls, inputs: Inputs, plan: Plan) -> VerifyContext:
+        months = inputs.problem.month_labels()
+        slices = load_slices(1.0)
+        ctx = cls(
+            inputs=inputs,
+            plan=plan,
+            months=months,
+            slices=slices,
+            sl_hours={s.name: s.hours_per_month for s in slices},
+            idx={m: i for i, m in enumerate(months)},
+        )
+        # rentals compare the hours the allocations rent, and money needs the busy hours and
+        # the reservations: they come last
+        ctx._add_purchases()
+        for w in inputs.problem.workloads.serve:
+            ctx._add_serving(w)
+        for j in inputs.problem.workloads.train:
+            ctx._add_training(j)
+        ctx._add_reservations()
+        ctx._add_rentals()
+        ctx._add_money()
+        return ctx
+
+    @property
+    def problem(self) -> Problem:
+        return self.inputs.problem
+
+    @property
+    def T(self) -> int:  # the horizon's length, named as in the model
+        return len(self.months)
+
+    @property
+    def horizon_matches(self) -> bool:
+        return self.plan.months == self.months
+
+    @property
+    def serve_names(self) -> set[str]:
+        return {w.name for w in self.problem.workloads.serve}
+
+    @property
+    def train_names(self) -> set[str]:
+        return {j.name for j in self.problem.workloads.train}
+
+    def _add_purchases(self) -> None:
+        for pu in self.plan.purchases:
+            t0 = self.idx.get(pu.month)
+            gpu = self.inputs.gpus.get(pu.gpu)
+            if gpu is None or t0 is None:
+                continue
+            cost = max(pu.count, 0) * gpu.unit_capex_usd
+            self.capex += cost
+            self.capex_by_month[t0] += cost
+            self.bought[(pu.gpu, t0)] += max(pu.count, 0)
+            for t in range(t0, self.T):
+                self.owned[(pu.gpu, t)] += max(pu.count, 0)
+
+    def _add_serving(self, w: ServeWorkload) -> None:
+        p = self.problem
+        a = month_index(p.horizon.start, w.start)
+        b = self.T - 1 if w.end is None else min(self.T - 1, month_index(p.horizon.start, w.end))
+        mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
+        loads = {s.name: s.load for s in load_slices(w.traffic.utilization)}
+        demand = {
+            (t, s): peak_request_rate(
+                mean, w.traffic.utilization, w.traffic.growth_per_month, t - a
+            )
+            * load
+            for t in range(a, b + 1)
+            for s, load in loads.items()
+        }
+        state = ServeState(w, a, b, demand)
+        self.serve.append(state)
+        for al in self.plan.serve_allocations:
+            if al.workload == w.name:
+                state.rows.append(self._serve_row(state, al))
+
+    def _serve_row(self, state: ServeState, al: ServeAllocation) -> ServeRow:
+        row = ServeRow(al, self.idx.get(al.month))
+        if row.t is None:
+            return row
+        t = row.t
+        row.active = state.a <= t <= state.b
+        row.slice_ok = al.slice in self.sl_hours
+        row.replicas_ok = not bad_number(al.replicas)
+        if not row.usable:
+            return row
+        cap = self._capacity(row.key, state.w)
+        row.rate = cap.rate_rps if cap is not None and cap.feasible else 0.0
+        if al.replicas > 0:
+            self.serve_configs_used[state.w.name].add((al.gpu, al.gpus_per_replica))
+        # a rate above the physics' does not serve more: the serving family flags it
+        state.offered[(t, al.slice)] += al.replicas * min(row.rate, al.rate_rps_per_replica)
+        state.replicas_up[(t, al.slice)] += al.replicas
+        gpus = al.replicas * al.gpus_per_replica
+        if al.source == "owned":
+            self.use[(al.gpu, t, al.slice)] += gpus
+            self.busy[(al.gpu, t)] += gpus * self.sl_hours[al.slice]
+            return row
+        o = row.offer = self.inputs.offers.get(al.source)
+        if o is None:
+            return row
+        if o.kind == "reserved":
+            self.reserved_use[(o.id, t, al.slice)] += gpus
+        else:
+            self.rent_expect[(o.id, state.w.name, t)] += gpus * self.sl_hours[al.slice]
+        if o.max_gpus is not None:
+            self.capped_use[(o.id, t, al.slice)] += gpus
+        return row
+
+    def _capacity(self, key: ConfigKey, w: ServeWorkload) -> ReplicaCapacity | None:
+        """The physics' replica for ``key`` (None: GPU not allowed), computed once per key."""
+        if key not in self.capacity:
+            _, gpu_id, tp = key
+            if gpu_id not in self.inputs.gpus or tp < 1:
+                self.capacity[key] = None
+            else:
+                self.capacity[key] = replica_capacity(
+                    self.inputs.models[w.model],
+                    self.inputs.gpus[gpu_id],
+                    tp,
+                    w.precision,
+                    w.tokens.prompt,
+                    w.tokens.output,
+                    w.slo.p95_ttft_ms,
+                    w.slo.p95_tpot_ms,
+                )
+        return self.capacity[key]
+
+    def _add_training(self, j: TrainJob) -> None:
+        state = TrainState(j, [al for al in self.plan.train_allocations if al.workload == j.name])
+        self.train.append(state)
+        if not state.allocs:
+            return
+        state.configs = {(al.gpu, al.gpus) for al in state.allocs}
+        state.gpu, state.k = sorted(state.configs)[0]
+        state.allowed = state.gpu in self.inputs.gpus and state.k >= 1
+        if not state.allowed:
+            return
+        state.est = estimate_train(
+            self.inputs.models[j.model],
+            self.inputs.gpus[state.gpu],
+            state.k,
+            j.tokens,
+            j.method,
+            seq_len=j.seq_len,
+        )
+        state.a = month_index(self.problem.horizon.start, j.window.start)
+        state.b = month_index(self.problem.horizon.start, j.window.deadline)
+        for al in state.allocs:
+            state.rows.append(self._train_row(state, al))
+        self.train_wall[j.name] = state.wall
+
+    def _train_row(self, state: TrainState, al: TrainAllocation) -> TrainRow:
+        row = TrainRow(al, self.idx.get(al.month))
+        if row.t is None:
+            return row
+        t, k = row.t, state.k
+        row.in_window = state.a <= t <= state.b
+        row.hours_ok = not bad_number(al.wall_hours)
+        if not row.counted:
+            return row
+        state.wall += al.wall_hours
+        state.per_month[t] += al.wall_hours
+        if al.source == "owned":
+            state.progress += al.wall_hours
+            row.slice_ok = (
+                al.slice in self.sl_hours
+                and al.wall_hours <= self.sl_hours[al.slice] * (1 + REL) + ABS
+            )
+            if row.slice_ok:
+                self.use[(state.gpu, t, al.slice)] += k * al.wall_hours / self.sl_hours[al.slice]
+                self.busy[(state.gpu, t)] += k * al.wall_hours
+            return row
+        o = row.offer = self.inputs.offers.get(al.source)
+        if o is None:
+            return row
+        row.paid = -(-k // o.gpus_per_instance) * o.gpus_per_instance
+        if o.kind == "spot":
+            row.progress = al.wall_hours / (1 + state.job.spot.overhead)
+            state.spot += row.progress
+        else:
+            row.progress = al.wall_hours
+        state.progress += row.progress
+        self.train_rent[(o.id, state.job.name, t)] += al.wall_hours * row.paid
+        return row
+
+    def _add_reservations(self) -> None:
+        for rv in self.plan.reservations:
+            o = self.inputs.offers.get(rv.offer)
+            row = ReservationRow(
+                rv,
+                o if o is not None and o.kind == "reserved" else None,
+                self.idx.get(rv.start_month),
+            )
+            self.reservations.append(row)
+            if row.offer is None or row.t0 is None:
+                continue
+            L = row.term
+            row.usd = max(rv.gpus, 0) * L * HOURS_PER_MONTH * row.offer.usd_per_gpu_hour
+            self.reserved_usd += row.usd
+            for t in range(row.t0, min(self.T, row.t0 + L)):
+                self.res_active[(row.offer.id, t)] += max(rv.gpus, 0)
+                self.reserved_expect[(row.offer.id, t)] += max(rv.gpus, 0) * HOURS_PER_MONTH
+
+    def _add_rentals(self) -> None:
+        for r in self.plan.rentals:
+            row = RentalRow(
+                r,
+                self.inputs.offers.get(r.offer),
+                self.idx.get(r.month),
+                not bad_number(r.gpu_hours),
+            )
+            self.rentals.append(row)
+            if not row.counted:
+                continue
+            o, t = row.offer, row.t
+            assert o is not None and t is not None  # counted
+            row.usd = r.gpu_hours * o.usd_per_gpu_hour
+            self.rental += row.usd
+            self.rental_by_month[t] += row.usd
+            self.rented_by_gpu[(o.gpu, t)] += r.gpu_hours
+            if o.kind == "reserved":
+                self.reserved_seen[(o.id, t)] += r.gpu_hours
+            else:
+                self.seen[(r.offer, r.workload, t)] += r.gpu_hours
+        self.expect = defaultdict(float, self.rent_expect)
+        for key, v in self.train_rent.items():
+            self.expect[key] += v
+
+    def _add_money(self) -> None:
+        site = self.problem.site
+        e = site.power_usd_per_kwh * site.pue / 1000
+        for (oid, t), gpus in self.res_active.items():
+            self.reserved_gpus[(self.inputs.offers[oid].gpu, t)] += gpus
+        for g, gpu in self.inputs.gpus.items():
+            for t in range(self.T):
+                own = self.owned.get((g, t), 0)
+                # idle and host draw all month; busy hours add the rest up to TDP
+                pw = e * (
+                    own * HOURS_PER_MONTH * (gpu.idle_w.value + gpu.host_w_per_gpu.value)
+                    + self.busy.get((g, t), 0.0) * (gpu.tdp_w.value - gpu.idle_w.value)
+                )
+                hs = own * site.hosting_usd_per_gpu_month
+                self.power += pw
+                self.hosting += hs
+                self.opex_by_month[t] += pw + hs
+        self.total = self.capex + self.power + self.hosting + self.rental

@@ -1,0 +1,745 @@
+"""The check families: each judges one part of the plan against the recomputed figures.
+
+Every family is a function ``(VerifyContext) -> Findings``; it reads the context and never
+calls another family. Messages are what users see (and what tests match on): keep them stable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+
+from planner.catalog import GpuSpec
+from planner.demand import HOURS_PER_MONTH
+from planner.plan import FleetMonth, Purchase, WorkloadResult
+from planner.problem import ServeWorkload, TrainJob, month_index
+
+from .context import (
+    ConfigKey,
+    ReservationRow,
+    ServeRow,
+    ServeState,
+    TrainRow,
+    TrainState,
+    VerifyContext,
+)
+from .findings import ABS, REL, Checker, Findings, close
+
+H = HOURS_PER_MONTH
+
+# ---------------------------------------------------------------- shape
+
+
+def check_shape(ctx: VerifyContext) -> Findings:
+    """Shape: the plan is a solution (status optimal or feasible) for the problem's horizon,
+    with the planner's hours per month and load slices.
+
+    On another horizon nothing else is checked, here or by :func:`planner.verify.verify_report`.
+    """
+    chk = Checker("shape", ctx.months)
+    plan, months = ctx.plan, ctx.months
+    chk.check(
+        plan.status in ("optimal", "feasible"),
+        f"plan status is {plan.status!r}, not optimal or feasible",
+    )
+    if not chk.check(
+        ctx.horizon_matches,
+        f"plan months {plan.months[:1]}..{plan.months[-1:]} differ from the problem's horizon "
+        f"{months[0]}..{months[-1]}",
+    ):
+        return chk.findings()
+    chk.check(
+        close(plan.hours_per_month, H, abs_=1e-9),
+        f"plan hours_per_month {plan.hours_per_month} != {H}",
+    )
+    chk.check(
+        [(s.name, round(s.hours_per_month, 6)) for s in plan.slices]
+        == [(s.name, round(s.hours_per_month, 6)) for s in ctx.slices],
+        "plan slices differ from the planner's load slices",
+    )
+    return chk.findings()
+
+
+# ---------------------------------------------------------------- purchases and the fleet table
+
+
+def check_purchases(ctx: VerifyContext) -> Findings:
+    """Purchases: each names an allowed GPU and a month of the horizon, buys whole nodes
+    (count = nodes x node size), respects the licence (GeForce cards only where
+    ``site.consumer_gpus_allowed``), at the problem's unit price (card + server share) and total.
+
+    The ``fleet`` table: one row per (GPU, month) with activity, and its bought, owned,
+    reserved, busy and rented GPU-hours and power agree with the purchases, allocations,
+    reservations and rentals.
+    """
+    chk = Checker("purchases", ctx.months)
+    for pu in ctx.plan.purchases:
+        _check_purchase(chk, ctx, pu)
+    fleet = _fleet_rows(chk, ctx)
+    for g, gpu in ctx.inputs.gpus.items():
+        for t in range(ctx.T):
+            _check_fleet_month(chk, ctx, g, gpu, t, fleet.get((g, t)))
+    return chk.findings()
+
+
+def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
+    what = f"purchase {pu.gpu} {pu.month}"
+    t0 = chk.month(pu.month, what)
+    gpu = ctx.inputs.gpus.get(pu.gpu)
+    if not chk.check(
+        gpu is not None, f"{what}: {pu.gpu!r} is not among the problem's allowed GPUs"
+    ):
+        return
+    assert gpu is not None  # for the type checker: just checked
+    if t0 is None:
+        return
+    chk.check(
+        pu.count > 0 and pu.count % gpu.node_gpus == 0,
+        f"{what}: {pu.count} GPUs is not a whole number of {gpu.node_gpus}-GPU nodes",
+    )
+    chk.check(
+        pu.nodes * gpu.node_gpus == pu.count,
+        f"{what}: {pu.nodes} nodes x {gpu.node_gpus} != {pu.count} GPUs",
+    )
+    chk.check(
+        not gpu.consumer or ctx.problem.site.consumer_gpus_allowed,
+        f"{what}: GeForce cards may not be deployed in a datacenter (site.consumer_gpus_allowed is false)",
+    )
+    chk.check(
+        close(pu.unit_usd, gpu.unit_capex_usd)
+        and close(pu.gpu_usd, gpu.purchase_usd.value)
+        and close(pu.overhead_usd, gpu.server_overhead_usd_per_gpu.value),
+        f"{what}: unit price {pu.unit_usd:,.2f} (card {pu.gpu_usd:,.2f} + server {pu.overhead_usd:,.2f}) "
+        f"!= problem's {gpu.unit_capex_usd:,.2f}",
+    )
+    cost = max(pu.count, 0) * gpu.unit_capex_usd
+    chk.check(
+        close(cost, pu.total_usd),
+        f"{what}: total {pu.total_usd:,.2f} != {pu.count} x {gpu.unit_capex_usd:,.2f}",
+    )
+
+
+def _fleet_rows(chk: Checker, ctx: VerifyContext) -> dict[tuple[str, int], FleetMonth]:
+    """The fleet table by (GPU, month index), after checking its keys."""
+    fleet: dict[tuple[str, int], FleetMonth] = {}
+    for fm in ctx.plan.fleet:
+        t = chk.month(fm.month, f"fleet {fm.gpu}")
+        chk.check(
+            fm.gpu in ctx.inputs.gpus, f"fleet row for {fm.gpu!r}, which the problem does not allow"
+        )
+        if t is not None:
+            chk.check((fm.gpu, t) not in fleet, f"fleet {fm.gpu} {fm.month}: listed twice")
+            fleet[(fm.gpu, t)] = fm
+    return fleet
+
+
+def _check_fleet_month(
+    chk: Checker, ctx: VerifyContext, g: str, gpu: GpuSpec, t: int, fm: FleetMonth | None
+) -> None:
+    own = ctx.owned.get((g, t), 0)
+    rented = ctx.rented_by_gpu.get((g, t), 0.0)
+    reserved = ctx.reserved_gpus.get((g, t), 0.0)
+    busy = ctx.busy.get((g, t), 0.0)
+    what = f"fleet {g} {ctx.months[t]}"
+    if fm is None:
+        chk.check(
+            not (own or rented > ABS or reserved),
+            f"{what}: missing, but the plan owns {own}, rents {rented:,.0f} GPU-h",
+        )
+        return
+    bought = ctx.bought.get((g, t), 0)
+    chk.check(
+        fm.owned == own and fm.bought == bought,
+        f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases give {bought}, {own}",
+        group=("fleet_owned", g),
+    )
+    chk.check(
+        fm.reserved == reserved,
+        f"{what}: says {fm.reserved} reserved GPUs; the reservations give {reserved:.0f}",
+    )
+    chk.check(
+        close(fm.owned_busy_gpu_hours, busy, abs_=0.01),
+        f"{what}: says {fm.owned_busy_gpu_hours:,.1f} busy GPU-h; the allocations give {busy:,.1f}",
+        group=("fleet_busy", g),
+    )
+    chk.check(
+        close(fm.rented_gpu_hours, rented, abs_=0.01),
+        f"{what}: says {fm.rented_gpu_hours:,.1f} rented GPU-h; the rentals give {rented:,.1f}",
+    )
+    site = ctx.problem.site
+    kw = own * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
+    chk.check(
+        close(fm.power_kw, kw, abs_=1e-3),
+        f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
+        group=("fleet_kw", g),
+    )
+
+
+# ---------------------------------------------------------------- serving
+
+
+def check_serving(ctx: VerifyContext) -> Findings:
+    """Serving: every allocation belongs to a serving workload of the problem, in its active
+    months and a real slice, with a finite number of replicas; its demand and its replica rate
+    are the ones the demand model and the physics give (the configuration meets the SLO); owned
+    replicas are whole; rented ones use a trusted offer for that GPU whose instances hold the
+    replica's tensor-parallel group, spot only if ``offers.spot_for_serving``. Demand is
+    covered and at least one whole replica is up (``serve_floor``) in every (month, slice).
+
+    Whether the replicas fit the owned fleet, the reservations and the offers' availability is
+    :func:`check_caps`'s.
+    """
+    chk = Checker("serving", ctx.months)
+    for al in ctx.plan.serve_allocations:
+        chk.check(
+            al.workload in ctx.serve_names,
+            f"serving allocation for {al.workload!r}, which is not a serving workload of the problem",
+        )
+    judged: set[ConfigKey] = set()  # the physics' verdict on a configuration is reported once
+    for state in ctx.serve:
+        for row in state.rows:
+            _check_serve_row(chk, ctx, state, row, judged)
+        _check_serve_cover(chk, ctx, state)
+    return chk.findings()
+
+
+def _check_serve_row(
+    chk: Checker, ctx: VerifyContext, state: ServeState, row: ServeRow, judged: set[ConfigKey]
+) -> None:
+    w, al = state.w, row.al
+    what = f"serving {w.name} {al.month} {al.slice} on {al.source}"
+    t = chk.month(al.month, what)
+    if t is None:
+        return
+    if not chk.check(
+        row.active,
+        f"{what}: outside the workload's active months {ctx.months[state.a]}..{ctx.months[state.b]}",
+    ):
+        return
+    if not chk.check(row.slice_ok, f"{what}: unknown load slice {al.slice!r}"):
+        return
+    if not chk.check(
+        row.replicas_ok, f"{what}: replicas {al.replicas} is not a finite number >= 0"
+    ):
+        return
+    demand = state.demand[(t, al.slice)]
+    chk.check(
+        close(al.demand_rps, demand, abs_=1e-6),
+        f"{what}: demand_rps {al.demand_rps:.4f} != recomputed {demand:.4f}",
+        group=("demand_rps", w.name),
+    )
+    if row.key not in judged:
+        judged.add(row.key)
+        _check_serve_config(chk, ctx, w, row.key)
+    chk.check(
+        close(row.rate, al.rate_rps_per_replica, rel=1e-6, abs_=1e-9),
+        f"{what}: plan says {al.rate_rps_per_replica:.4f} req/s per {al.gpu} x{al.gpus_per_replica} "
+        f"replica, physics says {row.rate:.4f}",
+        group=("rate", row.key, al.rate_rps_per_replica),
+    )
+    if al.source == "owned":
+        chk.check(
+            abs(al.replicas - round(al.replicas)) <= 1e-6,
+            f"{what}: {al.replicas} owned replicas is not a whole number",
+        )
+    else:
+        _check_serve_offer(chk, ctx, row, what)
+
+
+def _check_serve_config(chk: Checker, ctx: VerifyContext, w: ServeWorkload, key: ConfigKey) -> None:
+    _, gpu, tp = key
+    cap = ctx.capacity[key]
+    if cap is None:
+        chk.check(False, f"serving {w.name}: GPU {gpu!r} x{tp} is not allowed")
+    else:
+        chk.check(
+            bool(cap.feasible),
+            f"serving {w.name}: {gpu} x{tp} cannot meet the SLO: {cap.reason}",
+        )
+
+
+def _check_serve_offer(chk: Checker, ctx: VerifyContext, row: ServeRow, what: str) -> None:
+    al, o = row.al, row.offer
+    if not chk.check(
+        o is not None,
+        f"{what}: offer {al.source!r} is not among the problem's trusted offers",
+    ):
+        return
+    assert o is not None  # for the type checker: just checked
+    chk.check(o.gpu == al.gpu, f"{what}: offer {o.id} rents {o.gpu}, not {al.gpu}")
+    chk.check(
+        o.gpus_per_instance >= al.gpus_per_replica,
+        f"{what}: a {al.gpus_per_replica}-GPU replica on {o.id}, whose instances hold "
+        f"{o.gpus_per_instance} GPUs (a tensor-parallel group must share one instance)",
+    )
+    chk.check(
+        o.kind != "spot" or ctx.problem.offers.spot_for_serving,
+        f"{what}: spot offer {o.id} used but offers.spot_for_serving is false",
+    )
+
+
+def _check_serve_cover(chk: Checker, ctx: VerifyContext, state: ServeState) -> None:
+    name = state.w.name
+    for (t, s), need in state.demand.items():
+        have = state.offered.get((t, s), 0.0)
+        up = state.replicas_up.get((t, s), 0.0)
+        chk.check(
+            have >= need * (1 - REL) - 1e-9,
+            f"serving {name} {ctx.months[t]} {s}: capacity {have:.3f} req/s < demand {need:.3f} req/s",
+            group=("demand", name),
+        )
+        chk.check(
+            up >= 1 - 1e-6,
+            f"serving {name} {ctx.months[t]} {s}: {up:.3f} replicas up; a live "
+            "service keeps at least one whole replica up (serve_floor)",
+            group=("floor", name),
+        )
+
+
+# ---------------------------------------------------------------- training
+
+
+def check_training(ctx: VerifyContext) -> Findings:
+    """Training: every allocation belongs to a training job of the problem; each job runs one
+    allowed configuration, which fits in memory (physics), inside its window (in total, per
+    month and, for owned runs, per slice), with progress >= the hours the physics needs. Owned
+    runs need ``k`` owned GPUs; rentals use a trusted, non-reserved offer for that GPU with
+    instances of >= min(k, 8) GPUs, within its availability cap, and spot only as the job's
+    spot rules allow (allowed, max share, restart overhead).
+    """
+    chk = Checker("training", ctx.months)
+    for al in ctx.plan.train_allocations:
+        chk.check(
+            al.workload in ctx.train_names,
+            f"training allocation for {al.workload!r}, which is not a training job of the problem",
+        )
+    for state in ctx.train:
+        _check_train_job(chk, ctx, state)
+    return chk.findings()
+
+
+def _check_train_job(chk: Checker, ctx: VerifyContext, state: TrainState) -> None:
+    j, gpu, k = state.job, state.gpu, state.k
+    if not chk.check(bool(state.allocs), f"training {j.name}: no GPU time allocated"):
+        return
+    chk.check(
+        len(state.configs) == 1,
+        f"training {j.name}: runs on several configurations {sorted(state.configs)}",
+    )
+    if not chk.check(state.allowed, f"training {j.name}: GPU {gpu!r} x{k} not allowed"):
+        return
+    est = state.est
+    assert est is not None  # estimated for every allowed job
+    chk.check(bool(est.fits), f"training {j.name}: {gpu} x{k} does not fit: {est.reason}")
+    for row in state.rows:
+        _check_train_row(chk, ctx, state, row)
+    chk.check(
+        state.progress >= est.wall_hours * (1 - REL) - ABS,
+        f"training {j.name}: {state.progress:,.1f} h of progress < {est.wall_hours:,.1f} h needed on {gpu} x{k}",
+    )
+    chk.check(
+        state.spot <= j.spot.max_share * est.wall_hours * (1 + REL) + ABS,
+        f"training {j.name}: {state.spot:,.1f} h of progress on spot > spot.max_share {j.spot.max_share:.0%} "
+        f"of {est.wall_hours:,.1f} h",
+    )
+    window_h = (state.b - state.a + 1) * H
+    chk.check(
+        state.wall <= window_h * (1 + REL) + ABS,
+        f"training {j.name}: {state.wall:,.1f} wall hours > {window_h:,.0f} h in the window",
+    )
+    for t, h in sorted(state.per_month.items()):
+        chk.check(
+            h <= H * (1 + REL) + ABS,
+            f"training {j.name} {ctx.months[t]}: {h:,.1f} wall hours in a {H:.0f}-hour month",
+        )
+
+
+def _check_train_row(chk: Checker, ctx: VerifyContext, state: TrainState, row: TrainRow) -> None:
+    j, al = state.job, row.al
+    what = f"training {j.name} {al.month} on {al.source}"
+    t = chk.month(al.month, what)
+    if t is None:
+        return
+    if not chk.check(
+        row.in_window, f"{what}: runs outside its window {j.window.start}..{j.window.deadline}"
+    ):
+        return
+    if not chk.check(
+        row.hours_ok, f"{what}: wall_hours {al.wall_hours} is not a finite number >= 0"
+    ):
+        return
+    if al.source != "owned":
+        _check_train_offer(chk, state, row, what)
+        return
+    chk.check(
+        close(al.progress_hours, al.wall_hours, abs_=1e-6),
+        f"{what}: progress_hours != wall_hours on owned GPUs",
+    )
+    if not chk.check(
+        row.slice_ok, f"{what}: {al.wall_hours:.1f} h in slice {al.slice} exceeds its hours"
+    ):
+        return
+    owned = ctx.owned.get((state.gpu, t), 0)
+    chk.check(
+        owned >= state.k,
+        f"{what}: needs {state.k} owned {state.gpu}, owns {owned}",
+        group=("train_owned", j.name),
+    )
+
+
+def _check_train_offer(chk: Checker, state: TrainState, row: TrainRow, what: str) -> None:
+    j, al, o, k = state.job, row.al, row.offer, state.k
+    if not chk.check(o is not None, f"{what}: offer {al.source!r} is not trusted by the problem"):
+        return
+    assert o is not None  # for the type checker: just checked
+    chk.check(o.gpu == state.gpu, f"{what}: offer {o.id} rents {o.gpu}, not {state.gpu}")
+    chk.check(o.kind != "reserved", f"{what}: reserved offers are not used for training")
+    chk.check(
+        o.gpus_per_instance >= min(k, 8),
+        f"{what}: {k} GPUs on {o.id}, whose instances hold {o.gpus_per_instance} GPUs "
+        f"(a training job needs instances of at least min(k, 8) GPUs)",
+    )
+    chk.check(
+        o.max_gpus is None or row.paid <= o.max_gpus,
+        f"{what}: needs {row.paid} GPUs from {o.id}, which offers at most {o.max_gpus}",
+    )
+    if o.kind == "spot":
+        chk.check(
+            j.spot.allowed and j.spot.max_share > 0,
+            f"{what}: spot offer used but the job's spot.allowed is false or max_share is 0",
+        )
+    chk.check(
+        close(al.progress_hours, row.progress, abs_=1e-6),
+        f"{what}: progress_hours {al.progress_hours:,.2f} != {row.progress:,.2f} recomputed",
+    )
+
+
+# ---------------------------------------------------------------- reservations and caps
+
+
+def check_caps(ctx: VerifyContext) -> Findings:
+    """Reservations and caps. Limits: capex within ``budget.capex_usd``, the recomputed total
+    within ``budget.total_usd``, the owned fleet's draw within ``site.power_cap_kw`` in every
+    month. Capacity: owned GPUs in use (serving and training) <= owned, per month and slice;
+    GPUs used on a reserved offer <= the GPUs committed; GPUs rented from an offer <= its
+    availability cap. Reservations: a reserved offer of the problem, its term, GPU, provider
+    and price, whole instances, a term inside the horizon, billed in full.
+    """
+    chk = Checker("caps", ctx.months)
+    _check_limits(chk, ctx)
+    for (g, t, s), gpus in sorted(ctx.use.items()):
+        owned = ctx.owned.get((g, t), 0)
+        chk.check(
+            gpus <= owned * (1 + REL) + ABS,
+            f"{ctx.months[t]} {s}: {gpus:.2f} owned {g} in use > {owned} owned",
+            group=("use", g),
+        )
+    for row in ctx.reservations:
+        _check_reservation(chk, ctx, row)
+    for (oid, t, s), gpus in sorted(ctx.reserved_use.items()):
+        committed = ctx.res_active.get((oid, t), 0.0)
+        chk.check(
+            gpus <= committed * (1 + REL) + ABS,
+            f"{ctx.months[t]} {s}: {gpus:.1f} GPUs used on reserved {oid} > {committed:.0f} committed",
+        )
+    for (oid, t, s), gpus in sorted(ctx.capped_use.items()):
+        cap = ctx.inputs.offers[oid].max_gpus
+        chk.check(
+            cap is None or gpus <= cap * (1 + REL) + ABS,
+            f"{ctx.months[t]} {s}: {gpus:.1f} GPUs rented from {oid} > {cap} available",
+        )
+    return chk.findings()
+
+
+def _check_limits(chk: Checker, ctx: VerifyContext) -> None:
+    budget, site = ctx.problem.budget, ctx.problem.site
+    chk.check(
+        ctx.capex <= budget.capex_usd * (1 + REL) + ABS,
+        f"capex {ctx.capex:,.0f} exceeds budget.capex_usd {budget.capex_usd:,.0f}",
+    )
+    if budget.total_usd is not None:
+        chk.check(
+            ctx.total <= budget.total_usd * (1 + REL) + ABS,
+            f"total cost {ctx.total:,.0f} exceeds budget.total_usd {budget.total_usd:,.0f}",
+        )
+    if site.power_cap_kw is None:
+        return
+    for t in range(ctx.T):
+        kw = sum(
+            ctx.owned.get((g, t), 0)
+            * (gpu.tdp_w.value + gpu.host_w_per_gpu.value)
+            * site.pue
+            / 1000
+            for g, gpu in ctx.inputs.gpus.items()
+        )
+        chk.check(
+            kw <= site.power_cap_kw * (1 + REL) + ABS,
+            f"{ctx.months[t]}: owned fleet draws {kw:,.1f} kW > site.power_cap_kw {site.power_cap_kw:,.1f} kW",
+        )
+
+
+def _check_reservation(chk: Checker, ctx: VerifyContext, row: ReservationRow) -> None:
+    rv, o = row.rv, row.offer
+    what = f"reservation {rv.offer} from {rv.start_month}"
+    if not chk.check(o is not None, f"{what}: not a reserved offer of the problem"):
+        return
+    assert o is not None  # for the type checker: just checked
+    t0 = chk.month(rv.start_month, what)
+    if t0 is None:
+        return
+    L = row.term
+    chk.check(rv.term_months == L, f"{what}: term {rv.term_months} months != the offer's {L}")
+    chk.check(
+        rv.gpu == o.gpu and rv.provider == o.provider,
+        f"{what}: GPU/provider differ from the offer's",
+    )
+    chk.check(
+        rv.gpus > 0 and rv.gpus % o.gpus_per_instance == 0,
+        f"{what}: {rv.gpus} GPUs is not a whole number of {o.gpus_per_instance}-GPU instances",
+    )
+    chk.check(t0 + L <= ctx.T, f"{what}: the {L}-month term runs past the horizon")
+    chk.check(
+        close(rv.usd_per_gpu_hour, o.usd_per_gpu_hour, abs_=1e-9),
+        f"{what}: rate {rv.usd_per_gpu_hour} != offer price {o.usd_per_gpu_hour}",
+    )
+    chk.check(
+        close(rv.hours, L * H) and close(rv.usd, row.usd),
+        f"{what}: {rv.usd:,.2f} for {rv.hours:,.0f} h != {rv.gpus} GPUs x {L * H:,.0f} h x {o.usd_per_gpu_hour}",
+    )
+
+
+# ---------------------------------------------------------------- rentals
+
+
+def check_rentals(ctx: VerifyContext) -> Findings:
+    """Rentals: each names a trusted offer and a month of the horizon; kind, GPU, provider and
+    price are the offer's and ``usd = gpu_hours x price``. GPU-hours billed per (offer,
+    workload, month) = the hours the allocations use (whole instances for training); reserved
+    offers are billed every month of a reservation's term, in full.
+    """
+    chk = Checker("rentals", ctx.months)
+    for row in ctx.rentals:
+        r, o = row.r, row.offer
+        what = f"rental {r.offer} {r.month} for {r.workload}"
+        if not chk.check(o is not None, f"{what}: unknown or untrusted offer {r.offer!r}"):
+            continue
+        assert o is not None  # for the type checker: just checked
+        if chk.month(r.month, what) is None:
+            continue
+        if not chk.check(
+            row.hours_ok, f"{what}: gpu_hours {r.gpu_hours} is not a finite number >= 0"
+        ):
+            continue
+        chk.check(
+            r.kind == o.kind and r.gpu == o.gpu and r.provider == o.provider,
+            f"{what}: kind/GPU/provider ({r.kind}, {r.gpu}, {r.provider}) differ from the offer's "
+            f"({o.kind}, {o.gpu}, {o.provider})",
+        )
+        chk.check(
+            close(r.usd_per_gpu_hour, o.usd_per_gpu_hour, abs_=1e-9),
+            f"{what}: rate {r.usd_per_gpu_hour} != offer price {o.usd_per_gpu_hour}",
+        )
+        chk.check(
+            close(row.usd, r.usd),
+            f"{what}: {r.usd:,.2f} != {r.gpu_hours:,.2f} h x {o.usd_per_gpu_hour}",
+        )
+    _check_billing(chk, ctx)
+    return chk.findings()
+
+
+def _check_billing(chk: Checker, ctx: VerifyContext) -> None:
+    for key in sorted(set(ctx.expect) | set(ctx.seen)):
+        oid, w, t = key
+        want, billed = ctx.expect.get(key, 0.0), ctx.seen.get(key, 0.0)
+        chk.check(
+            close(want, billed, rel=1e-6, abs_=1e-3),
+            f"rental {oid} for {w} in {ctx.months[t]}: {billed:,.2f} GPU-h billed, allocations use {want:,.2f}",
+        )
+    for key2 in sorted(set(ctx.reserved_expect) | set(ctx.reserved_seen)):
+        oid, t = key2
+        want, billed = ctx.reserved_expect.get(key2, 0.0), ctx.reserved_seen.get(key2, 0.0)
+        chk.check(
+            close(want, billed, rel=1e-6, abs_=1e-3),
+            f"reserved {oid} in {ctx.months[t]}: {billed:,.2f} GPU-h billed, "
+            f"the reservations commit {want:,.2f}",
+        )
+
+
+# ---------------------------------------------------------------- money
+
+
+def check_money(ctx: VerifyContext) -> Findings:
+    """Money: ``totals`` (capex, power, hosting, rental, reserved, total) equal the recomputed
+    ones (power: idle + host all month, busy extra per busy GPU-hour, PUE, price); the budgets
+    echoed in totals are the problem's; the solver objective is the recomputed total; every
+    ``cash_flow`` month, and the cumulative column, agree.
+    """
+    chk = Checker("money", ctx.months)
+    tt, budget = ctx.plan.totals, ctx.problem.budget
+    for name, mine, theirs in (
+        ("capex", ctx.capex, tt.capex_usd),
+        ("power", ctx.power, tt.power_usd),
+        ("hosting", ctx.hosting, tt.hosting_usd),
+        ("rental", ctx.rental, tt.rental_usd),
+        ("total", ctx.total, tt.total_usd),
+        ("reserved", ctx.reserved_usd, tt.reserved_usd),
+    ):
+        chk.check(
+            close(mine, theirs, rel=1e-6, abs_=0.5),
+            f"totals.{name}_usd = {theirs:,.2f} but recomputed {mine:,.2f}",
+        )
+    chk.check(
+        tt.capex_budget_usd is None or close(tt.capex_budget_usd, budget.capex_usd),
+        f"totals.capex_budget_usd {tt.capex_budget_usd} != the problem's budget.capex_usd {budget.capex_usd}",
+    )
+    chk.check(
+        tt.total_budget_usd == budget.total_usd
+        or (
+            tt.total_budget_usd is not None
+            and budget.total_usd is not None
+            and close(tt.total_budget_usd, budget.total_usd)
+        ),
+        f"totals.total_budget_usd {tt.total_budget_usd} != the problem's budget.total_usd {budget.total_usd}",
+    )
+    if ctx.plan.objective_usd is not None:
+        chk.check(
+            close(ctx.total, ctx.plan.objective_usd, rel=1e-5, abs_=1.0),
+            f"solver objective {ctx.plan.objective_usd:,.2f} != recomputed total {ctx.total:,.2f}",
+        )
+    _check_cash_flow(chk, ctx)
+    return chk.findings()
+
+
+def _check_cash_flow(chk: Checker, ctx: VerifyContext) -> None:
+    if not chk.check(
+        [mc.month for mc in ctx.plan.cash_flow] == ctx.months,
+        "cash_flow does not list every month of the horizon once, in order",
+    ):
+        return
+    running = 0.0
+    for t, mc in enumerate(ctx.plan.cash_flow):
+        capex = ctx.capex_by_month.get(t, 0.0)
+        rental = ctx.rental_by_month.get(t, 0.0)
+        opex = ctx.opex_by_month.get(t, 0.0)
+        for name, mine, theirs in (
+            ("capex", capex, mc.capex_usd),
+            ("rental", rental, mc.rental_usd),
+            ("power+hosting", opex, mc.power_usd + mc.hosting_usd),
+        ):
+            chk.check(
+                close(mine, theirs, rel=1e-6, abs_=0.5),
+                f"cash flow {mc.month}: {name} {theirs:,.2f} but recomputed {mine:,.2f}",
+                group=("cash", name),
+            )
+        mine = capex + opex + rental
+        running += mine
+        chk.check(
+            close(mine, mc.total_usd, rel=1e-6, abs_=0.5),
+            f"cash flow {mc.month}: total {mc.total_usd:,.2f} but recomputed {mine:,.2f}",
+            group=("cash", "total"),
+        )
+        chk.check(
+            close(running, mc.cumulative_usd, rel=1e-6, abs_=0.5),
+            f"cash flow {mc.month}: cumulative {mc.cumulative_usd:,.2f} but recomputed {running:,.2f}",
+            group=("cash", "cumulative"),
+        )
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def check_workloads(ctx: VerifyContext) -> Findings:
+    """Workloads: one result per workload of the problem, and no other; its target is the
+    problem's and its prediction the recomputed one (training: wall hours in the allocations
+    vs hours in the window; serving: p95 TTFT and TPOT of the configurations used vs the SLO);
+    ``meets_target`` is true and the recomputation agrees.
+    """
+    chk = Checker("workloads", ctx.months)
+    results: dict[str, list[WorkloadResult]] = defaultdict(list)
+    for wr in ctx.plan.workloads:
+        results[wr.name].append(wr)
+    names = ctx.serve_names | ctx.train_names
+    for name in results:
+        chk.check(name in names, f"workload result {name!r} is not a workload of the problem")
+    for j in ctx.problem.workloads.train:
+        _check_train_result(chk, ctx, j, results.get(j.name, []))
+    for w in ctx.problem.workloads.serve:
+        _check_serve_result(chk, ctx, w, results.get(w.name, []))
+    return chk.findings()
+
+
+def _check_train_result(
+    chk: Checker, ctx: VerifyContext, j: TrainJob, rs: list[WorkloadResult]
+) -> None:
+    if not chk.check(
+        len(rs) == 1 and rs[0].kind == "train",
+        f"training {j.name}: expected one training result, found {len(rs)}",
+    ):
+        return
+    wr = rs[0]
+    start = ctx.problem.horizon.start
+    a, b = month_index(start, j.window.start), month_index(start, j.window.deadline)
+    target = (b - a + 1) * H
+    predicted = ctx.train_wall.get(j.name, 0.0)
+    chk.check(
+        close(wr.target.get("wall_hours", -1.0), target, abs_=1e-6),
+        f"training {j.name}: target {wr.target} != {target:,.0f} wall hours in the window",
+    )
+    chk.check(
+        close(wr.predicted.get("wall_hours", -1.0), predicted, abs_=1e-3),
+        f"training {j.name}: predicted {wr.predicted} != {predicted:,.2f} wall hours in the allocations",
+    )
+    meets = predicted <= target + 1e-6
+    chk.check(
+        meets and wr.meets_target,
+        f"training {j.name}: does not meet its target (predicted {predicted:,.1f} h, window {target:,.0f} h)",
+    )
+
+
+def _check_serve_result(
+    chk: Checker, ctx: VerifyContext, w: ServeWorkload, rs: list[WorkloadResult]
+) -> None:
+    if not chk.check(
+        len(rs) == 1 and rs[0].kind == "serve",
+        f"serving {w.name}: expected one serving result, found {len(rs)}",
+    ):
+        return
+    wr = rs[0]
+    used = sorted(ctx.serve_configs_used.get(w.name, set()))
+    replicas = [c for g, tp in used if (c := ctx.capacity.get((w.name, g, tp))) is not None]
+    # the slowest configuration in use is the service's p95
+    ttft = max((c.p95_ttft_ms for c in replicas), default=math.inf)
+    tpot = max((c.p95_tpot_ms for c in replicas), default=math.inf)
+    target = {"p95_ttft_ms": w.slo.p95_ttft_ms, "p95_tpot_ms": w.slo.p95_tpot_ms}
+    chk.check(
+        all(close(wr.target.get(k, -1.0), v, abs_=1e-9) for k, v in target.items()),
+        f"serving {w.name}: target {wr.target} != the SLO {target}",
+    )
+    if replicas:
+        chk.check(
+            close(wr.predicted.get("p95_ttft_ms", -1.0), ttft, abs_=1e-6)
+            and close(wr.predicted.get("p95_tpot_ms", -1.0), tpot, abs_=1e-6),
+            f"serving {w.name}: predicted {wr.predicted} != physics p95 TTFT {ttft:.2f} ms, TPOT {tpot:.2f} ms",
+        )
+    meets = ttft <= w.slo.p95_ttft_ms * (1 + 1e-9) and tpot <= w.slo.p95_tpot_ms * (1 + 1e-9)
+    chk.check(
+        meets and wr.meets_target,
+        f"serving {w.name}: does not meet its SLO (p95 TTFT {ttft:.1f}/{w.slo.p95_ttft_ms:g} ms, "
+        f"TPOT {tpot:.1f}/{w.slo.p95_tpot_ms:g} ms, meets_target={wr.meets_target})",
+    )
+
+
+Family = Callable[[VerifyContext], Findings]
+
+# the order of the report: the plan's shape first, then what it buys and runs, then money
+FAMILIES: tuple[Family, ...] = (
+    check_shape,
+    check_purchases,
+    check_serving,
+    check_training,
+    check_caps,
+    check_rentals,
+    check_money,
+    check_workloads,
+)
