@@ -29,10 +29,12 @@ from collections.abc import Callable
 
 import pulp
 
-from planner.candidates import Candidates, build_candidates, rental_gpus
-from planner.catalog import load_offers
+from planner.candidates import Candidates, TrainCandidate, build_candidates, rental_gpus
+from planner.catalog import Offer, load_offers
+from planner.demand import HOURS_PER_MONTH
 from planner.model import PlannerModel, build_model
-from planner.problem import Inputs, month_index
+from planner.plan import Plan
+from planner.problem import Inputs, TrainJob, month_index
 from planner.solve import solve_model
 
 NO_LIMIT_USD = 1e15  # a budget that never binds (finite: the model divides by it)
@@ -183,79 +185,94 @@ def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Cal
     return f"none of the {len(offers)} trusted offers for {gpu_id} fits: " + "; ".join(reasons[:3])
 
 
+def _largest_instance(inputs: Inputs, gpu_id: str) -> int:
+    """Most GPUs in one instance of any trusted offer for ``gpu_id`` (0: no offer)."""
+    return max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == gpu_id), default=0)
+
+
+def _neither_buy_nor_rent(inputs: Inputs, gpu_id: str, rent: str) -> str:
+    """Why ``gpu_id`` cannot be bought (when it cannot), then ``rent``: why not rented."""
+    buy = _buy_reason(inputs, gpu_id)
+    return (buy + "; and " if buy else "") + rent
+
+
+def _serve_gpu_line(inputs: Inputs, gpu_id: str, tps: list[int]) -> str:
+    """Why a serving workload that ``gpu_id`` can run at tensor-parallel sizes ``tps`` cannot
+    run on it: it cannot be bought, and no offer rents instances of it a replica fits in."""
+    p = inputs.problem
+    T = p.horizon.months
+    biggest = _largest_instance(inputs, gpu_id)
+
+    def eligible(o: Offer) -> bool:
+        return (
+            any(o.gpus_per_instance >= tp for tp in tps)
+            and (o.kind != "spot" or p.offers.spot_for_serving)
+            and (o.kind != "reserved" or (o.term_months or 1) <= T)
+        )
+
+    def why_not(o: Offer) -> str:
+        if o.kind == "spot" and not p.offers.spot_for_serving:
+            return "spot offers are not used for serving (offers.spot_for_serving: false)"
+        if o.kind == "reserved" and (o.term_months or 1) > T:
+            return f"a reserved term is longer than the {T}-month horizon"
+        return f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
+
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    tp_text = "/".join(f"tp{t}" for t in tps)
+    return f"{gpu_id} ({tp_text}) meets the SLO, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
+
+
+def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCandidate]) -> str:
+    """Why training job ``j``, which fits its window on ``gpu_id`` in the configurations
+    ``cl``, cannot run on it: it cannot be bought, and no offer rents enough of it."""
+    kmin = min(c.gpus for c in cl)
+    biggest = _largest_instance(inputs, gpu_id)
+
+    def eligible(o: Offer) -> bool:
+        return any(
+            o.kind != "reserved"
+            and o.gpus_per_instance >= min(c.gpus, 8)
+            and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
+            and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
+            for c in cl
+        )
+
+    def why_not(o: Offer) -> str:
+        if o.kind == "reserved":
+            return "reserved offers are not used for training"
+        if o.gpus_per_instance < min(kmin, 8):
+            return (
+                f"instances hold at most {biggest} GPUs; a {kmin}-GPU job needs instances of at "
+                f"least {min(kmin, 8)}"
+            )
+        if o.max_gpus is not None and rental_gpus(kmin, o) > o.max_gpus:
+            return f"offers cap availability below the {kmin} GPUs the job needs"
+        return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
+
+    sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    return f"{gpu_id} ({sizes}) fits the window, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
+
+
 def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
     """Why one workload, alone and without limits, has no plan."""
     p = inputs.problem
-    T = p.horizon.months
-    parts = []
     if name in cands.serve:
         w = next(x for x in p.workloads.serve if x.name == name)
-        for g in sorted({c.gpu for c in cands.serve[name]}):
-            tps = sorted(c.tp for c in cands.serve[name] if c.gpu == g)
-            biggest = max(
-                (o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0
-            )
-
-            def eligible(o, tps=tps):
-                return (
-                    any(o.gpus_per_instance >= tp for tp in tps)
-                    and (o.kind != "spot" or p.offers.spot_for_serving)
-                    and (o.kind != "reserved" or (o.term_months or 1) <= T)
-                )
-
-            def why_not(o, tps=tps, biggest=biggest):
-                if o.kind == "spot" and not p.offers.spot_for_serving:
-                    return "spot offers are not used for serving (offers.spot_for_serving: false)"
-                if o.kind == "reserved" and (o.term_months or 1) > T:
-                    return f"a reserved term is longer than the {T}-month horizon"
-                return f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
-
-            buy = _buy_reason(inputs, g)
-            rent = _offer_summary(inputs, g, eligible, why_not)
-            tp_text = "/".join(f"tp{t}" for t in tps)
-            parts.append(
-                f"{g} ({tp_text}) meets the SLO, but " + (buy + "; and " if buy else "") + rent
-            )
+        parts = [
+            _serve_gpu_line(inputs, g, sorted(c.tp for c in cands.serve[name] if c.gpu == g))
+            for g in sorted({c.gpu for c in cands.serve[name]})
+        ]
         return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
     j = next(x for x in p.workloads.train if x.name == name)
-    for g in sorted({c.gpu for c in cands.train.get(name, [])}):
-        cl = [c for c in cands.train[name] if c.gpu == g]
-        kmin = min(c.gpus for c in cl)
-        biggest = max(
-            (o.gpus_per_instance for o in inputs.offers.values() if o.gpu == g), default=0
-        )
-
-        def eligible(o, cl=cl):
-            return any(
-                o.kind != "reserved"
-                and o.gpus_per_instance >= min(c.gpus, 8)
-                and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
-                and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
-                for c in cl
-            )
-
-        def why_not(o, kmin=kmin, biggest=biggest):
-            if o.kind == "reserved":
-                return "reserved offers are not used for training"
-            if o.gpus_per_instance < min(kmin, 8):
-                return (
-                    f"instances hold at most {biggest} GPUs; a {kmin}-GPU job needs instances of at "
-                    f"least {min(kmin, 8)}"
-                )
-            if o.max_gpus is not None and rental_gpus(kmin, o) > o.max_gpus:
-                return f"offers cap availability below the {kmin} GPUs the job needs"
-            return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
-
-        sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
-        buy = _buy_reason(inputs, g)
-        rent = _offer_summary(inputs, g, eligible, why_not)
-        parts.append(
-            f"{g} ({sizes}) fits the window, but " + (buy + "; and " if buy else "") + rent
-        )
+    parts = [
+        _train_gpu_line(inputs, j, g, [c for c in cands.train[name] if c.gpu == g])
+        for g in sorted({c.gpu for c in cands.train.get(name, [])})
+    ]
     a = month_index(p.horizon.start, j.window.start)
     b = month_index(p.horizon.start, j.window.deadline)
     return (
-        f"training job {j.name!r} ({j.window.start}..{j.window.deadline}, {(b - a + 1) * 730:,.0f} h) "
+        f"training job {j.name!r} ({j.window.start}..{j.window.deadline}, {(b - a + 1) * HOURS_PER_MONTH:,.0f} h) "
         "cannot be placed: " + " | ".join(parts)
     )
 
@@ -497,6 +514,138 @@ def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
     return out[:top]
 
 
+def _capex_limit_line(inputs: Inputs, plan: Plan) -> str:
+    """budget_capex at the optimum: binding when what is left buys no further node."""
+    budget = inputs.problem.budget.capex_usd
+    node_cost = min(g.node_gpus * g.unit_capex_usd for g in inputs.gpus.values())
+    used = plan.totals.capex_usd
+    slack = budget - used
+    return f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(budget)} " + (
+        "BINDING (not enough left for one more node)"
+        if slack < node_cost
+        else f"(slack {_fmt_usd(slack)})"
+    )
+
+
+def _total_limit_line(inputs: Inputs, plan: Plan) -> str | None:
+    """budget_total at the optimum (None: no total budget); binding within $1 or 0.01 %."""
+    budget = inputs.problem.budget.total_usd
+    if budget is None:
+        return None
+    total = plan.totals.total_usd
+    slack = budget - total
+    return f"budget_total: {_fmt_usd(total)} of {_fmt_usd(budget)} " + (
+        "BINDING" if slack <= max(1.0, 1e-4 * budget) else f"(slack {_fmt_usd(slack)})"
+    )
+
+
+def _power_limit_line(inputs: Inputs, plan: Plan) -> str | None:
+    """power_cap at the optimum (None: no cap): the owned fleet's peak kW at the meter, and
+    the months where the headroom is less than the smallest node draws."""
+    site = inputs.problem.site
+    if site.power_cap_kw is None:
+        return None
+    node = min(
+        g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000
+        for g in inputs.gpus.values()
+    )
+    kw = {t: 0.0 for t in plan.months}
+    for fm in plan.fleet:
+        kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
+    binding = [mo for mo, v in kw.items() if site.power_cap_kw - v < node]
+    peak = max(kw.values(), default=0.0)
+    return f"power_cap: peak {peak:,.1f} kW of {site.power_cap_kw:,.1f} kW " + (
+        f"BINDING in {len(binding)} month(s) ({', '.join('power_cap_' + b.replace('-', '_') for b in binding[:3])}"
+        + (", ..." if len(binding) > 3 else "")
+        + ")"
+        if binding
+        else f"(slack {site.power_cap_kw - peak:,.1f} kW)"
+    )
+
+
+def _licence_line(inputs: Inputs) -> str | None:
+    """The GeForce cards the site may not buy (None: there are none)."""
+    site = inputs.problem.site
+    consumer = [
+        g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed
+    ]
+    if not consumer:
+        return None
+    return f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)"
+
+
+def _limit_lines(inputs: Inputs, plan: Plan) -> list[str]:
+    """One line per limit of the problem at the optimum: used of limit, binding or slack."""
+    lines = [
+        _capex_limit_line(inputs, plan),
+        _total_limit_line(inputs, plan),
+        _power_limit_line(inputs, plan),
+        _licence_line(inputs),
+    ]
+    return [x for x in lines if x is not None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Resolver:
+    """Re-solves a variant of the problem; says how its total compares with the plan's."""
+
+    total: float  # the plan's total, USD
+    solver: str
+    time_limit: float
+    gap: float
+
+    def outcome(self, inputs: Inputs, cands: Candidates) -> str:
+        """``total $X (+$D, +P%)``, or no change beyond the solver gap, or no plan."""
+        # Differences within the solver's gap are noise, not the worth of the change.
+        tol = max(abs(self.total) * self.gap, 1.0)
+        mm = build_model(inputs, cands)
+        rr = solve_model(mm, solver=self.solver, time_limit=self.time_limit, gap=self.gap)
+        if not rr.has_solution:
+            return f"no plan ({rr.status})"
+        new = float(rr.objective or 0.0)
+        d = new - self.total
+        if abs(d) <= tol:
+            return f"total {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
+        pct = f", {d / self.total:+.1%}" if self.total else ""
+        return f"total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
+
+
+def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str]:
+    """Each limit of the problem raised by 10 %, re-solved."""
+    p = inputs.problem
+    out = [
+        f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> "
+        + rs.outcome(_scaled(inputs, "capex", 1.1), cands)
+    ]
+    if p.budget.total_usd is not None:
+        out.append(
+            f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> "
+            + rs.outcome(_scaled(inputs, "total", 1.1), cands)
+        )
+    if p.site.power_cap_kw is not None:
+        out.append(
+            f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW) -> "
+            + rs.outcome(_scaled(inputs, "power", 1.1), cands)
+        )
+    return out
+
+
+def _gpu_whatif(
+    inputs: Inputs, cands: Candidates, g: str, used_gpus: set[str], rs: _Resolver
+) -> str:
+    """The problem without GPU type ``g`` (neither bought nor rented), re-solved when the plan
+    uses ``g`` and every workload can run on another type."""
+    tag = "used" if g in used_gpus else "unused"
+    if len(inputs.gpus) == 1:
+        return f"without {g}: no GPU type left"
+    if g not in used_gpus:
+        return f"without {g} ({tag}): no change (the plan does not use it)"
+    pi, pc, orphans = _without_gpu(inputs, cands, g)
+    if orphans:
+        return f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU"
+    return f"without {g} ({tag}) -> " + rs.outcome(pi, pc)
+
+
 def explain_plan(
     inputs: Inputs,
     solver: str = "cbc",
@@ -509,7 +658,7 @@ def explain_plan(
 
     Raises :class:`~planner.errors.InfeasibleError` (with the diagnosis) when there is no plan.
     """
-    from planner.api import check_candidates
+    from planner.candidates import check_candidates
     from planner.errors import InfeasibleError, SolverError
     from planner.extract import extract_plan
 
@@ -529,109 +678,13 @@ def explain_plan(
         raise SolverError(f"{res.solver}: {res.status}: {res.message}")
     plan = extract_plan(m, res)
     total = plan.totals.total_usd
-    site = p.site
-
-    # Limits at the optimum.
-    limits = []
-    node_cost = min(g.node_gpus * g.unit_capex_usd for g in inputs.gpus.values())
-    used = plan.totals.capex_usd
-    slack = p.budget.capex_usd - used
-    limits.append(
-        f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(p.budget.capex_usd)} "
-        + (
-            "BINDING (not enough left for one more node)"
-            if slack < node_cost
-            else f"(slack {_fmt_usd(slack)})"
-        )
-    )
-    if p.budget.total_usd is not None:
-        slack = p.budget.total_usd - total
-        limits.append(
-            f"budget_total: {_fmt_usd(total)} of {_fmt_usd(p.budget.total_usd)} "
-            + (
-                "BINDING"
-                if slack <= max(1.0, 1e-4 * p.budget.total_usd)
-                else f"(slack {_fmt_usd(slack)})"
-            )
-        )
-    if site.power_cap_kw is not None:
-        node = min(
-            g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000
-            for g in inputs.gpus.values()
-        )
-        kw = {t: 0.0 for t in plan.months}
-        for fm in plan.fleet:
-            kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
-        binding = [mo for mo, v in kw.items() if site.power_cap_kw - v < node]
-        peak = max(kw.values(), default=0.0)
-        limits.append(
-            f"power_cap: peak {peak:,.1f} kW of {site.power_cap_kw:,.1f} kW "
-            + (
-                f"BINDING in {len(binding)} month(s) ({', '.join('power_cap_' + b.replace('-', '_') for b in binding[:3])}"
-                + (", ..." if len(binding) > 3 else "")
-                + ")"
-                if binding
-                else f"(slack {site.power_cap_kw - peak:,.1f} kW)"
-            )
-        )
-    consumer = [
-        g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed
-    ]
-    if consumer:
-        limits.append(
-            f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)"
-        )
-
-    # Re-solves.
-    whatif = []
+    limits = _limit_lines(inputs, plan)
+    whatif: list[str] = []
     if resolve:
-        tol = max(abs(total) * rel_gap, 1.0)
-
-        def line(label: str, probe_inputs: Inputs, probe_cands: Candidates) -> str:
-            mm = build_model(probe_inputs, probe_cands)
-            rr = solve_model(mm, solver=solver, time_limit=limit, gap=rel_gap)
-            if not rr.has_solution:
-                return f"{label}: no plan ({rr.status})"
-            new = float(rr.objective or 0.0)
-            d = new - total
-            if abs(d) <= tol:
-                return f"{label}: total {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
-            pct = f", {d / total:+.1%}" if total else ""
-            return (
-                f"{label}: total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
-            )
-
-        whatif.append(
-            f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> "
-            + line("", _scaled(inputs, "capex", 1.1), cands).lstrip(": ")
-        )
-        if p.budget.total_usd is not None:
-            whatif.append(
-                f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> "
-                + line("", _scaled(inputs, "total", 1.1), cands).lstrip(": ")
-            )
-        if site.power_cap_kw is not None:
-            whatif.append(
-                f"power_cap +10% ({site.power_cap_kw * 1.1:,.1f} kW) -> "
-                + line("", _scaled(inputs, "power", 1.1), cands).lstrip(": ")
-            )
+        rs = _Resolver(total, solver, limit, rel_gap)
         used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
-        for g in inputs.gpus:
-            tag = "used" if g in used_gpus else "unused"
-            if len(inputs.gpus) == 1:
-                whatif.append(f"without {g}: no GPU type left")
-                continue
-            if g not in used_gpus:
-                whatif.append(f"without {g} ({tag}): no change (the plan does not use it)")
-                continue
-            pi, pc, orphans = _without_gpu(inputs, cands, g)
-            if orphans:
-                whatif.append(
-                    f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU"
-                )
-                continue
-            whatif.append(f"without {g} ({tag}) -> " + line("", pi, pc).lstrip(": "))
-
+        whatif = _limit_whatifs(inputs, cands, rs)
+        whatif += [_gpu_whatif(inputs, cands, g, used_gpus, rs) for g in inputs.gpus]
     binding = binding_families(m)
     duals = [
         f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)

@@ -4,10 +4,11 @@
 |---|---|
 | 0 | success |
 | 1 | unexpected failure (a bug, or the solver failed for a reason other than infeasibility) |
-| 2 | bad input: file, line, field path, bad value, what is allowed |
+| 2 | bad input: file, line, field path, bad value, what is allowed; or an output that cannot be written |
 | 3 | infeasible (``solve``, ``explain``), or does not fit (``estimate``) |
 | 4 | a plan that fails independent verification (``verify``, ``solve``) |
 | 5 | a sweep in which some scenarios failed (``whatif``, ``breakeven``; all results written) |
+| 130 / 143 | interrupted by Ctrl-C / SIGTERM (one line, nothing half-written, no solver left running) |
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ class ExitCode(IntEnum):
     INFEASIBLE = 3
     VERIFY_FAILED = 4
     SWEEP_INCOMPLETE = 5
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), the shell's convention
+    TERMINATED = 143  # SIGTERM (128 + 15)
+
+
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler so ``finally`` blocks run (solver ended, temp files gone)."""
 
 
 class PlannerError(Exception):
@@ -34,6 +41,12 @@ class PlannerError(Exception):
 
 class InputError(PlannerError):
     """Bad input: a problem, catalog or offers file the planner cannot use (exit code 2)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class OutputError(PlannerError):
+    """An output cannot be written (a directory, permissions, a full disk, a device): exit 2."""
 
     exit_code = ExitCode.BAD_INPUT
 

@@ -3,19 +3,27 @@
 Everything monetary is recomputed here from variable values and catalog coefficients with
 the same formulas as the objective, so the Plan's totals can be checked against the
 solver's objective (they must agree to rounding).
+
+The Plan is read one section at a time, each by its own reader: purchases; serving and
+training allocations; rentals and reservations; fleet and power; cash flow; per-workload
+results; assumptions. :func:`extract_plan` composes them. Values several readers need (month
+labels, slices) are derived once in a :class:`_Context`; GPU-hours the allocation readers
+accumulate go into one :class:`_Usage`, so each sum is added up in the same order as before
+and the Plan is reproducible to the bit.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulp
 
 from planner import __version__
-from planner.candidates import rental_gpus
+from planner.candidates import Candidates, ServeCandidate, rental_gpus
 from planner.catalog import GpuSpec, Sourced, SourcedRange
-from planner.demand import HOURS_PER_MONTH
+from planner.demand import HOURS_PER_MONTH, LoadSlice
 from planner.model import PlannerModel, power_coefficients
 from planner.plan import (
     Assumption,
@@ -31,6 +39,7 @@ from planner.plan import (
     TrainAllocation,
     WorkloadResult,
 )
+from planner.problem import Inputs, Problem, ServeWorkload, TrainJob
 from planner.solve import SolveResult
 
 EPS = 1e-6
@@ -60,6 +69,7 @@ GPU_FIELDS = (
 
 
 def gpu_assumptions(gpu: GpuSpec) -> list[Assumption]:
+    """Assumptions section for one GPU type: every catalog figure used, with unit and source."""
     out = []
     for key, unit in GPU_FIELDS:
         f = getattr(gpu, key)
@@ -79,35 +89,88 @@ def gpu_assumptions(gpu: GpuSpec) -> list[Assumption]:
     return out
 
 
-def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
-    inputs, cands = m.inputs, m.cands
-    p = inputs.problem
-    site = p.site
-    months = cands.months
-    month_idx = {label: t for t, label in enumerate(months)}
-    T = len(months)
-    H = HOURS_PER_MONTH
-    slices = cands.slices
-    e = site.power_usd_per_kwh * site.pue / 1000.0
+# ------------------------------------------------------------------ shared state of the readers
 
-    # Purchases and fleet
-    purchases: list[Purchase] = []
-    owned: dict[tuple[str, int], int] = {}
-    bought: dict[tuple[str, int], int] = {}
-    for g, gpu in inputs.gpus.items():
+
+@dataclass(frozen=True)
+class _Context:
+    """What every reader needs, derived once from the solved model."""
+
+    m: PlannerModel
+    months: list[str]  # month labels (YYYY-MM); a month's index t is its position
+    month_idx: dict[str, int]  # month label -> t
+    slices: list[LoadSlice]  # the day's load slices, hours per month each
+
+    @property
+    def inputs(self) -> Inputs:
+        return self.m.inputs
+
+    @property
+    def cands(self) -> Candidates:
+        return self.m.cands
+
+    @property
+    def problem(self) -> Problem:
+        return self.m.inputs.problem
+
+
+def _context(m: PlannerModel) -> _Context:
+    months = m.cands.months
+    return _Context(
+        m=m,
+        months=months,
+        month_idx={label: t for t, label in enumerate(months)},
+        slices=m.cands.slices,
+    )
+
+
+def _hours() -> defaultdict[Any, float]:
+    return defaultdict(float)
+
+
+@dataclass
+class _Usage:
+    """GPU-hours added up by the allocation readers, serving first, then training.
+
+    Shared (not summed per reader and merged) because float addition is not associative: the
+    Plan's figures depend on the order of the additions, which is kept.
+    """
+
+    # (gpu, t) -> owned GPU-hours in use
+    busy: defaultdict[tuple[str, int], float] = field(default_factory=_hours)
+    # (workload, gpu) -> owned GPU-hours the workload used
+    owned_hours: defaultdict[tuple[str, str], float] = field(default_factory=_hours)
+    # (offer, workload, t) -> rented GPU-hours, on-demand and spot only
+    rent_hours: defaultdict[tuple[str, str, int], float] = field(default_factory=_hours)
+
+
+# ------------------------------------------------------------------ purchases
+
+
+@dataclass
+class _Purchases:
+    purchases: list[Purchase]
+    owned: dict[tuple[str, int], int]  # (gpu, t) -> GPUs owned in month t (bought up to t)
+    bought: dict[tuple[str, int], int]  # (gpu, t) -> GPUs bought in month t
+
+
+def _read_purchases(ctx: _Context) -> _Purchases:
+    """Purchases section: whole nodes bought per GPU type and month (counts in GPUs, USD)."""
+    out = _Purchases([], {}, {})
+    for g, gpu in ctx.inputs.gpus.items():
         total = 0
-        for t in range(T):
-            nodes = _int(m.buy[(g, t)])
+        for t in range(len(ctx.months)):
+            nodes = _int(ctx.m.buy[(g, t)])
             count = nodes * gpu.node_gpus
             total += count
-            owned[(g, t)] = total
-            bought[(g, t)] = count
+            out.owned[(g, t)] = total
+            out.bought[(g, t)] = count
             if nodes:
                 unit = gpu.unit_capex_usd
-                purchases.append(
+                out.purchases.append(
                     Purchase(
                         gpu=g,
-                        month=months[t],
+                        month=ctx.months[t],
                         count=count,
                         nodes=nodes,
                         unit_usd=unit,
@@ -116,79 +179,95 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                         total_usd=count * unit,
                     )
                 )
+    return out
 
-    # Serving allocations and rentals
-    serve_alloc: list[ServeAllocation] = []
-    rent_hours: dict[tuple[str, str, int], float] = defaultdict(float)  # (offer, workload, t)
-    busy: dict[tuple[str, int], float] = defaultdict(float)
-    workload_owned_hours: dict[tuple[str, str], float] = defaultdict(float)  # (workload, gpu)
-    serve_used: dict[str, set[str]] = defaultdict(set)
-    serve_peak_gpus: dict[str, float] = defaultdict(float)
-    gpus_in_use: dict[tuple[str, int, int], float] = defaultdict(float)
-    for (w, key, t, s), n in m.n.items():
-        c = m.serve_cand(w, key)
+
+# ------------------------------------------------------------------ serving allocations
+
+
+@dataclass
+class _Serving:
+    allocations: list[ServeAllocation]
+    used: defaultdict[str, set[str]]  # workload -> keys of the candidates with any replica
+    peak_gpus: defaultdict[str, float]  # workload -> most GPUs in use in one (month, slice)
+
+
+def _serve_allocation(
+    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str, replicas: float
+) -> ServeAllocation:
+    return ServeAllocation(
+        workload=w,
+        month=ctx.months[t],
+        slice=ctx.slices[s].name,
+        gpu=c.gpu,
+        gpus_per_replica=c.tp,
+        rate_rps_per_replica=c.rate_rps,
+        source=source,
+        replicas=replicas,
+        demand_rps=ctx.cands.demand[(w, t, s)],
+    )
+
+
+def _read_serving(ctx: _Context, usage: _Usage) -> _Serving:
+    """Serving allocations: replicas per (workload, month, slice), whole on owned GPUs (``n``),
+    fractional on offers (``q``). Adds owned busy GPU-hours and rented (not reserved) GPU-hours
+    to ``usage``."""
+    out = _Serving([], defaultdict(set), defaultdict(float))
+    gpus_in_use: defaultdict[tuple[str, int, int], float] = defaultdict(float)
+    for (w, key, t, s), n in ctx.m.n.items():
+        c = ctx.m.serve_cand(w, key)
         val = _int(n)
         if val:
-            serve_alloc.append(
-                ServeAllocation(
-                    workload=w,
-                    month=months[t],
-                    slice=slices[s].name,
-                    gpu=c.gpu,
-                    gpus_per_replica=c.tp,
-                    rate_rps_per_replica=c.rate_rps,
-                    source="owned",
-                    replicas=val,
-                    demand_rps=cands.demand[(w, t, s)],
-                )
-            )
-            gh = val * c.tp * slices[s].hours_per_month
-            busy[(c.gpu, t)] += gh
-            workload_owned_hours[(w, c.gpu)] += gh
-            serve_used[w].add(key)
+            out.allocations.append(_serve_allocation(ctx, w, c, t, s, "owned", val))
+            gh = val * c.tp * ctx.slices[s].hours_per_month
+            usage.busy[(c.gpu, t)] += gh
+            usage.owned_hours[(w, c.gpu)] += gh
+            out.used[w].add(key)
             gpus_in_use[(w, t, s)] += val * c.tp
-    for (w, key, oid, t, s), q in m.q.items():
-        c = m.serve_cand(w, key)
+    for (w, key, oid, t, s), q in ctx.m.q.items():
+        c = ctx.m.serve_cand(w, key)
         val = _v(q)
         if val > EPS:
-            serve_alloc.append(
-                ServeAllocation(
-                    workload=w,
-                    month=months[t],
-                    slice=slices[s].name,
-                    gpu=c.gpu,
-                    gpus_per_replica=c.tp,
-                    rate_rps_per_replica=c.rate_rps,
-                    source=oid,
-                    replicas=val,
-                    demand_rps=cands.demand[(w, t, s)],
-                )
-            )
-            if cands.offers[oid].kind != "reserved":
-                rent_hours[(oid, w, t)] += val * c.tp * slices[s].hours_per_month
-            serve_used[w].add(key)
+            out.allocations.append(_serve_allocation(ctx, w, c, t, s, oid, val))
+            # Reserved capacity is paid per reservation, whatever runs on it.
+            if ctx.cands.offers[oid].kind != "reserved":
+                usage.rent_hours[(oid, w, t)] += val * c.tp * ctx.slices[s].hours_per_month
+            out.used[w].add(key)
             gpus_in_use[(w, t, s)] += val * c.tp
     for (w, _t, _s), g in gpus_in_use.items():
-        serve_peak_gpus[w] = max(serve_peak_gpus[w], g)
+        out.peak_gpus[w] = max(out.peak_gpus[w], g)
+    return out
 
-    # Training allocations: owned hours in slices; rented wall hours placed in the window's
-    # months in order, after the job's owned hours in that month (the job runs one way at a time).
-    train_alloc: list[TrainAllocation] = []
-    train_choice: dict[str, str] = {}
-    train_wall: dict[str, float] = defaultdict(float)
-    for job, clist in cands.train.items():
+
+# ------------------------------------------------------------------ training allocations
+
+
+@dataclass
+class _Training:
+    allocations: list[TrainAllocation]
+    choice: dict[str, str]  # job -> key of the chosen candidate (GPU type and count)
+    wall: defaultdict[str, float]  # job -> wall hours run, owned and rented
+
+
+def _read_training(ctx: _Context, usage: _Usage) -> _Training:
+    """Training allocations: each job's chosen candidate, its owned wall hours per (month,
+    slice) (``z``), then its rented wall hours per month. Adds owned busy GPU-hours and rented
+    GPU-hours to ``usage``."""
+    m = ctx.m
+    out = _Training([], {}, defaultdict(float))
+    for job, clist in ctx.cands.train.items():
         for c in clist:
             if _v(m.y.get((job, c.key), 0)) > 0.5:
-                train_choice[job] = c.key
+                out.choice[job] = c.key
     for (job, key, t, s), z in m.z.items():
         val = _v(z)
         if val > EPS:
             c = m.train_cand(job, key)
-            train_alloc.append(
+            out.allocations.append(
                 TrainAllocation(
                     workload=job,
-                    month=months[t],
-                    slice=slices[s].name,
+                    month=ctx.months[t],
+                    slice=ctx.slices[s].name,
                     gpu=c.gpu,
                     gpus=c.gpus,
                     source="owned",
@@ -196,84 +275,116 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                     progress_hours=val,
                 )
             )
-            busy[(c.gpu, t)] += val * c.gpus
-            workload_owned_hours[(job, c.gpu)] += val * c.gpus
-            train_wall[job] += val
-    for job, key in train_choice.items():
-        c = m.train_cand(job, key)
-        used = defaultdict(float)
-        for a in train_alloc:
-            if a.workload == job:
-                used[a.month] += a.wall_hours
-        window = list(cands.window[job])
-        job_spec = next(j for j in p.workloads.train if j.name == job)
-        for (jj, kk, oid), r in sorted(
-            m.r.items(), key=lambda kv: (cands.offers[kv[0][2]].kind, kv[0][2])
-        ):
-            if jj != job or kk != key:
-                continue
-            left = _v(r)
-            if left <= EPS:
-                continue
-            o = cands.offers[oid]
-            factor = 1.0 / (1.0 + job_spec.spot.overhead) if o.kind == "spot" else 1.0
-            train_wall[job] += left
-            for t in window:
-                if left <= EPS:
-                    break
-                room = max(0.0, H - used[months[t]])
-                take = min(room, left) if t != window[-1] else left
-                if take <= EPS:
-                    continue
-                used[months[t]] += take
-                left -= take
-                train_alloc.append(
-                    TrainAllocation(
-                        workload=job,
-                        month=months[t],
-                        slice=None,
-                        gpu=c.gpu,
-                        gpus=c.gpus,
-                        source=oid,
-                        wall_hours=take,
-                        progress_hours=take * factor,
-                    )
-                )
-                rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)
+            usage.busy[(c.gpu, t)] += val * c.gpus
+            usage.owned_hours[(job, c.gpu)] += val * c.gpus
+            out.wall[job] += val
+    for job, key in out.choice.items():
+        _place_rented_training(ctx, usage, out, job, key)
+    return out
 
-    rentals: list[Rental] = []
+
+def _place_rented_training(
+    ctx: _Context, usage: _Usage, out: _Training, job: str, key: str
+) -> None:
+    """Rented wall hours (``r``) of one job, per offer, placed in the window's months in order
+    after the job's owned hours in that month (the job runs one way at a time); the last
+    month takes what is left. Spot hours make less progress (restart overhead)."""
+    m, cands, months = ctx.m, ctx.cands, ctx.months
+    c = m.train_cand(job, key)
+    used: defaultdict[str, float] = defaultdict(float)  # month label -> wall hours taken
+    for a in out.allocations:
+        if a.workload == job:
+            used[a.month] += a.wall_hours
+    window = list(cands.window[job])
+    job_spec = next(j for j in ctx.problem.workloads.train if j.name == job)
+    for (jj, kk, oid), r in sorted(
+        m.r.items(), key=lambda kv: (cands.offers[kv[0][2]].kind, kv[0][2])
+    ):
+        if jj != job or kk != key:
+            continue
+        left = _v(r)
+        if left <= EPS:
+            continue
+        o = cands.offers[oid]
+        factor = 1.0 / (1.0 + job_spec.spot.overhead) if o.kind == "spot" else 1.0
+        out.wall[job] += left
+        for t in window:
+            if left <= EPS:
+                break
+            room = max(0.0, HOURS_PER_MONTH - used[months[t]])
+            take = min(room, left) if t != window[-1] else left
+            if take <= EPS:
+                continue
+            used[months[t]] += take
+            left -= take
+            out.allocations.append(
+                TrainAllocation(
+                    workload=job,
+                    month=months[t],
+                    slice=None,
+                    gpu=c.gpu,
+                    gpus=c.gpus,
+                    source=oid,
+                    wall_hours=take,
+                    progress_hours=take * factor,
+                )
+            )
+            usage.rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)
+
+
+# ------------------------------------------------------------------ rentals and reservations
+
+
+def _read_rentals(ctx: _Context, rent_hours: dict[tuple[str, str, int], float]) -> list[Rental]:
+    """Rentals section, on-demand and spot: GPU-hours and USD per (offer, workload, month),
+    sorted by month, offer, workload."""
+    out = []
     for (oid, w, t), gh in sorted(
         rent_hours.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])
     ):
-        o = cands.offers[oid]
-        rentals.append(
+        o = ctx.cands.offers[oid]
+        out.append(
             Rental(
                 provider=o.provider,
                 offer=oid,
                 gpu=o.gpu,
                 kind=o.kind,
-                month=months[t],
+                month=ctx.months[t],
                 workload=w,
                 gpu_hours=gh,
                 usd_per_gpu_hour=o.usd_per_gpu_hour,
                 usd=gh * o.usd_per_gpu_hour,
             )
         )
-    reservations: list[Reservation] = []
-    reserved_active: dict[tuple[str, int], int] = defaultdict(int)
-    for (oid, t0), v in m.res.items():
+    return out
+
+
+@dataclass
+class _Reservations:
+    reservations: list[Reservation]
+    rentals: list[Rental]  # one "(reserved)" row per reservation and month of its term
+    active: defaultdict[tuple[str, int], int]  # (gpu, t) -> reserved GPUs
+
+
+def _read_reservations(ctx: _Context) -> _Reservations:
+    """Reservations section: GPUs committed per offer and start month and the term's cost
+    (USD, every hour paid, used or not); and one rental row per month of the term."""
+    H = HOURS_PER_MONTH
+    T = len(ctx.months)
+    out = _Reservations([], [], defaultdict(int))
+    for (oid, t0), v in ctx.m.res.items():
         count = _int(v)
         if not count:
             continue
-        o = cands.offers[oid]
+        o = ctx.cands.offers[oid]
         L = o.term_months or 1
         gpus = count * o.gpus_per_instance
-        reservations.append(
+        out.reservations.append(
             Reservation(
                 offer=oid,
                 provider=o.provider,
                 gpu=o.gpu,
-                start_month=months[t0],
+                start_month=ctx.months[t0],
                 term_months=L,
                 gpus=gpus,
                 usd_per_gpu_hour=o.usd_per_gpu_hour,
@@ -282,49 +393,69 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
             )
         )
         for t in range(t0, min(T, t0 + L)):
-            reserved_active[(o.gpu, t)] += gpus
-            rentals.append(
+            out.active[(o.gpu, t)] += gpus
+            out.rentals.append(
                 Rental(
                     provider=o.provider,
                     offer=oid,
                     gpu=o.gpu,
                     kind="reserved",
-                    month=months[t],
+                    month=ctx.months[t],
                     workload="(reserved)",
                     gpu_hours=gpus * H,
                     usd_per_gpu_hour=o.usd_per_gpu_hour,
                     usd=gpus * H * o.usd_per_gpu_hour,
                 )
             )
+    return out
 
-    # Fleet and cash flow
-    fleet: list[FleetMonth] = []
-    month_cost = {t: defaultdict(float) for t in range(T)}
-    rented_by_gpu: dict[tuple[str, int], float] = defaultdict(float)
+
+# ------------------------------------------------------------------ fleet and power
+
+
+@dataclass
+class _Fleet:
+    fleet: list[FleetMonth]
+    power_usd: list[float]  # month t -> owned fleet's power (idle + host + busy), USD
+    hosting_usd: list[float]  # month t -> hosting of the owned fleet, USD
+    power_by_gpu: defaultdict[str, float]  # GPU type -> busy power over the horizon, USD
+    fixed_by_gpu: defaultdict[str, float]  # GPU type -> capex + idle power + hosting, USD
+
+
+def _read_fleet(
+    ctx: _Context,
+    buys: _Purchases,
+    busy: defaultdict[tuple[str, int], float],
+    rentals: list[Rental],
+    reserved_active: defaultdict[tuple[str, int], int],
+) -> _Fleet:
+    """Fleet section: per GPU type and month, GPUs bought / owned / reserved, owned busy and
+    rented GPU-hours, utilization and full-load kW at the meter; and the owned fleet's power
+    and hosting USD per month and per GPU type."""
+    site = ctx.problem.site
+    H = HOURS_PER_MONTH
+    T = len(ctx.months)
+    e = site.power_usd_per_kwh * site.pue / 1000.0  # $/Wh at the meter
+    rented_by_gpu: defaultdict[tuple[str, int], float] = defaultdict(float)
     for r in rentals:
-        rented_by_gpu[(r.gpu, month_idx[r.month])] += r.gpu_hours
-        month_cost[month_idx[r.month]]["rental"] += r.usd
-    for pch in purchases:
-        month_cost[month_idx[pch.month]]["capex"] += pch.total_usd
-    power_by_gpu: dict[str, float] = defaultdict(float)
-    fixed_by_gpu: dict[str, float] = defaultdict(float)
-    for g, gpu in inputs.gpus.items():
+        rented_by_gpu[(r.gpu, ctx.month_idx[r.month])] += r.gpu_hours
+    out = _Fleet([], [0.0] * T, [0.0] * T, defaultdict(float), defaultdict(float))
+    for g, gpu in ctx.inputs.gpus.items():
         per_month, per_busy = power_coefficients(gpu, e)
         for t in range(T):
-            own = owned[(g, t)]
+            own = buys.owned[(g, t)]
             b = busy[(g, t)]
-            pw = own * per_month + b * per_busy
             hs = own * site.hosting_usd_per_gpu_month
-            month_cost[t]["power"] += pw
-            month_cost[t]["hosting"] += hs
-            power_by_gpu[g] += b * per_busy
-            fixed_by_gpu[g] += own * per_month + hs + bought[(g, t)] * gpu.unit_capex_usd
+            out.power_usd[t] += own * per_month + b * per_busy
+            out.hosting_usd[t] += hs
+            out.power_by_gpu[g] += b * per_busy
+            out.fixed_by_gpu[g] += own * per_month + hs + buys.bought[(g, t)] * gpu.unit_capex_usd
             if own or rented_by_gpu[(g, t)] or reserved_active[(g, t)]:
-                fleet.append(
+                out.fleet.append(
                     FleetMonth(
                         gpu=g,
-                        month=months[t],
-                        bought=bought[(g, t)],
+                        month=ctx.months[t],
+                        bought=buys.bought[(g, t)],
                         owned=own,
                         reserved=reserved_active[(g, t)],
                         owned_busy_gpu_hours=b,
@@ -336,19 +467,40 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                         / 1000,
                     )
                 )
+    return out
+
+
+# ------------------------------------------------------------------ cash flow
+
+
+def _read_cash_flow(
+    ctx: _Context,
+    purchases: list[Purchase],
+    rentals: list[Rental],
+    reservations: list[Reservation],
+    fleet: _Fleet,
+) -> tuple[list[MonthCost], Totals]:
+    """Cash flow section: USD per month by kind (capex when bought, power, hosting, rentals
+    including reserved commitments) with the running total; and the horizon's totals."""
+    p = ctx.problem
+    T = len(ctx.months)
+    capex, rental = [0.0] * T, [0.0] * T
+    for r in rentals:
+        rental[ctx.month_idx[r.month]] += r.usd
+    for pch in purchases:
+        capex[ctx.month_idx[pch.month]] += pch.total_usd
     cash: list[MonthCost] = []
     running = 0.0
     for t in range(T):
-        c = month_cost[t]
-        tot = c["capex"] + c["power"] + c["hosting"] + c["rental"]
+        tot = capex[t] + fleet.power_usd[t] + fleet.hosting_usd[t] + rental[t]
         running += tot
         cash.append(
             MonthCost(
-                month=months[t],
-                capex_usd=c["capex"],
-                power_usd=c["power"],
-                hosting_usd=c["hosting"],
-                rental_usd=c["rental"],
+                month=ctx.months[t],
+                capex_usd=capex[t],
+                power_usd=fleet.power_usd[t],
+                hosting_usd=fleet.hosting_usd[t],
+                rental_usd=rental[t],
                 total_usd=tot,
                 cumulative_usd=running,
             )
@@ -363,138 +515,225 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         capex_budget_usd=p.budget.capex_usd,
         total_budget_usd=p.budget.total_usd,
     )
+    return cash, totals
 
-    # Per-workload results. Owned costs (capex, idle power, hosting) are shared among the
-    # workloads in proportion to the owned GPU-hours each used on that GPU type.
-    busy_total = defaultdict(float)
-    for (_w, g), h in workload_owned_hours.items():
-        busy_total[g] += h
-    reserved_cost_by_gpu = defaultdict(float)
-    for r in reservations:
-        reserved_cost_by_gpu[r.gpu] += r.usd
-    reserved_use = defaultdict(float)  # (workload, gpu) -> GPU-hours on reserved capacity
-    for a in serve_alloc:
-        if a.source != "owned" and cands.offers[a.source].kind == "reserved":
-            sl = next(x for x in slices if x.name == a.slice)
-            reserved_use[(a.workload, a.gpu)] += (
-                a.replicas * a.gpus_per_replica * sl.hours_per_month
-            )
-    reserved_use_total = defaultdict(float)
-    for (_w, g), h in reserved_use.items():
-        reserved_use_total[g] += h
-    rent_by_workload = defaultdict(float)
-    for r in rentals:
-        rent_by_workload[r.workload] += r.usd
 
-    def workload_cost(w: str) -> float:
-        cost = rent_by_workload[w]
-        for g in inputs.gpus:
-            h = workload_owned_hours.get((w, g), 0.0)
-            if h and busy_total[g]:
-                cost += fixed_by_gpu[g] * h / busy_total[g] + power_by_gpu[g] * h / busy_total[g]
-            rh = reserved_use.get((w, g), 0.0)
-            if rh and reserved_use_total[g]:
-                cost += reserved_cost_by_gpu[g] * rh / reserved_use_total[g]
+# ------------------------------------------------------------------ workloads
+
+
+@dataclass
+class _CostShares:
+    """Each workload's cost (USD): its own rentals; owned costs (capex, idle power, hosting,
+    busy power) shared among the workloads in proportion to the owned GPU-hours each used on
+    that GPU type; reserved commitments shared in proportion to reserved GPU-hours used."""
+
+    gpus: list[str]
+    owned_hours: dict[tuple[str, str], float]  # (workload, gpu) -> owned GPU-hours
+    busy_total: defaultdict[str, float]  # gpu -> owned GPU-hours of all workloads
+    fixed_by_gpu: dict[str, float]
+    power_by_gpu: dict[str, float]
+    reserved_use: defaultdict[tuple[str, str], float]  # (workload, gpu) -> reserved GPU-hours
+    reserved_use_total: defaultdict[str, float]  # gpu -> reserved GPU-hours of all workloads
+    reserved_cost_by_gpu: defaultdict[str, float]  # gpu -> reserved commitments, USD
+    rent_by_workload: defaultdict[str, float]  # workload -> rentals charged to it, USD
+
+    def cost(self, w: str) -> float:
+        cost = self.rent_by_workload[w]
+        for g in self.gpus:
+            h = self.owned_hours.get((w, g), 0.0)
+            if h and self.busy_total[g]:
+                cost += (
+                    self.fixed_by_gpu[g] * h / self.busy_total[g]
+                    + self.power_by_gpu[g] * h / self.busy_total[g]
+                )
+            rh = self.reserved_use.get((w, g), 0.0)
+            if rh and self.reserved_use_total[g]:
+                cost += self.reserved_cost_by_gpu[g] * rh / self.reserved_use_total[g]
         return cost
 
-    results: list[WorkloadResult] = []
-    for job in p.workloads.train:
-        key = train_choice.get(job.name)
-        if key is None:
-            continue
-        c = m.train_cand(job.name, key)
-        est = c.estimate
-        predicted = {"wall_hours": round(train_wall[job.name], 6)}
-        target = {"wall_hours": cands.window_hours[job.name]}
-        cost = workload_cost(job.name)
-        owned_h = sum(
-            a.wall_hours for a in train_alloc if a.workload == job.name and a.source == "owned"
-        )
-        results.append(
-            WorkloadResult(
-                name=job.name,
-                kind="train",
-                model=job.model,
-                gpu=[c.gpu],
-                gpus=c.gpus,
-                config={
-                    "method": job.method,
-                    "layout": est.layout.__dict__ if est.layout else None,
-                    "mfu": est.mfu,
-                    "memory_per_gpu_gb": est.memory_per_gpu_gb,
-                    "hours_to_finish": c.wall_hours,
-                    "gpu_hours": est.gpu_hours,
-                    "owned_wall_hours": owned_h,
-                    "rented_wall_hours": train_wall[job.name] - owned_h,
-                },
-                cost_usd=cost,
-                cost_share=0.0,
-                meets_target=predicted["wall_hours"] <= target["wall_hours"] + 1e-6,
-                predicted=predicted,
-                target=target,
-                slack={"wall_hours": target["wall_hours"] - predicted["wall_hours"]},
-                tokens=job.tokens,
-                usd_per_1m_tokens=cost / job.tokens * 1e6,
+
+def _cost_shares(
+    ctx: _Context,
+    usage: _Usage,
+    fleet: _Fleet,
+    serving: _Serving,
+    reservations: list[Reservation],
+    rentals: list[Rental],
+) -> _CostShares:
+    """The shares of :class:`_CostShares`, from owned and reserved GPU-hours per workload."""
+    out = _CostShares(
+        gpus=list(ctx.inputs.gpus),
+        owned_hours=usage.owned_hours,
+        busy_total=defaultdict(float),
+        fixed_by_gpu=fleet.fixed_by_gpu,
+        power_by_gpu=fleet.power_by_gpu,
+        reserved_use=defaultdict(float),
+        reserved_use_total=defaultdict(float),
+        reserved_cost_by_gpu=defaultdict(float),
+        rent_by_workload=defaultdict(float),
+    )
+    for (_w, g), h in usage.owned_hours.items():
+        out.busy_total[g] += h
+    for r in reservations:
+        out.reserved_cost_by_gpu[r.gpu] += r.usd
+    for a in serving.allocations:
+        if a.source != "owned" and ctx.cands.offers[a.source].kind == "reserved":
+            sl = next(x for x in ctx.slices if x.name == a.slice)
+            out.reserved_use[(a.workload, a.gpu)] += (
+                a.replicas * a.gpus_per_replica * sl.hours_per_month
             )
-        )
-    served: dict[tuple[str, str, str], float] = {}  # (workload, month, slice) -> req/s
-    for a in serve_alloc:
+    for (_w, g), h in out.reserved_use.items():
+        out.reserved_use_total[g] += h
+    for r in rentals:
+        out.rent_by_workload[r.workload] += r.usd
+    return out
+
+
+def _train_result(
+    ctx: _Context, job: TrainJob, key: str, training: _Training, costs: _CostShares
+) -> WorkloadResult:
+    """One training job's result: GPUs, layout, wall hours (owned and rented) against the
+    window's hours, cost (USD) and USD per 1M trained tokens."""
+    c = ctx.m.train_cand(job.name, key)
+    est = c.estimate
+    predicted = {"wall_hours": round(training.wall[job.name], 6)}
+    target = {"wall_hours": ctx.cands.window_hours[job.name]}
+    cost = costs.cost(job.name)
+    owned_h = sum(
+        a.wall_hours for a in training.allocations if a.workload == job.name and a.source == "owned"
+    )
+    return WorkloadResult(
+        name=job.name,
+        kind="train",
+        model=job.model,
+        gpu=[c.gpu],
+        gpus=c.gpus,
+        config={
+            "method": job.method,
+            "layout": est.layout.__dict__ if est.layout else None,
+            "mfu": est.mfu,
+            "memory_per_gpu_gb": est.memory_per_gpu_gb,
+            "hours_to_finish": c.wall_hours,
+            "gpu_hours": est.gpu_hours,
+            "owned_wall_hours": owned_h,
+            "rented_wall_hours": training.wall[job.name] - owned_h,
+        },
+        cost_usd=cost,
+        cost_share=0.0,
+        meets_target=predicted["wall_hours"] <= target["wall_hours"] + 1e-6,
+        predicted=predicted,
+        target=target,
+        slack={"wall_hours": target["wall_hours"] - predicted["wall_hours"]},
+        tokens=job.tokens,
+        usd_per_1m_tokens=cost / job.tokens * 1e6,
+    )
+
+
+def _served_rps(serving: _Serving) -> dict[tuple[str, str, str], float]:
+    """Requests/s served per (workload, month label, slice name), owned and rented."""
+    served: dict[tuple[str, str, str], float] = {}
+    for a in serving.allocations:
         k = (a.workload, a.month, a.slice)
         served[k] = served.get(k, 0) + a.replicas * a.rate_rps_per_replica
-    for w in p.workloads.serve:
-        used = sorted(serve_used.get(w.name, set()))
-        cl = [m.serve_cand(w.name, k) for k in used]
-        ttft = max((c.capacity.p95_ttft_ms for c in cl), default=float("inf"))
-        tpot = max((c.capacity.p95_tpot_ms for c in cl), default=float("inf"))
-        covered = True
-        for t in cands.active[w.name]:
-            for s in range(len(slices)):
-                have = served.get((w.name, months[t], slices[s].name), 0.0)
-                if have + 1e-6 < cands.demand[(w.name, t, s)] * (1 - 1e-7):
-                    covered = False
-        tokens = sum(
-            cands.demand[(w.name, t, s)] * slices[s].hours_per_month * 3600.0
-            for t in cands.active[w.name]
-            for s in range(len(slices))
-        ) * (w.tokens.prompt + w.tokens.output)
-        cost = workload_cost(w.name)
-        predicted = {"p95_ttft_ms": ttft, "p95_tpot_ms": tpot}
-        target = {"p95_ttft_ms": w.slo.p95_ttft_ms, "p95_tpot_ms": w.slo.p95_tpot_ms}
-        results.append(
-            WorkloadResult(
-                name=w.name,
-                kind="serve",
-                model=w.model,
-                gpu=sorted({c.gpu for c in cl}),
-                gpus=int(round(serve_peak_gpus[w.name] + 0.4999)),
-                config={
-                    "precision": w.precision,
-                    "replicas": [
-                        {
-                            "gpu": c.gpu,
-                            "gpus_per_replica": c.tp,
-                            "batch": c.capacity.batch,
-                            "rate_rps_per_replica": c.rate_rps,
-                            "tokens_per_s": c.capacity.tokens_per_s,
-                        }
-                        for c in cl
-                    ],
-                    "demand_covered": covered,
-                },
-                cost_usd=cost,
-                cost_share=0.0,
-                meets_target=covered and ttft <= w.slo.p95_ttft_ms and tpot <= w.slo.p95_tpot_ms,
-                predicted=predicted,
-                target=target,
-                slack={k: target[k] - predicted[k] for k in target},
-                tokens=tokens,
-                usd_per_1m_tokens=cost / tokens * 1e6 if tokens else None,
-            )
-        )
-    for r in results:
-        r.cost_share = r.cost_usd / totals.total_usd if totals.total_usd else 0.0
+    return served
 
-    assumptions = [
+
+def _demand_covered(
+    ctx: _Context, w: ServeWorkload, served: dict[tuple[str, str, str], float]
+) -> bool:
+    """Whether every active (month, slice) of ``w`` is served at its demand (req/s)."""
+    covered = True
+    for t in ctx.cands.active[w.name]:
+        for s in range(len(ctx.slices)):
+            have = served.get((w.name, ctx.months[t], ctx.slices[s].name), 0.0)
+            if have + 1e-6 < ctx.cands.demand[(w.name, t, s)] * (1 - 1e-7):
+                covered = False
+    return covered
+
+
+def _serve_tokens(ctx: _Context, w: ServeWorkload) -> float:
+    """Tokens (prompt + output) ``w`` serves over the horizon at its demand."""
+    return sum(
+        ctx.cands.demand[(w.name, t, s)] * ctx.slices[s].hours_per_month * 3600.0
+        for t in ctx.cands.active[w.name]
+        for s in range(len(ctx.slices))
+    ) * (w.tokens.prompt + w.tokens.output)
+
+
+def _serve_result(
+    ctx: _Context,
+    w: ServeWorkload,
+    serving: _Serving,
+    served: dict[tuple[str, str, str], float],
+    costs: _CostShares,
+) -> WorkloadResult:
+    """One serving workload's result: replica configurations used, peak GPUs, p95 latencies
+    (ms) of the slowest configuration against the SLO, demand coverage, cost (USD) and USD per
+    1M tokens served."""
+    cl = [ctx.m.serve_cand(w.name, k) for k in sorted(serving.used.get(w.name, set()))]
+    ttft = max((c.capacity.p95_ttft_ms for c in cl), default=float("inf"))
+    tpot = max((c.capacity.p95_tpot_ms for c in cl), default=float("inf"))
+    covered = _demand_covered(ctx, w, served)
+    tokens = _serve_tokens(ctx, w)
+    cost = costs.cost(w.name)
+    predicted = {"p95_ttft_ms": ttft, "p95_tpot_ms": tpot}
+    target = {"p95_ttft_ms": w.slo.p95_ttft_ms, "p95_tpot_ms": w.slo.p95_tpot_ms}
+    replicas = [
+        {
+            "gpu": c.gpu,
+            "gpus_per_replica": c.tp,
+            "batch": c.capacity.batch,
+            "rate_rps_per_replica": c.rate_rps,
+            "tokens_per_s": c.capacity.tokens_per_s,
+        }
+        for c in cl
+    ]
+    return WorkloadResult(
+        name=w.name,
+        kind="serve",
+        model=w.model,
+        gpu=sorted({c.gpu for c in cl}),
+        gpus=int(round(serving.peak_gpus[w.name] + 0.4999)),
+        config={"precision": w.precision, "replicas": replicas, "demand_covered": covered},
+        cost_usd=cost,
+        cost_share=0.0,
+        meets_target=covered and ttft <= w.slo.p95_ttft_ms and tpot <= w.slo.p95_tpot_ms,
+        predicted=predicted,
+        target=target,
+        slack={k: target[k] - predicted[k] for k in target},
+        tokens=tokens,
+        usd_per_1m_tokens=cost / tokens * 1e6 if tokens else None,
+    )
+
+
+def _read_workloads(
+    ctx: _Context,
+    training: _Training,
+    serving: _Serving,
+    costs: _CostShares,
+    total_usd: float,
+) -> list[WorkloadResult]:
+    """Workloads section: training jobs (those with a chosen candidate), then serving
+    workloads, each with its share of the plan's total cost."""
+    results = [
+        _train_result(ctx, job, training.choice[job.name], training, costs)
+        for job in ctx.problem.workloads.train
+        if job.name in training.choice
+    ]
+    served = _served_rps(serving)
+    results += [_serve_result(ctx, w, serving, served, costs) for w in ctx.problem.workloads.serve]
+    for r in results:
+        r.cost_share = r.cost_usd / total_usd if total_usd else 0.0
+    return results
+
+
+# ------------------------------------------------------------------ assumptions
+
+
+def _problem_assumptions(ctx: _Context, result: SolveResult) -> list[Assumption]:
+    """The problem file's identity, horizon, budget and site figures, and the solve."""
+    inputs, p, site = ctx.inputs, ctx.problem, ctx.problem.site
+    return [
         Assumption(group="problem", key="name", value=p.name),
         Assumption(group="problem", key="file", value=inputs.source_path),
         Assumption(group="problem", key="sha256", value=inputs.source_sha256),
@@ -515,19 +754,59 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                 ("site", site, "consumer_gpus_allowed", ""),
             )
         ),
-        Assumption(group="site", key="hours_per_month", value=H, unit="h", source="8760 h / 12"),
+        Assumption(
+            group="site",
+            key="hours_per_month",
+            value=HOURS_PER_MONTH,
+            unit="h",
+            source="8760 h / 12",
+        ),
         Assumption(group="solver", key="status", value=result.status),
         Assumption(group="solver", key="solver", value=result.solver),
         Assumption(group="solver", key="gap", value=result.gap),
         Assumption(group="solver", key="solve_seconds", value=round(result.seconds, 3), unit="s"),
         Assumption(group="solver", key="planner_version", value=__version__),
     ]
-    for gpu in inputs.gpus.values():
-        assumptions.extend(gpu_assumptions(gpu))
+
+
+def _demand_assumptions(ctx: _Context) -> list[Assumption]:
+    """Hours per month of each load slice, and each serving workload's load per slice."""
+    out = [
+        Assumption(
+            group="slices",
+            key=sl.name,
+            value=sl.hours_per_month,
+            unit="h/month",
+            source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.demand)",
+        )
+        for sl in ctx.slices
+    ]
+    for w in ctx.problem.workloads.serve:
+        for sl, load in zip(ctx.slices, ctx.cands.serve_loads[w.name], strict=True):
+            out.append(
+                Assumption(
+                    group=f"load:{w.name}",
+                    key=sl.name,
+                    value=round(load, 6),
+                    unit="x peak",
+                    source=f"utilization {w.traffic.utilization} (mean/peak)",
+                )
+            )
+    return out
+
+
+def _read_assumptions(
+    ctx: _Context, result: SolveResult, rentals: list[Rental]
+) -> list[Assumption]:
+    """Assumptions section: problem and solver, every GPU figure, the price of each offer the
+    plan rents (USD/GPU-h), the load slices and serving loads."""
+    out = _problem_assumptions(ctx, result)
+    for gpu in ctx.inputs.gpus.values():
+        out.extend(gpu_assumptions(gpu))
     used_offers = {r.offer for r in rentals}
-    for oid, o in cands.offers.items():
+    for oid, o in ctx.cands.offers.items():
         if oid in used_offers:
-            assumptions.append(
+            out.append(
                 Assumption(
                     group=f"offer:{oid}",
                     key="usd_per_gpu_hour",
@@ -537,28 +816,27 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
                     as_of=o.as_of,
                 )
             )
-    for sl in slices:
-        assumptions.append(
-            Assumption(
-                group="slices",
-                key=sl.name,
-                value=sl.hours_per_month,
-                unit="h/month",
-                source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.demand)",
-            )
-        )
-    for w in p.workloads.serve:
-        for sl, load in zip(slices, cands.serve_loads[w.name], strict=True):
-            assumptions.append(
-                Assumption(
-                    group=f"load:{w.name}",
-                    key=sl.name,
-                    value=round(load, 6),
-                    unit="x peak",
-                    source=f"utilization {w.traffic.utilization} (mean/peak)",
-                )
-            )
+    out.extend(_demand_assumptions(ctx))
+    return out
 
+
+# ------------------------------------------------------------------ the plan
+
+
+def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
+    """Read the solved model ``m`` into a Plan, section by section."""
+    ctx = _context(m)
+    usage = _Usage()
+    buys = _read_purchases(ctx)
+    serving = _read_serving(ctx, usage)
+    training = _read_training(ctx, usage)
+    reserved = _read_reservations(ctx)
+    # Reserved rows after the others: the commitment is paid whether used or not.
+    rentals = _read_rentals(ctx, usage.rent_hours) + reserved.rentals
+    fleet = _read_fleet(ctx, buys, usage.busy, rentals, reserved.active)
+    cash, totals = _read_cash_flow(ctx, buys.purchases, rentals, reserved.reservations, fleet)
+    costs = _cost_shares(ctx, usage, fleet, serving, reserved.reservations, rentals)
+    p, inputs = ctx.problem, ctx.inputs
     return Plan(
         planner_version=__version__,
         problem_name=p.name,
@@ -571,18 +849,20 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         solver=result.solver,
         message=result.message,
         horizon_start=p.horizon.start,
-        months=months,
-        hours_per_month=H,
-        slices=[Slice(name=s.name, hours_per_month=s.hours_per_month, load=s.load) for s in slices],
+        months=ctx.months,
+        hours_per_month=HOURS_PER_MONTH,
+        slices=[
+            Slice(name=s.name, hours_per_month=s.hours_per_month, load=s.load) for s in ctx.slices
+        ],
         totals=totals,
-        purchases=purchases,
+        purchases=buys.purchases,
         rentals=rentals,
-        reservations=reservations,
-        fleet=fleet,
+        reservations=reserved.reservations,
+        fleet=fleet.fleet,
         cash_flow=cash,
-        workloads=results,
-        serve_allocations=serve_alloc,
-        train_allocations=train_alloc,
-        dropped=cands.dropped,
-        assumptions=assumptions,
+        workloads=_read_workloads(ctx, training, serving, costs, totals.total_usd),
+        serve_allocations=serving.allocations,
+        train_allocations=training.allocations,
+        dropped=ctx.cands.dropped,
+        assumptions=_read_assumptions(ctx, result, rentals),
     )

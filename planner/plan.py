@@ -9,12 +9,13 @@ JSON (``Plan.model_validate_json``) so ``planner report`` and ``planner verify``
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from planner.errors import InputError
+from planner.fileio import atomic_write_bytes, read_text
 
 Status = Literal[
     "optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"
@@ -188,33 +189,35 @@ class Plan(_Data):
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> Plan:
-        from planner.errors import InputError
-
-        p = Path(path)
-        try:
-            return cls.model_validate_json(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"{p}: file not found") from None
-        except ValueError as exc:
-            raise InputError(f"{p}: not a plan JSON written by `planner solve`: {exc}") from None
+        """A plan read back from ``planner solve --json`` (see :func:`load_plan`)."""
+        return load_plan(path)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename: never half a file."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+def load_plan(src: str | Path) -> Plan:
+    """Read a plan JSON; every problem with the file is an InputError with a short message."""
+    src = Path(src)
+    text = read_text(src, "plan JSON written by `planner solve --json`")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        # mkstemp makes 0600 files; give the result the usual 0666-minus-umask mode.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(
+            f"{src}: not JSON ({exc}); expected a plan written by `planner solve --json`"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{src}: JSON nested too deeply to be a plan") from None
+    if not isinstance(data, dict) or "totals" not in data or "planner_version" not in data:
+        raise InputError(
+            f"{src}: not a plan JSON written by `planner solve --json` (no totals/planner_version)"
+        )
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        shown = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in errs[:5]
+        )
+        more = f" (and {len(errs) - 5} more)" if len(errs) > 5 else ""
+        raise InputError(f"{src}: not a valid plan JSON: {shown}{more}") from None
 
 
 def write_json(plan: Plan, path: str | Path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import tempfile
 import time
 from dataclasses import dataclass
@@ -149,6 +151,65 @@ def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
     return "error"
 
 
+def _cbc_children() -> list[int]:
+    """Process ids of this process's CBC children (Linux ``/proc``; elsewhere none found)."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat_fields[1]) == me and "cbc" in (entry / "comm").read_text().lower():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _stop_cbc() -> None:
+    """End CBC with the planner: an interrupted solve must not run on to its time limit."""
+    for pid in _cbc_children():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            _reap(pid)
+
+
+def _reap(pid: int, wait_s: float = 2.0) -> None:
+    """Collect an ended child (no zombie left); SIGKILL it if it does not end in ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def _solve_cbc(m: PlannerModel, time_limit: float, gap: float, threads: int) -> str:
+    """Run CBC on ``m`` in a private temporary directory; returns CBC's log.
+
+    The model, solution and log files live in that directory and go with it whatever happens;
+    on an interrupt (Ctrl-C, SIGTERM) the CBC process is ended too.
+    """
+    with tempfile.TemporaryDirectory(prefix="planner_cbc_") as tmp:
+        log_path = Path(tmp) / "cbc.log"
+        cmd = pulp.PULP_CBC_CMD(
+            msg=False,
+            timeLimit=time_limit,
+            gapRel=gap,
+            threads=threads,
+            logPath=str(log_path),
+            warmStart=rental_start(m),
+        )
+        cmd.tmpDir = tmp
+        try:
+            m.prob.solve(cmd)
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"CBC failed: {exc}") from None
+        except BaseException:
+            _stop_cbc()
+            raise
+        return log_path.read_text(errors="replace") if log_path.exists() else ""
+
+
 def solve_model(
     m: PlannerModel,
     solver: str = "cbc",
@@ -164,23 +225,7 @@ def solve_model(
     start = time.perf_counter()
     log = ""
     if solver == "cbc":
-        fd, log_path = tempfile.mkstemp(prefix="planner_cbc_", suffix=".log")
-        os.close(fd)
-        cmd = pulp.PULP_CBC_CMD(
-            msg=False,
-            timeLimit=time_limit,
-            gapRel=gap,
-            threads=threads,
-            logPath=log_path,
-            warmStart=rental_start(m),
-        )
-        try:
-            m.prob.solve(cmd)
-            log = Path(log_path).read_text(errors="replace")
-        except pulp.PulpSolverError as exc:
-            raise SolverError(f"CBC failed: {exc}") from None
-        finally:
-            Path(log_path).unlink(missing_ok=True)
+        log = _solve_cbc(m, time_limit, gap, threads)
     else:
         cmd = _BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
         try:

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import InputError
+from planner.fileio import read_text
 
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[str | int, ...]
@@ -111,7 +112,11 @@ def parse_yaml_text(text: str, path: Path) -> YamlDoc:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is not None and not _depth_ok(node):
+            raise InputError(f"{path}: nested more than {MAX_DEPTH} levels deep; not a planner file")
         data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to read; not a planner file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -133,19 +138,26 @@ def parse_yaml_text(text: str, path: Path) -> YamlDoc:
 
 
 def load_yaml(path: str | Path) -> YamlDoc:
-    """Read and parse a YAML file; a missing or unreadable file is an InputError."""
+    """Read and parse a YAML file; a missing, unreadable, special or huge file is an InputError."""
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: file not found")
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory, expected a YAML file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return parse_yaml_text(text, p)
+    return parse_yaml_text(read_text(p, "YAML file"), p)
+
+
+MAX_DEPTH = 32  # the deepest real input (offers in a problem's overrides) is under 10
+
+
+def _depth_ok(node: yaml.Node, limit: int = MAX_DEPTH) -> bool:
+    """Whether a composed YAML node nests no deeper than ``limit`` (iterative: no recursion)."""
+    stack: list[tuple[yaml.Node, int]] = [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(n, yaml.MappingNode):
+            stack.extend((v, d + 1) for _, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((v, d + 1) for v in n.value)
+    return True
 
 
 def format_loc(loc: Loc) -> str:

@@ -16,7 +16,13 @@ import click
 from rich.console import Console
 
 from planner import __version__
-from planner.errors import ExitCode, InfeasibleError, PlannerError, VerificationError
+from planner.errors import (
+    ExitCode,
+    InfeasibleError,
+    PlannerError,
+    Terminated,
+    VerificationError,
+)
 
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -57,6 +63,16 @@ class PlannerGroup(click.Group):
         except PlannerError as exc:
             _print_error(exc)
             sys.exit(int(exc.exit_code))
+        except KeyboardInterrupt:
+            err_console.print(
+                "interrupted (Ctrl-C): stopped; nothing half-written", highlight=False
+            )
+            sys.exit(int(ExitCode.INTERRUPTED))
+        except Terminated:
+            err_console.print(
+                "terminated (SIGTERM): stopped; nothing half-written", highlight=False
+            )
+            sys.exit(int(ExitCode.TERMINATED))
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
@@ -89,5 +105,20 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
-    cli(prog_name="planner")
+def run(args: list[str] | None = None) -> int:
+    """Run the command line and return its exit code (click's own errors included).
+
+    Not in click's standalone mode, so Ctrl-C during argument parsing reaches the caller as
+    KeyboardInterrupt (``planner.entry``) rather than click's "Aborted!" with exit 1.
+    """
+    try:
+        rv = cli.main(args=args, prog_name="planner", standalone_mode=False)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        err_console.print("aborted", highlight=False)
+        return int(ExitCode.UNEXPECTED)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return rv if isinstance(rv, int) else int(ExitCode.OK)

@@ -37,12 +37,17 @@ def solve(
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON)."""
     from planner.api import plan_problem
     from planner.errors import VerificationError
+    from planner.fileio import output_target
     from planner.plan import write_json
     from planner.problem import load_problem
     from planner.reports.terminal import print_summary
     from planner.verify import verify_plan
 
     inputs = load_problem(problem)
+    xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
+    for target in (xlsx, json_path if json_path != "-" else None):
+        if target is not None:
+            output_target(target)  # a directory or device fails now, not after the solve
     plan = plan_problem(inputs, solver=solver, time_limit=time_limit, gap=gap)
     violations = verify_plan(inputs, plan)
     if violations:
@@ -51,10 +56,9 @@ def solve(
         )
     # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
     written = []
-    if not no_excel:
+    if xlsx is not None:
         from planner.reports.excel import write_workbook
 
-        xlsx = output or Path("outputs") / f"{problem.stem}.xlsx"
         write_workbook(plan, xlsx)
         written.append(f"workbook: {xlsx}")
     if json_path and json_path != "-":

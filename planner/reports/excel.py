@@ -26,10 +26,7 @@ import datetime as dt
 import io
 import json
 import math
-import os
 import re
-import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +43,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
+from planner.fileio import atomic_write_bytes
 from planner.plan import Plan, WorkloadResult
 
 SHEETS = (
@@ -1520,26 +1518,6 @@ def build_workbook(plan: Plan) -> Workbook:
     return _Writer(plan).build()
 
 
-def _file_mode(path: Path) -> int:
-    """The mode a new file at ``path`` gets: the old file's, else 0o666 less the umask."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    try:  # Linux: read it without changing it (os.umask is process-wide, racy in threads)
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_workbook(plan: Plan, path: str | Path) -> None:
     """Write the report for ``plan`` to ``path`` atomically.
 
@@ -1547,18 +1525,6 @@ def write_workbook(plan: Plan, path: str | Path) -> None:
     ``path`` that is renamed over it, so a failure at any point leaves the old file intact.
     The file gets ordinary permissions (not the 0600 of a bare temporary file).
     """
-    wb = build_workbook(plan)
     buf = io.BytesIO()
-    wb.save(buf)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fchmod(fh.fileno(), _file_mode(p))
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    build_workbook(plan).save(buf)
+    atomic_write_bytes(path, buf.getvalue())

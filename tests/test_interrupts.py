@@ -1,0 +1,86 @@
+"""Ctrl-C and SIGTERM at any moment: one line, exit 130 / 143, no solver left running, no solver
+temporary files and no output file left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.generate import generate, to_yaml
+
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
+
+ENTRY = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+
+
+def _solver_children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid and "cbc" in (entry / "comm").read_text():
+                kids.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "Z" not in (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1][:3]
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def slow_problem(tmp_path_factory) -> Path:
+    """A problem CBC works on for much longer than the test waits (20 workloads, 36 months)."""
+    p = tmp_path_factory.mktemp("slow") / "slow.yaml"
+    p.write_text(to_yaml(generate(workloads=20, gpus="all", months=36, seed=0)))
+    return p
+
+
+def _run_and_signal(problem: Path, out: Path, sig: int, when: str) -> tuple[int, str, list[int]]:
+    env = dict(os.environ, TMPDIR=str(out.parent))
+    args = [sys.executable, "-c", ENTRY, "solve", str(problem), "--no-excel"]
+    args += ["--time-limit", "300", "--json", str(out)]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    kids: list[int] = []
+    if when == "startup":
+        time.sleep(0.3)
+    else:  # wait until the solver runs
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not kids and proc.poll() is None:
+            kids = _solver_children(proc.pid)
+            time.sleep(0.1)
+        assert kids, "the solver never started"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err.decode(), kids
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "when"),
+    [
+        (signal.SIGINT, 130, "startup"),
+        (signal.SIGINT, 130, "solving"),
+        (signal.SIGTERM, 143, "solving"),
+    ],
+)
+def test_interrupt(slow_problem: Path, sig: int, code: int, when: str):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "plan.json"
+        rc, err, kids = _run_and_signal(slow_problem, out, sig, when)
+        assert rc == code, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        time.sleep(0.2)
+        assert not [k for k in kids if _alive(k)], "the solver outlived the planner"
+        assert not out.exists()
+        assert os.listdir(tmp) == [], os.listdir(tmp)  # solver temp files removed
