@@ -7,7 +7,7 @@ Every figure in a catalog is *sourced*: it carries ``source`` and ``as_of``. Pri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -59,6 +59,41 @@ class Interconnect(Strict):
     as_of: str
 
 
+# The physical (and market) range of every GPU catalog figure: (low, high, unit). A value
+# outside is a typo or a unit slip (W vs kW, $ vs k$), so it is refused with the range. Today's
+# catalog spans 24-180 GB, 300-8,000 GB/s, 71-2,250 dense BF16 TFLOPS, 72-1,000 W TDP and
+# $850-40,000 per card; the bounds leave room for the next generations.
+GPU_RANGES: dict[str, tuple[float, float, str]] = {
+    "memory_gb": (1.0, 4096.0, "GB"),
+    "memory_bandwidth_gbs": (10.0, 100_000.0, "GB/s"),
+    "bf16_dense_tflops": (0.1, 100_000.0, "TFLOPS"),
+    "fp8_dense_tflops": (0.1, 200_000.0, "TFLOPS"),
+    "int8_dense_tops": (0.1, 200_000.0, "TOPS"),
+    "tdp_w": (10.0, 5_000.0, "W"),
+    "idle_w": (0.0, 5_000.0, "W"),
+    "host_w_per_gpu": (0.0, 10_000.0, "W"),
+    "node_size": (1.0, 576.0, "GPUs"),
+    "purchase_usd": (0.0, 10_000_000.0, "USD"),
+    "server_overhead_usd_per_gpu": (0.0, 10_000_000.0, "USD"),
+}
+
+
+def check_range(name: str, value: float) -> float:
+    """``value`` if it lies in ``GPU_RANGES[name]``; a ValueError naming the range otherwise.
+
+    >>> check_range("tdp_w", 700.0)
+    700.0
+    >>> check_range("tdp_w", -5.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: -5 is outside the allowed range 10 to 5000 W
+    """
+    lo, hi, unit = GPU_RANGES[name]
+    if not lo <= value <= hi:
+        raise ValueError(f"{value:g} is outside the allowed range {lo:g} to {hi:g} {unit}")
+    return value
+
+
 class GpuSpec(Strict):
     id: str
     name: str
@@ -81,6 +116,27 @@ class GpuSpec(Strict):
         extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True
     )
 
+    @field_validator(*GPU_RANGES, mode="after")
+    @classmethod
+    def _in_range(cls, v: Sourced | None, info: Any) -> Sourced | None:
+        if v is not None:
+            for bound in (v.value, getattr(v, "low", v.value), getattr(v, "high", v.value)):
+                check_range(info.field_name, bound)
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuSpec:
+        if self.idle_w.value > self.tdp_w.value:
+            raise ValueError(
+                f"idle_w {self.idle_w.value:g} W is above tdp_w {self.tdp_w.value:g} W; "
+                "a GPU idles below its board power"
+            )
+        if self.node_size.value != int(self.node_size.value):
+            raise ValueError(
+                f"node_size must be a whole number of GPUs, got {self.node_size.value:g}"
+            )
+        return self
+
     @property
     def consumer(self) -> bool:
         return self.klass == "consumer"
@@ -98,14 +154,15 @@ class GpuSpec(Strict):
 class ModelArch(Strict):
     id: str
     name: str
-    params: float = Field(gt=0, description="total parameters")
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    intermediate: int = Field(gt=0, description="MLP inner size")
-    vocab: int = Field(gt=0)
-    max_context: int = Field(gt=0)
+    # Bounds: a million parameters to 100 trillion; shapes of any published transformer.
+    params: float = Field(gt=1e6, le=1e14, description="total parameters")
+    layers: int = Field(gt=0, le=1000)
+    hidden: int = Field(gt=0, le=1_000_000)
+    heads: int = Field(gt=0, le=10_000)
+    kv_heads: int = Field(gt=0, le=10_000)
+    intermediate: int = Field(gt=0, le=10_000_000, description="MLP inner size")
+    vocab: int = Field(gt=0, le=10_000_000)
+    max_context: int = Field(gt=0, le=100_000_000)
     source: str
     as_of: str
 
@@ -119,12 +176,13 @@ class Offer(Strict):
     provider: str
     gpu: str
     kind: Annotated[Literal["on_demand", "spot", "reserved"], CaseInsensitive]
-    usd_per_gpu_hour: float = Field(gt=0)
-    gpus_per_instance: int = Field(1, ge=1, description="rental unit")
+    # Bounds: rentals run $0.05-15 per GPU-hour today; $1,000 is a unit slip (per instance-month).
+    usd_per_gpu_hour: float = Field(gt=0, le=1000)
+    gpus_per_instance: int = Field(1, ge=1, le=576, description="rental unit")
     max_gpus: int | None = Field(
-        None, ge=1, description="most GPUs available at once; None = no limit"
+        None, ge=1, le=10_000_000, description="most GPUs available at once; None = no limit"
     )
-    term_months: int | None = Field(None, ge=1, description="reserved: commitment length")
+    term_months: int | None = Field(None, ge=1, le=120, description="reserved: commitment length")
     marketplace: bool = False
     region: str | None = None
     instance_type: str | None = None

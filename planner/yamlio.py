@@ -146,17 +146,40 @@ def load_yaml(path: str | Path) -> YamlDoc:
 MAX_DEPTH = 32  # the deepest real input (offers in a problem's overrides) is under 10
 
 
-def _depth_ok(node: yaml.Node, limit: int = MAX_DEPTH) -> bool:
-    """Whether a composed YAML node nests no deeper than ``limit`` (iterative: no recursion)."""
-    stack: list[tuple[yaml.Node, int]] = [(node, 1)]
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [v for _, v in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _depth_ok(root: yaml.Node, limit: int = MAX_DEPTH) -> bool:
+    """Whether a composed YAML node nests no deeper than ``limit``.
+
+    Iterative (no recursion on hostile input) and linear in the number of distinct nodes:
+    aliases share nodes, so each node's height is computed once (an alias bomb stays cheap);
+    a node that contains itself counts as too deep.
+    """
+    height: dict[int, int] = {}
+    open_ids: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
-        n, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(n, yaml.MappingNode):
-            stack.extend((v, d + 1) for _, v in n.value)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend((v, d + 1) for v in n.value)
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_ids.discard(key)
+            height[key] = 1 + max((height[id(c)] for c in _children(node)), default=0)
+            if height[key] > limit:
+                return False
+            continue
+        if key in height:
+            continue
+        if key in open_ids:
+            return False  # recursive alias
+        open_ids.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in height)
     return True
 
 

@@ -263,7 +263,7 @@ def test_cli_verify_bad_plan_json_exit_2(tmp_path):
         cli, ["verify", str(BAD.parent.parent.parent / "problems/2m_budget.yaml"), str(bad)]
     )
     assert r.exit_code == 2, r.output
-    assert "not a plan JSON" in _flat(r.output)
+    assert "not JSON" in _flat(r.output) and "planner solve --json" in _flat(r.output)
 
 
 def test_python_tag_never_executes(tmp_path):
