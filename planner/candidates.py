@@ -106,7 +106,7 @@ def train_candidates(
                     f"{est.wall_hours:,.0f} h on {k} GPUs > {window_hours:,.0f} h in the window"
                 )
                 continue
-            cand = TrainCandidate(job.name, gid, k, est.wall_hours, est)
+            cand = TrainCandidate(job.name, gid, k, job_wall_hours(est.wall_hours), est)
             if first is None:
                 first = cand
                 out.append(cand)
@@ -357,6 +357,21 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
         cands.serve[w.name] = sc
         cands.dropped.extend(dropped)
     return cands
+
+
+MIN_JOB_WALL_HOURS = 0.25
+
+
+def job_wall_hours(compute_hours: float) -> float:
+    """Wall hours a training job holds its GPUs: its compute time, but at least
+    ``MIN_JOB_WALL_HOURS`` (15 min: launch, loading weights and data, a first checkpoint;
+    a rental is billed at least that long). Without the floor a job of a few tokens needs
+    ~1e-9 h, below the solver's tolerance, and would be planned on no GPU at all.
+
+    >>> job_wall_hours(120.0), job_wall_hours(1e-9)
+    (120.0, 0.25)
+    """
+    return max(compute_hours, MIN_JOB_WALL_HOURS)
 
 
 def gpu_of(inputs: Inputs, gid: str) -> GpuSpec:

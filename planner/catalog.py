@@ -69,7 +69,7 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "bf16_dense_tflops": (0.1, 100_000.0, "TFLOPS"),
     "fp8_dense_tflops": (0.1, 200_000.0, "TFLOPS"),
     "int8_dense_tops": (0.1, 200_000.0, "TOPS"),
-    "tdp_w": (10.0, 5_000.0, "W"),
+    "tdp_w": (0.0, 5_000.0, "W"),  # 0 lets a test switch power off; negative is a typo
     "idle_w": (0.0, 5_000.0, "W"),
     "host_w_per_gpu": (0.0, 10_000.0, "W"),
     "node_size": (1.0, 576.0, "GPUs"),
@@ -86,7 +86,7 @@ def check_range(name: str, value: float) -> float:
     >>> check_range("tdp_w", -5.0)
     Traceback (most recent call last):
     ...
-    ValueError: -5 is outside the allowed range 10 to 5000 W
+    ValueError: -5 is outside the allowed range 0 to 5000 W
     """
     lo, hi, unit = GPU_RANGES[name]
     if not lo <= value <= hi:

@@ -14,7 +14,7 @@ from openpyxl import load_workbook
 from openpyxl.workbook.workbook import Workbook
 
 from planner.cli.report import report
-from planner.errors import InputError
+from planner.errors import InputError, OutputError
 from planner.plan import Assumption, write_json
 from planner.reports.excel import SHEETS, write_workbook
 from tests.conftest_excel import make_plan
@@ -286,8 +286,8 @@ def test_atomic_write_keeps_old_file_when_rename_fails(tmp_path, plan, monkeypat
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("planner.reports.excel.os.replace", broken_replace)
-    with pytest.raises(OSError):
+    monkeypatch.setattr("planner.fileio.os.replace", broken_replace)
+    with pytest.raises(OutputError, match="No space left"):
         write_workbook(make_plan(serve_name="other"), path)
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]  # no temp file left behind

@@ -10,6 +10,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
+from planner.candidates import job_wall_hours
 from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
 from planner.plan import FleetMonth, Purchase, WorkloadResult
@@ -330,18 +331,20 @@ def _check_train_job(chk: Checker, ctx: VerifyContext, state: TrainState) -> Non
     if not chk.check(state.allowed, f"training {j.name}: GPU {gpu!r} x{k} not allowed"):
         return
     est = state.est
-    assert est is not None  # estimated for every allowed job
+    if not chk.check(est is not None, f"training {j.name}: no estimate for {gpu} x{k}"):
+        return
     chk.check(bool(est.fits), f"training {j.name}: {gpu} x{k} does not fit: {est.reason}")
     for row in state.rows:
         _check_train_row(chk, ctx, state, row)
+    needed = job_wall_hours(est.wall_hours)
     chk.check(
-        state.progress >= est.wall_hours * (1 - REL) - ABS,
-        f"training {j.name}: {state.progress:,.1f} h of progress < {est.wall_hours:,.1f} h needed on {gpu} x{k}",
+        state.progress >= needed * (1 - REL) - ABS,
+        f"training {j.name}: {state.progress:,.1f} h of progress < {needed:,.1f} h needed on {gpu} x{k}",
     )
     chk.check(
-        state.spot <= j.spot.max_share * est.wall_hours * (1 + REL) + ABS,
+        state.spot <= j.spot.max_share * needed * (1 + REL) + ABS,
         f"training {j.name}: {state.spot:,.1f} h of progress on spot > spot.max_share {j.spot.max_share:.0%} "
-        f"of {est.wall_hours:,.1f} h",
+        f"of {needed:,.1f} h",
     )
     window_h = (state.b - state.a + 1) * H
     chk.check(

@@ -1,0 +1,142 @@
+"""Hostile input, one test per finding of the hardening review: each ends in a named error
+(exit 2/3) or a correct plan, never a traceback, nonsense accepted, or a damaged file."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.catalog import CATALOG_DIR, load_gpus
+from planner.cli import cli
+from planner.errors import InputError
+from planner.problem import load_problem
+from planner.yamlio import parse_yaml_text
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = ROOT / "problems" / "finetune_lab.yaml"
+
+
+def run(*args: object) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    assert "Traceback" not in r.output and "internal error" not in r.output, r.output
+    return r.exit_code, r.output
+
+
+# ------------------------------------------------------------------ files that are not files
+
+
+def test_devices_and_directories_are_not_read(tmp_path):
+    assert run("solve", "/dev/zero", "--no-excel")[0] == 2
+    code, out = run("solve", tmp_path, "--no-excel")
+    assert code == 2 and "directory" in out
+
+
+def test_deep_nesting_is_refused_without_recursion():
+    with pytest.raises(InputError, match="nested"):
+        parse_yaml_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n", Path("deep.yaml"))
+    with pytest.raises(InputError, match="nested"):
+        parse_yaml_text("a: " + "[" * 40 + "]" * 40 + "\n", Path("deep.yaml"))
+    with pytest.raises(InputError):
+        parse_yaml_text("a: &a [1, *a]\n", Path("self.yaml"))
+
+
+def test_oversized_file_is_refused(tmp_path, monkeypatch):
+    import planner.fileio
+
+    monkeypatch.setattr(planner.fileio, "MAX_INPUT_BYTES", 100)
+    big = tmp_path / "big.yaml"
+    big.write_text("name: x\n" * 50)
+    with pytest.raises(InputError, match="at most 100 bytes"):
+        planner.fileio.read_text(big, "YAML file", max_bytes=100)
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def test_output_directory_is_a_clean_error(tmp_path):
+    (tmp_path / "d").mkdir()
+    code, out = run("solve", LAB, "-o", tmp_path / "d")
+    assert code == 2 and "cannot write" in out and "directory" in out
+    code, out = run("solve", LAB, "--no-excel", "--json", tmp_path / "d")
+    assert code == 2 and "cannot write" in out
+
+
+def test_json_to_a_symlink_keeps_the_link(tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target.name)
+    assert run("solve", LAB, "--no-excel", "--json", link)[0] == 0
+    assert link.is_symlink() and os.readlink(link) == target.name
+    assert target.read_text().startswith("{")
+
+
+def test_json_to_a_device_is_refused():
+    code, out = run("solve", LAB, "--no-excel", "--json", "/dev/null")
+    assert code == 2 and "not a regular file" in out
+
+
+def test_full_disk_is_a_clean_error_and_leaves_no_file(tmp_path, monkeypatch):
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    out = tmp_path / "plan.json"
+    code, text = run("solve", LAB, "--no-excel", "--json", out)
+    assert code == 2 and "No space left" in text
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+# ------------------------------------------------------------------ catalog figures
+
+
+def _catalog_with(tmp_path: Path, gid: str, field: str, value: object) -> Path:
+    data = yaml.safe_load((CATALOG_DIR / "gpus.yaml").read_text())
+    items = data["gpus"] if isinstance(data, dict) else data
+    spec = next(g for g in items if g["id"] == gid)
+    if isinstance(spec[field], dict):
+        spec[field]["value"] = value
+        for bound in ("low", "high"):
+            if bound in spec[field]:
+                spec[field][bound] = value
+    else:
+        spec[field] = value
+    p = tmp_path / "gpus.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("purchase_usd", -25000, "purchase_usd"),
+        ("tdp_w", -700, "tdp_w"),
+        ("memory_gb", 0, "memory_gb"),
+        ("node_size", 0, "node_size"),
+        ("idle_w", 900, "idle_w"),  # above the H100's 700 W TDP
+        ("node_size", 2.5, "whole number"),
+    ],
+)
+def test_catalog_figures_out_of_range_are_refused(tmp_path, field, value, says):
+    with pytest.raises(InputError) as exc:
+        load_gpus(_catalog_with(tmp_path, "h100-sxm", field, value))
+    assert says in str(exc.value)
+
+
+# ------------------------------------------------------------------ tiny jobs
+
+
+def test_a_one_token_job_plans_and_verifies(tmp_path):
+    data = yaml.safe_load(LAB.read_text())
+    data["workloads"]["train"][0]["tokens"] = 1
+    p = tmp_path / "tiny.yaml"
+    p.write_text(yaml.safe_dump(data))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 0, out
+    inputs = load_problem(p)
+    assert inputs.problem.workloads.train[0].tokens == 1
