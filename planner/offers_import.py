@@ -170,6 +170,52 @@ def _tpu_family(name: str) -> str:
     return m.group(1).lower() if m else name
 
 
+#: Accelerators with one catalog id whatever the form-factor and memory hints.
+_SIMPLE_IDS = {
+    "B200": "b200",
+    "RTX4090": "rtx-4090",
+    "RTX3090": "rtx-3090",
+    "L40S": "l40s",
+    "L4": "l4",
+    "A10G": "a10g",
+}
+
+
+def _unknown_label(raw: str) -> str:
+    """The name an unmapped accelerator is reported under (TPUs by family, not by slice)."""
+    return _tpu_family(raw) if raw.lower().startswith("tpu") else raw or "(empty)"
+
+
+def _form_or_assumed(
+    base: str, text: str, instance_type: str, count: int
+) -> tuple[str, bool, str | None]:
+    """``(form, hinted, assumption)``: the hinted form factor, else one assumed from the count.
+
+    8 or more GPUs per instance are an HGX board (SXM); fewer are taken as PCIe, the
+    conservative choice (less bandwidth and FLOPS than the SXM part at the same price).
+    """
+    form = _form_factor(text, instance_type)
+    if form is not None:
+        return form, True, None
+    form = "sxm" if count >= 8 else "pcie"
+    many = ">= 8" if count >= 8 else "< 8"
+    return form, False, f"{base} without form-factor hint, {many} GPUs: assumed {form.upper()}"
+
+
+def _a100_id(
+    form: str, hinted: bool, assumed: str | None, memory_80: bool
+) -> tuple[str | None, str | None]:
+    """:func:`normalize_accelerator` for an A100 (40 GB unless a memory hint says 80)."""
+    if memory_80:
+        if form == "nvl":
+            return None, "A100-80GB-NVL"
+        return ("a100-pcie-80gb" if form == "pcie" else "a100-sxm-80gb"), assumed
+    if hinted and form == "pcie":
+        return None, "A100-40GB-PCIE"
+    # only one 40 GB A100 in the catalog: no assumption needed when no hint is given
+    return "a100-sxm-40gb", None
+
+
 def normalize_accelerator(
     name: str, count: int = 1, instance_type: str = "", gpu_info: str = ""
 ) -> tuple[str | None, str | None]:
@@ -194,31 +240,14 @@ def normalize_accelerator(
     (None, 'T4')
     """
     raw = (name or "").strip()
-    key = re.sub(r"[\s_\-]+", "", raw.upper())
-    m = _BASE.fullmatch(key)
+    m = _BASE.fullmatch(re.sub(r"[\s_\-]+", "", raw.upper()))
     if not m:
-        label = _tpu_family(raw) if raw.lower().startswith("tpu") else raw or "(empty)"
-        return None, label
+        return None, _unknown_label(raw)
     base, suffix = m.group(1), m.group(2)
     text = f"{raw} {instance_type} {gpu_info}".upper()
-    form = _form_factor(text, instance_type)
-    hinted = form is not None
-    if not hinted:
-        form = "sxm" if count >= 8 else "pcie"
-    assumed = (
-        f"{base} without form-factor hint, {'>= 8' if count >= 8 else '< 8'} GPUs: assumed {form.upper()}"
-        if not hinted
-        else None
-    )
+    form, hinted, assumed = _form_or_assumed(base, text, instance_type, count)
     if base == "A100":
-        if _memory_80(text, suffix):
-            if form == "nvl":
-                return None, "A100-80GB-NVL"
-            return ("a100-pcie-80gb" if form == "pcie" else "a100-sxm-80gb"), assumed
-        if hinted and form == "pcie":
-            return None, "A100-40GB-PCIE"
-        # only one 40 GB A100 in the catalog: no assumption needed when no hint is given
-        return "a100-sxm-40gb", None
+        return _a100_id(form, hinted, assumed, _memory_80(text, suffix))
     if base == "H100":
         if form == "nvl":
             return None, "H100-NVL"
@@ -227,17 +256,9 @@ def normalize_accelerator(
         if hinted and form in ("nvl", "pcie"):
             return None, "H200-NVL"
         return "h200-sxm", None
-    simple = {
-        "B200": "b200",
-        "RTX4090": "rtx-4090",
-        "RTX3090": "rtx-3090",
-        "L40S": "l40s",
-        "L4": "l4",
-        "A10G": "a10g",
-    }
     if suffix and not re.fullmatch(r"\d+GB?", suffix):
         return None, raw
-    return simple[base], None
+    return _SIMPLE_IDS[base], None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -332,6 +353,52 @@ def _slug(text: str) -> str:
     return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.]+", "-", text.lower())).strip("-.")
 
 
+def _gpu_count(n: float | None) -> int | None:
+    """``n`` as a number of GPUs per instance; None when missing, fractional or below 1."""
+    if n is None or n != int(n) or n < 1:
+        return None
+    return int(n)
+
+
+def _positive(price: float | None) -> float | None:
+    """A price, or None when missing, zero or negative (catalogs write 0 for "not sold")."""
+    return price if price is not None and price > 0 else None
+
+
+def _check_price_stat(price: str) -> None:
+    """Only the two statistics the readers know how to take."""
+    if price not in ("min", "median"):
+        raise InputError(f"price must be 'min' or 'median', got {price!r}")
+
+
+def _draft(
+    *,
+    provider: str,
+    instance_type: str,
+    gpu: str,
+    kind: str,
+    usd_per_gpu_hour: float,
+    gpus_per_instance: int,
+    region: str | None,
+    source: str,
+    as_of: str,
+) -> dict:
+    """An offer before ids are assigned; ``_base`` is the stem its id is made from."""
+    return {
+        "_base": _slug(f"{provider}-{instance_type}"),
+        "provider": provider,
+        "gpu": gpu,
+        "kind": kind,
+        "usd_per_gpu_hour": round(usd_per_gpu_hour, 6),
+        "gpus_per_instance": gpus_per_instance,
+        "marketplace": provider in MARKETPLACES,
+        "region": region,
+        "instance_type": instance_type,
+        "source": source,
+        "as_of": as_of,
+    }
+
+
 def _assign_ids(drafts: list[dict]) -> list[dict]:
     """Give every draft offer a unique id; the gpu id is added where an instance type repeats."""
     gpus: dict[str, set[str]] = defaultdict(set)
@@ -410,84 +477,128 @@ def _count(text: str, path: Path, line: int) -> float | None:
     return _num(text, path, line, "AcceleratorCount")
 
 
-def _read_provider(
-    provider: str, csv_path: Path, region: str | None, result: ImportResult
-) -> dict[str, _Group]:
-    """Rows of one ``vms.csv`` grouped by instance type (GCP host + accelerator rows joined)."""
-    rows, columns = _read_csv(csv_path, SKYPILOT_REQUIRED)
-    has_spot = "SpotPrice" in columns
-    groups: dict[str, _Group] = {}
-    # GCP-style accelerator rows: (name, count, region) -> (price, spot)
-    acc_rows: dict[tuple[str, int, str], list[float | None]] = {}
-    acc_names: Counter = Counter()  # (name, count) -> accelerator-only rows
-    hosts: list[tuple[int, dict[str, str], str, int]] = []
-    for line, row in enumerate(rows, start=2):
-        result.rows_read += 1
-        if region is not None and row["Region"] != region:
-            result.skipped[f"other region than {region}"] += 1
-            continue
-        itype, acc = row["InstanceType"], row["AcceleratorName"]
-        price = _num(row["Price"], csv_path, line, "Price")
-        spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
-        if spot is not None and spot <= 0:
-            result.skipped["zero or negative SpotPrice (spot ignored)"] += 1
-            spot = None
-        if price is not None and price <= 0:
-            result.skipped["zero or negative Price"] += 1
-            price = None
-        n = _count(row["AcceleratorCount"], csv_path, line)
-        if not itype and acc:  # accelerator-only row (GCP): priced separately from its host
-            if n is None or n != int(n) or n < 1:
-                result.skipped["fractional or missing AcceleratorCount"] += 1
-                continue
-            key = (acc, int(n), row["Region"])
-            acc_names[(acc, int(n))] += 1
-            cur = acc_rows.setdefault(key, [None, None])
-            for i, value in enumerate((price, spot)):
-                if value is not None:
-                    cur[i] = value if cur[i] is None else min(cur[i], value)
-            continue
-        if not itype:
-            result.skipped["no InstanceType"] += 1
-            continue
-        if not acc:
-            host = gcp_host_accelerator(itype)
-            if host is None:
-                result.skipped["no accelerator (CPU instance)"] += 1
-                continue
-            hosts.append((line, row, host[0], host[1]))
-            continue
-        if n is None or n != int(n) or n < 1:
+@dataclass
+class _AcceleratorRows:
+    """GCP-style accelerator-only rows (empty ``InstanceType``), priced apart from their hosts."""
+
+    #: (name, count, region) -> [price, spot], each the minimum over the region's zones
+    prices: dict[tuple[str, int, str], list[float | None]] = field(default_factory=dict)
+    #: (name, count) -> number of rows
+    rows: Counter = field(default_factory=Counter)
+
+    def add(
+        self, name: str, count: int, region: str, price: float | None, spot: float | None
+    ) -> None:
+        """Count one row and keep the lower prices of its region."""
+        self.rows[(name, count)] += 1
+        cur = self.prices.setdefault((name, count, region), [None, None])
+        for i, value in enumerate((price, spot)):
+            if value is not None:
+                cur[i] = value if cur[i] is None else min(cur[i], value)
+
+
+def _row_prices(
+    row: dict[str, str], csv_path: Path, line: int, has_spot: bool, result: ImportResult
+) -> tuple[float | None, float | None]:
+    """Price and spot price of a row; zero or negative ones are counted and dropped."""
+    price = _num(row["Price"], csv_path, line, "Price")
+    spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
+    if spot is not None and spot <= 0:
+        result.skipped["zero or negative SpotPrice (spot ignored)"] += 1
+        spot = None
+    if price is not None and price <= 0:
+        result.skipped["zero or negative Price"] += 1
+        price = None
+    return price, spot
+
+
+def _row_accelerator(
+    row: dict[str, str],
+    line: int,
+    csv_path: Path,
+    has_spot: bool,
+    accelerators: _AcceleratorRows,
+    result: ImportResult,
+) -> tuple[str, int] | None:
+    """Accelerator name and count of a GPU VM row; None for any other row.
+
+    Accelerator-only rows are added to ``accelerators``; rows that are skipped are counted.
+    """
+    itype, acc = row["InstanceType"], row["AcceleratorName"]
+    price, spot = _row_prices(row, csv_path, line, has_spot, result)
+    n = _gpu_count(_count(row["AcceleratorCount"], csv_path, line))
+    if not itype and acc:  # accelerator-only row (GCP): priced separately from its host
+        if n is None:
             result.skipped["fractional or missing AcceleratorCount"] += 1
-            continue
-        hosts.append((line, row, acc, int(n)))
-    used: set[tuple[str, int]] = set()
-    for line, row, acc, n in hosts:
-        used.add((acc, n))
-        price = _num(row["Price"], csv_path, line, "Price")
-        price = price if price is not None and price > 0 else None
-        spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
-        spot = spot if spot is not None and spot > 0 else None
-        if (acc, n) in acc_names:  # split listing: add the accelerator price in the same region
-            extra = acc_rows.get((acc, n, row["Region"]))
-            if extra is None:
-                result.skipped["host VM without accelerator price in its region"] += 1
-                continue
-            price = price + extra[0] if price is not None and extra[0] is not None else None
-            spot = spot + extra[1] if spot is not None and extra[1] is not None else None
-        if price is None and spot is None:
-            result.skipped["no Price"] += 1
-            continue
-        if price is None:
-            result.skipped["no Price (spot only)"] += 1
-        g = groups.get(row["InstanceType"])
-        if g is None:
-            g = groups[row["InstanceType"]] = _Group(acc, n, row.get("GpuInfo", ""))
-        elif (g.gpu_name, g.count) != (acc, n):
-            result.skipped["instance type listed with another accelerator (ignored)"] += 1
-            continue
-        g.add(row["Region"], price, spot)
-    for (acc, n), rows_ in sorted(acc_names.items()):
+            return None
+        accelerators.add(acc, n, row["Region"], price, spot)
+        return None
+    if not itype:
+        result.skipped["no InstanceType"] += 1
+        return None
+    if not acc:  # a GCP host VM: its GPUs are implied by the instance family
+        host = gcp_host_accelerator(itype)
+        if host is None:
+            result.skipped["no accelerator (CPU instance)"] += 1
+        return host
+    if n is None:
+        result.skipped["fractional or missing AcceleratorCount"] += 1
+        return None
+    return acc, n
+
+
+def _host_prices(
+    row: dict[str, str],
+    line: int,
+    csv_path: Path,
+    has_spot: bool,
+    accelerator: tuple[str, int],
+    accelerators: _AcceleratorRows,
+    result: ImportResult,
+) -> tuple[float | None, float | None] | None:
+    """(price, spot) of a GPU VM row, with its accelerator's when listed apart; None = skip."""
+    price = _positive(_num(row["Price"], csv_path, line, "Price"))
+    spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
+    spot = _positive(spot)
+    # split listing (GCP): the host VM's price lacks its accelerator's in the same region
+    if accelerator in accelerators.rows:
+        extra = accelerators.prices.get((*accelerator, row["Region"]))
+        if extra is None:
+            result.skipped["host VM without accelerator price in its region"] += 1
+            return None
+        price = price + extra[0] if price is not None and extra[0] is not None else None
+        spot = spot + extra[1] if spot is not None and extra[1] is not None else None
+    if price is None and spot is None:
+        result.skipped["no Price"] += 1
+        return None
+    if price is None:
+        result.skipped["no Price (spot only)"] += 1
+    return price, spot
+
+
+def _add_to_group(
+    groups: dict[str, _Group],
+    row: dict[str, str],
+    accelerator: tuple[str, int],
+    prices: tuple[float | None, float | None],
+    result: ImportResult,
+) -> None:
+    """Add a row's prices to its instance type's group; an instance type keeps one accelerator."""
+    acc, n = accelerator
+    g = groups.get(row["InstanceType"])
+    if g is None:
+        g = groups[row["InstanceType"]] = _Group(acc, n, row.get("GpuInfo", ""))
+    elif (g.gpu_name, g.count) != (acc, n):
+        result.skipped["instance type listed with another accelerator (ignored)"] += 1
+        return
+    g.add(row["Region"], *prices)
+
+
+def _report_unmatched(
+    accelerators: _AcceleratorRows, used: set[tuple[str, int]], result: ImportResult
+) -> None:
+    """Accelerator-only rows no host VM used: unknown accelerators, else skipped rows."""
+    for (acc, n), rows_ in sorted(accelerators.rows.items()):
         if (acc, n) in used:
             continue
         gpu, label = normalize_accelerator(acc, n)
@@ -495,6 +606,33 @@ def _read_provider(
             result.unknown[label] += 1
         else:
             result.skipped["accelerator rows without a matching host VM"] += rows_
+
+
+def _read_provider(
+    provider: str, csv_path: Path, region: str | None, result: ImportResult
+) -> dict[str, _Group]:
+    """Rows of one ``vms.csv`` grouped by instance type (GCP host + accelerator rows joined)."""
+    rows, columns = _read_csv(csv_path, SKYPILOT_REQUIRED)
+    has_spot = "SpotPrice" in columns
+    accelerators = _AcceleratorRows()
+    # all accelerator rows must be read before a host VM's price can be completed
+    hosts: list[tuple[int, dict[str, str], tuple[str, int]]] = []
+    for line, row in enumerate(rows, start=2):
+        result.rows_read += 1
+        if region is not None and row["Region"] != region:
+            result.skipped[f"other region than {region}"] += 1
+            continue
+        accelerator = _row_accelerator(row, line, csv_path, has_spot, accelerators, result)
+        if accelerator is not None:
+            hosts.append((line, row, accelerator))
+    groups: dict[str, _Group] = {}
+    used: set[tuple[str, int]] = set()
+    for line, row, accelerator in hosts:
+        used.add(accelerator)
+        prices = _host_prices(row, line, csv_path, has_spot, accelerator, accelerators, result)
+        if prices is not None:
+            _add_to_group(groups, row, accelerator, prices, result)
+    _report_unmatched(accelerators, used, result)
     return groups
 
 
@@ -502,6 +640,83 @@ def _provider_dirs(root: Path) -> dict[str, Path]:
     if root.is_file():
         return {root.parent.name: root}
     return {d.name: d / "vms.csv" for d in sorted(root.iterdir()) if (d / "vms.csv").is_file()}
+
+
+def _catalog_files(root: Path, providers: Iterable[str] | None) -> list[tuple[str, Path]]:
+    """(provider, its ``vms.csv``) to read, in the order asked (default: every one found)."""
+    if not root.exists():
+        raise InputError(
+            f"{root}: not found (expected a SkyPilot catalog folder such as ~/.sky/catalogs/v8)"
+        )
+    found = _provider_dirs(root)
+    if not found:
+        raise InputError(f"{root}: no <provider>/vms.csv files in this folder")
+    wanted = [p.strip().lower() for p in providers if p.strip()] if providers else sorted(found)
+    missing = [p for p in wanted if p not in found]
+    if missing:
+        raise InputError(
+            f"{root}: no vms.csv for provider(s) {', '.join(missing)}; found: {', '.join(sorted(found))}"
+        )
+    return [(p, found[p]) for p in wanted]
+
+
+def _catalog_source(csv_path: Path, provider: str, version: str) -> tuple[str, str]:
+    """``(source, as_of)`` of one ``vms.csv``: its git commit when in a checkout, else its file date."""
+    rel = (
+        f"catalogs/{version}/{provider}/vms.csv"
+        if version.startswith("v")
+        else display_path(csv_path)
+    )
+    commit = _git_commit(csv_path)
+    if commit:
+        return f"skypilot-catalog {rel} @ {commit[0]}", commit[1]
+    as_of = _mtime_date(csv_path)
+    return f"skypilot-catalog {rel} (local copy, file date {as_of})", as_of
+
+
+def _group_drafts(
+    provider: str,
+    groups: dict[str, _Group],
+    ids: frozenset[str],
+    result: ImportResult,
+    *,
+    price: PriceStat,
+    region: str | None,
+    source: str,
+    as_of: str,
+) -> list[dict]:
+    """Draft offers (on-demand and spot) of one provider's instance types.
+
+    Accelerators that map to no catalog GPU are counted in ``result.unknown``.
+    """
+    drafts: list[dict] = []
+    for itype, g in sorted(groups.items()):
+        gpu, note = normalize_accelerator(g.gpu_name, g.count, itype, g.gpu_info)
+        if gpu is None:  # note is the name to report
+            result.unknown[note or g.gpu_name] += 1
+            continue
+        if gpu not in ids:
+            result.unknown[f"{g.gpu_name} (maps to {gpu}, not in the GPU catalog)"] += 1
+            continue
+        for kind, prices in (("on_demand", g.od), ("spot", g.spot)):
+            if not prices:
+                continue
+            drafts.append(
+                _draft(
+                    provider=provider,
+                    instance_type=itype,
+                    gpu=gpu,
+                    kind=kind,
+                    usd_per_gpu_hour=_stat(list(prices.values()), price) / g.count,
+                    gpus_per_instance=g.count,
+                    region=region,
+                    source=source,
+                    as_of=as_of,
+                )
+            )
+        if (g.od or g.spot) and note:  # note is the no-hint assumption used
+            result.assumptions[note] += 1
+    return drafts
 
 
 def read_skypilot_catalog(
@@ -518,75 +733,27 @@ def read_skypilot_catalog(
     regions are summarised (``min`` or ``median``). ``gpu_ids`` are the ids offers may use
     (default: the GPU catalog's); accelerators mapped elsewhere are reported unknown.
     """
-    if price not in ("min", "median"):
-        raise InputError(f"price must be 'min' or 'median', got {price!r}")
+    _check_price_stat(price)
     root = Path(path).expanduser()
-    if not root.exists():
-        raise InputError(
-            f"{root}: not found (expected a SkyPilot catalog folder such as ~/.sky/catalogs/v8)"
-        )
-    found = _provider_dirs(root)
-    if not found:
-        raise InputError(f"{root}: no <provider>/vms.csv files in this folder")
-    wanted = [p.strip().lower() for p in providers if p.strip()] if providers else sorted(found)
-    missing = [p for p in wanted if p not in found]
-    if missing:
-        raise InputError(
-            f"{root}: no vms.csv for provider(s) {', '.join(missing)}; found: {', '.join(sorted(found))}"
-        )
+    files = _catalog_files(root, providers)
     ids = frozenset(gpu_ids) if gpu_ids is not None else known_gpu_ids()
     result = ImportResult(
-        price_stat=price, region=region, source_path=display_path(root), providers=wanted
+        price_stat=price,
+        region=region,
+        source_path=display_path(root),
+        providers=[p for p, _ in files],
     )
     drafts: list[dict] = []
     dates: list[str] = []
     version = root.parent.parent.name if root.is_file() else root.name
-    for provider in wanted:
-        csv_path = found[provider]
-        commit = _git_commit(csv_path)
-        rel = (
-            f"catalogs/{version}/{provider}/vms.csv"
-            if version.startswith("v")
-            else display_path(csv_path)
-        )
-        if commit:
-            source, as_of = f"skypilot-catalog {rel} @ {commit[0]}", commit[1]
-        else:
-            as_of = _mtime_date(csv_path)
-            source = f"skypilot-catalog {rel} (local copy, file date {as_of})"
+    for provider, csv_path in files:
+        source, as_of = _catalog_source(csv_path, provider, version)
         result.sources.append(source)
         dates.append(as_of)
-        for itype, g in sorted(_read_provider(provider, csv_path, region, result).items()):
-            gpu, note = normalize_accelerator(g.gpu_name, g.count, itype, g.gpu_info)
-            if gpu is None:  # note is the name to report
-                result.unknown[note or g.gpu_name] += 1
-                continue
-            if gpu not in ids:
-                result.unknown[f"{g.gpu_name} (maps to {gpu}, not in the GPU catalog)"] += 1
-                continue
-            assumption = note
-            made = False
-            for kind, prices in (("on_demand", g.od), ("spot", g.spot)):
-                if not prices:
-                    continue
-                made = True
-                drafts.append(
-                    {
-                        "_base": _slug(f"{provider}-{itype}"),
-                        "provider": provider,
-                        "gpu": gpu,
-                        "kind": kind,
-                        "usd_per_gpu_hour": round(_stat(list(prices.values()), price) / g.count, 6),
-                        "gpus_per_instance": g.count,
-                        "marketplace": provider in MARKETPLACES,
-                        "region": region,
-                        "instance_type": itype,
-                        "source": source,
-                        "as_of": as_of,
-                    }
-                )
-            if made and assumption:
-                result.assumptions[assumption] += 1
+        groups = _read_provider(provider, csv_path, region, result)
+        drafts += _group_drafts(
+            provider, groups, ids, result, price=price, region=region, source=source, as_of=as_of
+        )
     _build_offers(drafts, result, str(root))
     result.as_of = max(dates) if dates else ""
     return result
@@ -608,6 +775,101 @@ def _source_md_date(csv_path: Path) -> tuple[str | None, str | None]:
     return date.group(0), m.group(0).strip()
 
 
+def _aggregate_as_of(csv_path: Path) -> tuple[str, str]:
+    """``(as_of, note)``: the date in the SOURCE.md beside the CSV, else the CSV's file date."""
+    md_date, md_sentence = _source_md_date(csv_path)
+    as_of = md_date or _mtime_date(csv_path)
+    note = (
+        f"SOURCE.md: '{md_sentence}'. Commit dates are not recorded there, so every offer carries "
+        f"{md_date} (a lower bound for the v9 rows)."
+        if md_date
+        else f"no date in SOURCE.md: CSV file date {as_of}"
+    )
+    return as_of, note
+
+
+def _aggregate_gpu(
+    row: dict[str, str], n: int, ids: frozenset[str], result: ImportResult
+) -> tuple[str, str | None] | None:
+    """``(gpu id, assumption)`` of an aggregate row; None (counted unknown) when not mapped."""
+    # the aggregator's own form factor and accelerator columns are hints like SkyPilot's GpuInfo
+    hint = f"{row['form_factor'] if row['form_factor'] != 'unknown' else ''} {row['accelerator']}"
+    gpu, assumption = normalize_accelerator(row["accelerator_raw"], n, row["instance_type"], hint)
+    if gpu is not None and gpu not in ids:
+        result.unknown[f"{row['accelerator_raw']} (maps to {gpu}, not in the GPU catalog)"] += 1
+        return None
+    if gpu is None:
+        result.unknown[assumption] += 1
+        return None
+    return gpu, assumption
+
+
+def _aggregate_prices(
+    row: dict[str, str], line: int, csv_path: Path, n: int, price: PriceStat, result: ImportResult
+) -> tuple[float | None, float | None] | None:
+    """On-demand and spot USD per GPU-hour of an aggregate row; None (counted) when it has neither."""
+    if price == "median":
+        column = "usd_per_instance_hour_median"
+        inst = _num(row[column], csv_path, line, column)
+        od = inst / n if inst is not None else None
+    else:
+        od = _num(row["usd_per_gpu_hour_min"], csv_path, line, "usd_per_gpu_hour_min")
+    spot = _num(row["spot_usd_per_gpu_hour_min"], csv_path, line, "spot_usd_per_gpu_hour_min")
+    od, spot = _positive(od), _positive(spot)
+    if od is None and spot is None:
+        result.skipped["no price"] += 1
+        return None
+    if od is None:
+        result.skipped["no on-demand price (spot only)"] += 1
+    return od, spot
+
+
+def _aggregate_row_drafts(
+    row: dict[str, str],
+    line: int,
+    csv_path: Path,
+    price: PriceStat,
+    ids: frozenset[str],
+    as_of: str,
+    result: ImportResult,
+) -> list[dict]:
+    """Draft offers of one aggregate row (none when skipped); records its provider and source."""
+    n = _gpu_count(_num(row["gpus_per_instance"], csv_path, line, "gpus_per_instance"))
+    if n is None:
+        result.skipped["fractional or missing gpus_per_instance"] += 1
+        return []
+    mapped = _aggregate_gpu(row, n, ids, result)
+    if mapped is None:
+        return []
+    prices = _aggregate_prices(row, line, csv_path, n, price, result)
+    if prices is None:
+        return []
+    gpu, assumption = mapped
+    provider = row["provider"].lower()
+    source = f"skypilot-catalog {row['catalog_path']} @ {row['catalog_commit']}"
+    if source not in result.sources:
+        result.sources.append(source)
+    if provider not in result.providers:
+        result.providers.append(provider)
+    if assumption:
+        result.assumptions[assumption] += 1
+    return [
+        _draft(
+            provider=provider,
+            instance_type=row["instance_type"],
+            gpu=gpu,
+            kind=kind,
+            usd_per_gpu_hour=value,
+            gpus_per_instance=n,
+            region=None,
+            source=source,
+            as_of=as_of,
+        )
+        for kind, value in zip(("on_demand", "spot"), prices, strict=True)
+        if value is not None
+    ]
+
+
 def read_aggregate_csv(
     path: str | Path, price: PriceStat = "median", gpu_ids: Iterable[str] | None = None
 ) -> ImportResult:
@@ -618,83 +880,19 @@ def read_aggregate_csv(
     price, which is used for spot offers either way. ``as_of`` is the date in the
     ``SOURCE.md`` beside the CSV when there is one, else the CSV's file date.
     """
-    if price not in ("min", "median"):
-        raise InputError(f"price must be 'min' or 'median', got {price!r}")
+    _check_price_stat(price)
     p = Path(path)
     rows, _ = _read_csv(p, AGGREGATE_REQUIRED)
     ids = frozenset(gpu_ids) if gpu_ids is not None else known_gpu_ids()
-    md_date, md_sentence = _source_md_date(p)
-    as_of = md_date or _mtime_date(p)
+    as_of, note = _aggregate_as_of(p)
     result = ImportResult(price_stat=price, source_path=display_path(p), as_of=as_of)
-    result.as_of_note = (
-        f"SOURCE.md: '{md_sentence}'. Commit dates are not recorded there, so every offer carries "
-        f"{md_date} (a lower bound for the v9 rows)."
-        if md_date
-        else f"no date in SOURCE.md: CSV file date {as_of}"
-    )
+    result.as_of_note = note
     drafts: list[dict] = []
-    sources: dict[str, None] = {}
     for line, row in enumerate(rows, start=2):
         result.rows_read += 1
-        provider = row["provider"].lower()
-        n = _num(row["gpus_per_instance"], p, line, "gpus_per_instance")
-        if n is None or n != int(n) or n < 1:
-            result.skipped["fractional or missing gpus_per_instance"] += 1
-            continue
-        n = int(n)
-        hint = (
-            f"{row['form_factor'] if row['form_factor'] != 'unknown' else ''} {row['accelerator']}"
-        )
-        gpu, assumption = normalize_accelerator(
-            row["accelerator_raw"], n, row["instance_type"], hint
-        )
-        if gpu is not None and gpu not in ids:
-            result.unknown[f"{row['accelerator_raw']} (maps to {gpu}, not in the GPU catalog)"] += 1
-            continue
-        if gpu is None:
-            result.unknown[assumption] += 1
-            continue
-        if price == "median":
-            inst = _num(
-                row["usd_per_instance_hour_median"], p, line, "usd_per_instance_hour_median"
-            )
-            od = inst / n if inst is not None else None
-        else:
-            od = _num(row["usd_per_gpu_hour_min"], p, line, "usd_per_gpu_hour_min")
-        spot = _num(row["spot_usd_per_gpu_hour_min"], p, line, "spot_usd_per_gpu_hour_min")
-        od = od if od is not None and od > 0 else None
-        spot = spot if spot is not None and spot > 0 else None
-        if od is None and spot is None:
-            result.skipped["no price"] += 1
-            continue
-        if od is None:
-            result.skipped["no on-demand price (spot only)"] += 1
-        source = f"skypilot-catalog {row['catalog_path']} @ {row['catalog_commit']}"
-        sources[source] = None
-        if provider not in result.providers:
-            result.providers.append(provider)
-        for kind, value in (("on_demand", od), ("spot", spot)):
-            if value is None:
-                continue
-            drafts.append(
-                {
-                    "_base": _slug(f"{provider}-{row['instance_type']}"),
-                    "provider": provider,
-                    "gpu": gpu,
-                    "kind": kind,
-                    "usd_per_gpu_hour": round(value, 6),
-                    "gpus_per_instance": n,
-                    "marketplace": provider in MARKETPLACES,
-                    "region": None,
-                    "instance_type": row["instance_type"],
-                    "source": source,
-                    "as_of": as_of,
-                }
-            )
-        if assumption:
-            result.assumptions[assumption] += 1
+        drafts += _aggregate_row_drafts(row, line, p, price, ids, as_of, result)
     result.providers.sort()
-    result.sources = sorted(sources)
+    result.sources.sort()
     _build_offers(drafts, result, str(p))
     return result
 

@@ -357,6 +357,139 @@ def _find_offer_file(name: str, base: Path) -> Path | None:
     return None
 
 
+@dataclass
+class _Errors:
+    """Bad ids found while resolving, each as ``file:line: field.path: text``.
+
+    Collected rather than raised so that one run reports every unknown id, not just the first.
+    """
+
+    doc: YamlDoc | None
+    messages: list[str] = field(default_factory=list)
+
+    def add(self, loc: tuple, text: str) -> None:
+        """Record ``text`` at ``loc`` (a field path of the problem file)."""
+        where = self.doc.where(loc) if self.doc is not None else "problem"
+        self.messages.append(f"{where}: {format_loc(loc)}: {text}")
+
+    def raise_if_any(self) -> None:
+        """One InputError holding every message (indented one per line when several)."""
+        if not self.messages:
+            return
+        errors = self.messages
+        head = "invalid problem file: " if self.doc is not None else "invalid problem: "
+        raise InputError(head + (errors[0] if len(errors) == 1 else "\n  " + "\n  ".join(errors)))
+
+
+def _allowed_gpus(
+    problem: Problem, all_gpus: dict[str, GpuSpec], errors: _Errors
+) -> dict[str, GpuSpec]:
+    """The problem's GPU types (every catalog GPU when it names none), overrides applied."""
+    allowed = problem.gpus if problem.gpus is not None else list(all_gpus)
+    for i, g in enumerate(allowed):
+        if g not in all_gpus:
+            errors.add(("gpus", i), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
+    if not allowed:
+        errors.add(
+            ("gpus",),
+            "the list is empty; name at least one GPU type (or omit gpus to allow every catalog GPU)",
+        )
+    gpus = {g: all_gpus[g] for g in allowed if g in all_gpus}
+    for g, ov in problem.overrides.gpus.items():
+        if g not in all_gpus:
+            errors.add(
+                ("overrides", "gpus", g), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}"
+            )
+        elif g in gpus:
+            gpus[g] = _override_gpu(gpus[g], ov)
+    return gpus
+
+
+def _check_models(problem: Problem, models: dict[str, ModelArch], errors: _Errors) -> None:
+    """Every workload's model must be in the model catalog."""
+    for kind in ("train", "serve"):
+        for i, w in enumerate(getattr(problem.workloads, kind)):
+            if w.model not in models:
+                errors.add(
+                    ("workloads", kind, i, "model"),
+                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}",
+                )
+
+
+def _read_offer_files(
+    problem: Problem, base: Path, all_gpus: dict[str, GpuSpec], errors: _Errors
+) -> tuple[dict[str, Offer], list[str]]:
+    """Offers of the problem's offers files (a later file's id wins) and the paths read."""
+    offers: dict[str, Offer] = {}
+    files: list[str] = []
+    for i, name in enumerate(problem.offers.files):
+        path = _find_offer_file(name, base)
+        if path is None:
+            errors.add(
+                ("offers", "files", i),
+                f"offers file {name!r} not found (looked in {base} and {CATALOG_DIR})",
+            )
+            continue
+        files.append(str(path))
+        for oid, o in load_offers(path, all_gpus).items():
+            offers[oid] = o
+    return offers, files
+
+
+def _add_inline_offers(
+    problem: Problem, all_gpus: dict[str, GpuSpec], offers: dict[str, Offer], errors: _Errors
+) -> None:
+    """Add ``offers.extra`` to ``offers``; an inline offer replaces a file's offer of its id."""
+    for i, o in enumerate(problem.offers.extra):
+        if o.gpu not in all_gpus:
+            errors.add(
+                ("offers", "extra", i, "gpu"),
+                f"offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}",
+            )
+            continue
+        offers[o.id] = o
+
+
+def _override_offers(problem: Problem, offers: dict[str, Offer], errors: _Errors) -> None:
+    """Apply ``overrides.offers`` in place; the override's source replaces the offer's."""
+    for oid, ov in problem.overrides.offers.items():
+        if oid not in offers:
+            errors.add(
+                ("overrides", "offers", oid),
+                f"unknown offer {oid!r}; {did_you_mean(oid, offers.keys())}",
+            )
+            continue
+        upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
+        offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})
+
+
+def _check_providers(problem: Problem, offers: dict[str, Offer], errors: _Errors) -> None:
+    """Every provider of ``offers.providers`` must have an offer (before any filtering)."""
+    providers = problem.offers.providers
+    if providers is None:
+        return
+    known = {o.provider for o in offers.values()}
+    for i, p in enumerate(providers):
+        if p not in known:
+            errors.add(
+                ("offers", "providers", i), f"unknown provider {p!r}; {did_you_mean(p, known)}"
+            )
+
+
+def _trusted_offers(
+    problem: Problem, offers: dict[str, Offer], gpus: dict[str, GpuSpec]
+) -> dict[str, Offer]:
+    """Offers for allowed GPUs from allowed providers; marketplaces only when allowed."""
+    providers = problem.offers.providers
+    return {
+        oid: o
+        for oid, o in offers.items()
+        if o.gpu in gpus
+        and (providers is None or o.provider in providers)
+        and (problem.offers.marketplaces or not o.marketplace)
+    }
+
+
 def resolve(
     problem: Problem,
     doc: YamlDoc | None = None,
@@ -369,84 +502,17 @@ def resolve(
     Every unknown id is reported (not just the first), each as
     ``file:line: field.path: unknown gpu 'x'; did you mean 'y'?``.
     """
-    errors: list[str] = []
-
-    def bad(loc: tuple, text: str) -> None:
-        where = doc.where(loc) if doc is not None else "problem"
-        errors.append(f"{where}: {format_loc(loc)}: {text}")
-
+    errors = _Errors(doc)
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
     models = model_catalog if model_catalog is not None else load_models()
-    allowed = problem.gpus if problem.gpus is not None else list(all_gpus)
-    for i, g in enumerate(allowed):
-        if g not in all_gpus:
-            bad(("gpus", i), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
-    if not allowed:
-        bad(
-            ("gpus",),
-            "the list is empty; name at least one GPU type (or omit gpus to allow every catalog GPU)",
-        )
-    gpus = {g: all_gpus[g] for g in allowed if g in all_gpus}
-    for g, ov in problem.overrides.gpus.items():
-        if g not in all_gpus:
-            bad(("overrides", "gpus", g), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
-        elif g in gpus:
-            gpus[g] = _override_gpu(gpus[g], ov)
-    for kind in ("train", "serve"):
-        for i, w in enumerate(getattr(problem.workloads, kind)):
-            if w.model not in models:
-                bad(
-                    ("workloads", kind, i, "model"),
-                    f"unknown model {w.model!r}; {did_you_mean(w.model, models.keys())}",
-                )
-    base = base_dir or Path.cwd()
-    offers: dict[str, Offer] = {}
-    files = []
-    for i, name in enumerate(problem.offers.files):
-        path = _find_offer_file(name, base)
-        if path is None:
-            bad(
-                ("offers", "files", i),
-                f"offers file {name!r} not found (looked in {base} and {CATALOG_DIR})",
-            )
-            continue
-        files.append(str(path))
-        for oid, o in load_offers(path, all_gpus).items():
-            offers[oid] = o
-    for i, o in enumerate(problem.offers.extra):
-        if o.gpu not in all_gpus:
-            bad(
-                ("offers", "extra", i, "gpu"),
-                f"offer {o.id!r}: unknown gpu {o.gpu!r}; {did_you_mean(o.gpu, all_gpus.keys())}",
-            )
-            continue
-        offers[o.id] = o
-    for oid, ov in problem.overrides.offers.items():
-        if oid not in offers:
-            bad(
-                ("overrides", "offers", oid),
-                f"unknown offer {oid!r}; {did_you_mean(oid, offers.keys())}",
-            )
-            continue
-        upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
-        offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})
-    providers = problem.offers.providers
-    if providers is not None:
-        known = {o.provider for o in offers.values()}
-        for i, p in enumerate(providers):
-            if p not in known:
-                bad(("offers", "providers", i), f"unknown provider {p!r}; {did_you_mean(p, known)}")
-    if errors:
-        head = "invalid problem file: " if doc is not None else "invalid problem: "
-        raise InputError(head + (errors[0] if len(errors) == 1 else "\n  " + "\n  ".join(errors)))
-    trusted = {
-        oid: o
-        for oid, o in offers.items()
-        if o.gpu in gpus
-        and (providers is None or o.provider in providers)
-        and (problem.offers.marketplaces or not o.marketplace)
-    }
-    return Inputs(problem, gpus, models, trusted, offer_files=files)
+    gpus = _allowed_gpus(problem, all_gpus, errors)
+    _check_models(problem, models, errors)
+    offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
+    _add_inline_offers(problem, all_gpus, offers, errors)
+    _override_offers(problem, offers, errors)
+    _check_providers(problem, offers, errors)
+    errors.raise_if_any()
+    return Inputs(problem, gpus, models, _trusted_offers(problem, offers, gpus), offer_files=files)
 
 
 def load_problem(path: str | Path) -> Inputs:

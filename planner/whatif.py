@@ -251,6 +251,69 @@ def _item_name(item: Any) -> str | None:
     return None
 
 
+def _here(loc: Sequence[str | int]) -> str:
+    """The location reached so far, as messages name it."""
+    return format_loc(tuple(loc)) if loc else "the top level"
+
+
+def _dict_child(
+    cur: dict, parts: Sequence[str], i: int, key: str, tp: Any, loc: list[str | int]
+) -> Any:
+    """Step from the mapping ``cur`` to ``parts[i]``, appending it to ``loc``; the child.
+
+    A key the schema has but the file lacks yields ``{}`` (more parts follow and the child
+    is a mapping) or None (the last part): the scenario will add it.
+    """
+    part = parts[i]
+    more = i < len(parts) - 1
+    if part in cur:
+        loc.append(part)
+        return cur[part]
+    if not (part in _schema_keys(tp) or (typing.get_origin(_model_type(tp)) is dict and more)):
+        known = sorted(set(map(str, cur)) | set(_schema_keys(tp)))
+        raise InputError(
+            f"--vary {key}: no key {part!r} in {_here(loc)}; "
+            + (did_you_mean(part, known) if known else "it is empty")
+        )
+    loc.append(part)
+    child = _child_type(tp, part)
+    mapping = _is_model(child) or typing.get_origin(_model_type(child)) is dict
+    if more and not mapping:
+        raise InputError(
+            f"--vary {key}: {format_loc(tuple(loc))} is not in the problem file "
+            f"and is not a mapping, so {parts[i + 1]!r} cannot be set below it"
+        )
+    return {} if more else None
+
+
+def _list_index(cur: list, part: str, key: str, here: str) -> int:
+    """The index of the item of ``cur`` named ``part`` (its name or id), else ``part`` as an index."""
+    idx = next((j for j, it in enumerate(cur) if _item_name(it) == part), None)
+    if idx is None and part.lstrip("-").isdigit():
+        j = int(part)
+        if -len(cur) <= j < len(cur):
+            idx = j % len(cur)
+    if idx is not None:
+        return idx
+    names = [_item_name(it) for it in cur if _item_name(it) is not None]
+    what = (
+        f"no item named {part!r} in {here}; " + did_you_mean(part, [str(n) for n in names])
+        if names
+        else f"{here} is a list of {len(cur)} item(s) without names; address items by index 0..{len(cur) - 1}"
+    )
+    raise InputError(f"--vary {key}: {what}")
+
+
+def _require_value(cur: Any, loc: Sequence[str | int], key: str) -> None:
+    """A vary sets one value: a path that ends at a mapping or list is an error."""
+    if isinstance(cur, dict | list):
+        sub = sorted(map(str, cur)) if isinstance(cur, dict) else [f"{len(cur)} item(s)"]
+        raise InputError(
+            f"--vary {key}: {format_loc(tuple(loc))} is a {'mapping' if isinstance(cur, dict) else 'list'}, "
+            f"not a single value; vary one of its values ({', '.join(sub)})"
+        )
+
+
 def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
     """Resolve one dotted path to a location in ``data`` (list items by name or index).
 
@@ -261,47 +324,13 @@ def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
     cur = data
     tp = root_type
     for i, part in enumerate(parts):
-        here = format_loc(tuple(loc)) if loc else "the top level"
+        here = _here(loc)
         if not part:
             raise InputError(f"--vary {key}: empty part in the path (two dots in a row?)")
         if isinstance(cur, dict):
-            if part in cur:
-                loc.append(part)
-                cur = cur[part]
-            elif part in _schema_keys(tp) or (
-                typing.get_origin(_model_type(tp)) is dict and i < len(parts) - 1
-            ):
-                # allowed by the schema but absent from the file: create it
-                loc.append(part)
-                child = _child_type(tp, part)
-                mapping = _is_model(child) or typing.get_origin(_model_type(child)) is dict
-                cur = {} if i < len(parts) - 1 and mapping else None
-                if cur is None and i < len(parts) - 1:
-                    raise InputError(
-                        f"--vary {key}: {format_loc(tuple(loc))} is not in the problem file "
-                        f"and is not a mapping, so {parts[i + 1]!r} cannot be set below it"
-                    )
-            else:
-                known = sorted(set(map(str, cur)) | set(_schema_keys(tp)))
-                raise InputError(
-                    f"--vary {key}: no key {part!r} in {here}; "
-                    + (did_you_mean(part, known) if known else "it is empty")
-                )
+            cur = _dict_child(cur, parts, i, key, tp, loc)
         elif isinstance(cur, list):
-            names = [_item_name(it) for it in cur if _item_name(it) is not None]
-            idx = next((j for j, it in enumerate(cur) if _item_name(it) == part), None)
-            if idx is None and part.lstrip("-").isdigit():
-                j = int(part)
-                if -len(cur) <= j < len(cur):
-                    idx = j % len(cur)
-            if idx is None:
-                what = (
-                    f"no item named {part!r} in {here}; "
-                    + did_you_mean(part, [str(n) for n in names])
-                    if names
-                    else f"{here} is a list of {len(cur)} item(s) without names; address items by index 0..{len(cur) - 1}"
-                )
-                raise InputError(f"--vary {key}: {what}")
+            idx = _list_index(cur, part, key, here)
             loc.append(idx)
             cur = cur[idx]
         else:
@@ -310,12 +339,7 @@ def _walk(data: Any, parts: Sequence[str], key: str, root_type: Any) -> Loc:
                 f"so it has no {part!r}"
             )
         tp = _child_type(tp, part if not isinstance(loc[-1], int) else 0)
-    if isinstance(cur, dict | list):
-        sub = sorted(map(str, cur)) if isinstance(cur, dict) else [f"{len(cur)} item(s)"]
-        raise InputError(
-            f"--vary {key}: {format_loc(tuple(loc))} is a {'mapping' if isinstance(cur, dict) else 'list'}, "
-            f"not a single value; vary one of its values ({', '.join(sub)})"
-        )
+    _require_value(cur, loc, key)
     return tuple(loc)
 
 
@@ -863,6 +887,121 @@ def _describe_other(r: ScenarioResult, other: ScenarioResult, watch: str | None)
     return "it " + _buys(r, watch)
 
 
+@dataclass
+class _Solves:
+    """Solves the problem at values of one KEY, counting the solves for the report."""
+
+    base: Base
+    key: str
+    locs: list[Loc]
+    solver: str
+    time_limit: float | None
+    gap: float | None
+    workers: int | None
+    progress: Progress | None
+    count: int = 0
+
+    def __call__(self, xs: Sequence[float]) -> list[ScenarioResult]:
+        """One result per value of ``xs``, in order."""
+        tasks = [
+            Task(
+                i,
+                self.base,
+                {self.key: x},
+                [(loc, x) for loc in self.locs],
+                self.solver,
+                self.time_limit,
+                self.gap,
+            )
+            for i, x in enumerate(xs)
+        ]
+        self.count += len(tasks)
+        return run_tasks(tasks, self.workers, None, self.progress)
+
+
+def _scan_values(lo: float, hi: float, scan: int) -> list[float]:
+    """``scan`` evenly spaced values from lo to hi, ends included.
+
+    >>> _scan_values(0.2, 0.9, 8)
+    [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    """
+    xs = [lo + (hi - lo) * i / (scan - 1) for i in range(scan)]
+    # 12 significant digits drop float noise from values shown in reports and JSON:
+    # 0.5, not 0.49999999999999994
+    return [float(f"{x:.12g}") for x in xs]
+
+
+def _require_valid(key: str, xs: Sequence[float], points: Sequence[ScenarioResult]) -> None:
+    """An invalid scan point is a bad interval, not a plan change: stop with its message."""
+    for x, r in zip(xs, points, strict=True):
+        if r.status == "invalid":
+            raise InputError(f"breakeven: {key}={x:g} is not a valid problem: {r.message}")
+
+
+def _types_unchanged(points: Sequence[ScenarioResult], tried: str) -> str:
+    """Why the set of GPU types bought did not change, hinting at --watch when counts did."""
+    types = ", ".join(points[0].bought) if points[0].ok else ""
+    what = (
+        "the set of GPU types bought stays the same ("
+        + (f"it buys {types}" if types else f"it {_buys(points[0], None)}")
+        + f" {tried}"
+    )
+    counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
+    moved = [f"{g} from {c[0]} to {c[-1]}" for g, c in counts.items() if len(c) > 1]
+    if moved:
+        what += f"; the counts change: {', '.join(moved)}: try --watch gpu=<id>"
+    return what + ")"
+
+
+def _unchanged_sentence(
+    key: str, lo: float, hi: float, watch: str | None, points: Sequence[ScenarioResult]
+) -> str:
+    """The report when every scanned value gives the same signature."""
+    tried = f"at every one of the {len(points)} values tried"
+    if watch:
+        what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
+    else:
+        what = _types_unchanged(points, tried)
+    return f"the plan does not change over {key} {lo:g}..{hi:g}: {what}"
+
+
+def _bisect(
+    solve: _Solves,
+    watch: str | None,
+    tol: float,
+    a: float,
+    b: float,
+    ra: ScenarioResult,
+    rb: ScenarioResult,
+) -> tuple[float, float, ScenarioResult, ScenarioResult]:
+    """Narrow ``[a, b]`` (plans ``ra`` != ``rb``) to a bracket no wider than ``tol``."""
+    sa, sb = _signature(ra, watch), _signature(rb, watch)
+    while b - a > tol:
+        m = (a + b) / 2
+        (rm,) = solve([m])
+        sm = _signature(rm, watch)
+        if sm == sa:
+            a, ra = m, rm
+        elif sm == sb:
+            b, rb = m, rm
+        else:  # a third plan in between: keep the lower change
+            b, rb, sb = m, rm, sm
+    return a, b, ra, rb
+
+
+def _change_sentence(
+    key: str, xt: str, ra: ScenarioResult, rb: ScenarioResult, watch: str | None
+) -> str:
+    """The report of a change at ``xt`` between plan ``ra`` (below) and ``rb`` (above).
+
+    It leads with the side that buys: "above X the plan buys ...", unless the plan above
+    has no plan or buys nothing where the one below buys.
+    """
+    if not rb.ok or (not rb.bought and ra.bought):
+        return f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
+    return f"above {key} {xt} the plan {_buys(rb, watch)}; below it {_describe_other(ra, rb, watch).removeprefix('it ')}"
+
+
 def breakeven(
     base: Base | str | Path,
     vary: str | tuple[str, float, float],
@@ -894,77 +1033,23 @@ def breakeven(
     if not tol > 0:
         raise InputError(f"--tol must be positive, got {tol}")
     locs = resolve_key(base.data, key)
-    scan = max(2, scan)
-    counter = {"solves": 0}
-
-    def solve_many(xs: Sequence[float]) -> list[ScenarioResult]:
-        tasks = [
-            Task(i, base, {key: x}, [(loc, x) for loc in locs], solver, time_limit, gap)
-            for i, x in enumerate(xs)
-        ]
-        counter["solves"] += len(tasks)
-        return run_tasks(tasks, workers, None, progress)
-
-    xs = [lo + (hi - lo) * i / (scan - 1) for i in range(scan)]
-    xs = [float(f"{x:.12g}") for x in xs]
-    points = solve_many(xs)
-    for x, r in zip(xs, points, strict=True):
-        if r.status == "invalid":
-            raise InputError(f"breakeven: {key}={x:g} is not a valid problem: {r.message}")
+    solve = _Solves(base, key, locs, solver, time_limit, gap, workers, progress)
+    xs = _scan_values(lo, hi, max(2, scan))
+    points = solve(xs)
+    _require_valid(key, xs, points)
     sigs = [_signature(r, watch) for r in points]
-    changes = [i for i in range(scan - 1) if sigs[i] != sigs[i + 1]]
+    changes = [i for i in range(len(xs) - 1) if sigs[i] != sigs[i + 1]]
     if not changes:
-        tried = f"at every one of the {scan} values tried"
-        if watch:
-            what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
-        else:
-            types = ", ".join(points[0].bought) if points[0].ok else ""
-            what = (
-                "the set of GPU types bought stays the same ("
-                + (f"it buys {types}" if types else f"it {_buys(points[0], None)}")
-                + f" {tried}"
-            )
-            counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
-            moved = [f"{g} from {c[0]} to {c[-1]}" for g, c in counts.items() if len(c) > 1]
-            if moved:
-                what += f"; the counts change: {', '.join(moved)}: try --watch gpu=<id>"
-            what += ")"
-        sentence = f"the plan does not change over {key} {lo:g}..{hi:g}: {what}"
+        sentence = _unchanged_sentence(key, lo, hi, watch, points)
         return BreakEven(
-            key,
-            lo,
-            hi,
-            watch,
-            False,
-            None,
-            None,
-            points[0],
-            points[-1],
-            sentence,
-            counter["solves"],
-            [],
-            tol,
-        )
+            key, lo, hi, watch, False, None, None, points[0], points[-1], sentence, solve.count,
+            [], tol,
+        )  # fmt: skip
     i = changes[0]
-    a, b = xs[i], xs[i + 1]
-    ra, rb = points[i], points[i + 1]
-    sa, sb = sigs[i], sigs[i + 1]
-    while b - a > tol:
-        m = (a + b) / 2
-        (rm,) = solve_many([m])
-        sm = _signature(rm, watch)
-        if sm == sa:
-            a, ra = m, rm
-        elif sm == sb:
-            b, rb = m, rm
-        else:  # a third plan in between: keep the lower change
-            b, rb, sb = m, rm, sm
+    a, b, ra, rb = _bisect(solve, watch, tol, xs[i], xs[i + 1], points[i], points[i + 1])
     x = (a + b) / 2
-    xt = _fmt_val(x, tol)
-    sentence = f"above {key} {xt} the plan {_buys(rb, watch)}; below it {_describe_other(ra, rb, watch).removeprefix('it ')}"
-    if not rb.ok or (not rb.bought and ra.bought):
-        sentence = f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
+    sentence = _change_sentence(key, _fmt_val(x, tol), ra, rb, watch)
     others = [(xs[j], xs[j + 1]) for j in changes[1:]]
     return BreakEven(
-        key, lo, hi, watch, True, x, (a, b), ra, rb, sentence, counter["solves"], others, tol
+        key, lo, hi, watch, True, x, (a, b), ra, rb, sentence, solve.count, others, tol
     )
