@@ -22,7 +22,7 @@ from planner.demand import (
     mean_request_rate,
     peak_request_rate,
 )
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, InputError
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train
@@ -339,7 +339,7 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
     for job, (tc, dropped) in zip(p.workloads.train, train_res, strict=True):
         cands.train[job.name] = tc
         cands.dropped.extend(dropped)
-    for w, (sc, dropped) in zip(p.workloads.serve, serve_res, strict=True):
+    for i, (w, (sc, dropped)) in enumerate(zip(p.workloads.serve, serve_res, strict=True)):
         a = month_index(p.horizon.start, w.start)
         b = (
             p.horizon.months - 1
@@ -356,7 +356,42 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
                 cands.demand[(w.name, t, s)] = peak * sl.load
         cands.serve[w.name] = sc
         cands.dropped.extend(dropped)
+        peak = max((cands.demand[(w.name, t, 0)] for t in cands.active[w.name]), default=0.0)
+        check_fleet_size(w, sc, peak, f"{inputs.source_path}: workloads.serve[{i}].traffic")
     return cands
+
+
+# The largest clusters built are ~100-200k GPUs; a plan ten times that is a typo in the traffic.
+MAX_FLEET_GPUS = 1_000_000
+
+
+def gpus_needed(peak_rps: float, cands: list[ServeCandidate]) -> float:
+    """GPUs the peak needs on the most efficient candidate: ``peak / max(rate / tp)``.
+
+    >>> from types import SimpleNamespace as S
+    >>> gpus_needed(100.0, [S(rate_rps=5.0, tp=1), S(rate_rps=20.0, tp=2)])
+    10.0
+    """
+    best = max((c.rate_rps / c.tp for c in cands), default=0.0)
+    return math.inf if best <= 0 else peak_rps / best
+
+
+def check_fleet_size(
+    w: ServeWorkload, cands: list[ServeCandidate], peak_rps: float, where: str
+) -> None:
+    """Refuse traffic no fleet could serve (and whose numbers would swamp the solver)."""
+    if not cands:
+        return  # no configuration at all: reported as infeasible with the reasons
+    need = gpus_needed(peak_rps, cands)
+    if need > MAX_FLEET_GPUS:
+        raise InputError(
+            f"{where}: serving workload {w.name!r}: its peak of {peak_rps:,.3g} requests/s would need "
+            f"{need:,.3g} GPUs even on the most efficient configuration; the planner plans "
+            f"fleets of up to {MAX_FLEET_GPUS:,} GPUs. Check traffic.daily_active_users "
+            f"({w.traffic.daily_active_users:,.3g}), requests_per_user_per_day "
+            f"({w.traffic.requests_per_user_per_day:,.3g}) and growth_per_month "
+            f"({w.traffic.growth_per_month:g})"
+        )
 
 
 MIN_JOB_WALL_HOURS = 0.25

@@ -12,16 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from planner.catalog import (
     CATALOG_DIR,
+    GPU_RANGES,
     GpuSpec,
     ModelArch,
     Offer,
     Sourced,
     SourcedRange,
     Strict,
+    check_range,
     load_gpus,
     load_models,
     load_offers,
@@ -76,6 +78,7 @@ def month_label(start: str, index: int) -> str:
 
 
 Month = str
+NAME_MAX = 100  # workload and model names: labels in tables and workbook sheets
 
 
 def _month(v: Any) -> str:
@@ -90,23 +93,34 @@ class Horizon(Strict):
     _v = field_validator("start")(classmethod(lambda cls, v: _month(v)))
 
 
+# Upper bounds below are far beyond any real plan (a trillion dollars, ten billion users) and
+# keep every model coefficient within what the solvers handle in double precision.
+MAX_USD = 1e12
+
+
 class Budget(Strict):
-    capex_usd: float = Field(ge=0, description="cap on purchases (GPUs + servers/network)")
-    total_usd: float | None = Field(None, gt=0, description="cap on all spend over the horizon")
+    capex_usd: float = Field(
+        ge=0, le=MAX_USD, description="cap on purchases (GPUs + servers/network)"
+    )
+    total_usd: float | None = Field(
+        None, gt=0, le=MAX_USD, description="cap on all spend over the horizon"
+    )
 
 
 class Site(Strict):
     power_usd_per_kwh: float = Field(ge=0, le=10)
     pue: float = Field(1.3, ge=1.0, le=3.0)
-    hosting_usd_per_gpu_month: float = Field(0.0, ge=0)
-    power_cap_kw: float | None = Field(None, gt=0)
+    # Colocation at $150-250 per kW-month is ~$200-300 per GPU-month; $10k is a unit slip.
+    hosting_usd_per_gpu_month: float = Field(0.0, ge=0, le=10_000)
+    power_cap_kw: float | None = Field(None, gt=0, le=10_000_000, description="site cap, kW")
     consumer_gpus_allowed: bool = Field(
         False, description="GeForce EULA forbids datacenter deployment; true only for an office/lab"
     )
 
 
 class GpuOverride(Strict):
-    """Replace catalog figures for one GPU (a vendor quote, a measured spec)."""
+    """Replace catalog figures for one GPU (a vendor quote, a measured spec); the same ranges
+    as the catalog (:data:`planner.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
 
     purchase_usd: float | None = Field(None, gt=0)
     server_overhead_usd_per_gpu: float | None = Field(None, ge=0)
@@ -117,12 +131,19 @@ class GpuOverride(Strict):
     tdp_w: float | None = Field(None, gt=0)
     idle_w: float | None = Field(None, ge=0)
     host_w_per_gpu: float | None = Field(None, ge=0)
-    source: str = "problem file override"
+    source: str = Field("problem file override", max_length=500)
+
+    @field_validator(
+        *(k for k in GPU_RANGES if k not in ("node_size", "int8_dense_tops")), mode="after"
+    )
+    @classmethod
+    def _in_range(cls, v: float | None, info: Any) -> float | None:
+        return v if v is None else check_range(info.field_name, v)
 
 
 class OfferOverride(Strict):
-    usd_per_gpu_hour: float | None = Field(None, gt=0)
-    max_gpus: int | None = Field(None, ge=1)
+    usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
+    max_gpus: int | None = Field(None, ge=1, le=10_000_000)
     source: str = "problem file override"
 
 
@@ -179,9 +200,10 @@ class Spot(Strict):
 
 
 class TrainJob(Strict):
-    name: str = Field(min_length=1)
-    model: str
-    tokens: Count = Field(gt=0)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    model: str = Field(max_length=NAME_MAX)
+    # Llama 3 pre-trained on ~1.5e13 tokens; 1e15 leaves room and keeps hours finite.
+    tokens: Count = Field(gt=0, le=1e15)
     method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = "full"
     window: Window
     seq_len: int = Field(4096, ge=128, le=1_048_576)
@@ -189,8 +211,8 @@ class TrainJob(Strict):
 
 
 class Traffic(Strict):
-    daily_active_users: float = Field(gt=0)
-    requests_per_user_per_day: float = Field(gt=0)
+    daily_active_users: float = Field(gt=0, le=1e10, description="at most 10 billion people")
+    requests_per_user_per_day: float = Field(gt=0, le=100_000, description="about one a second")
     utilization: float = Field(0.5, ge=0.1, le=1.0, description="mean load / peak load over a day")
     growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
 
@@ -201,13 +223,13 @@ class TokenShape(Strict):
 
 
 class Slo(Strict):
-    p95_ttft_ms: float = Field(gt=0)
-    p95_tpot_ms: float = Field(gt=0)
+    p95_ttft_ms: float = Field(gt=0, le=3_600_000, description="at most an hour")
+    p95_tpot_ms: float = Field(gt=0, le=60_000, description="at most a minute per token")
 
 
 class ServeWorkload(Strict):
-    name: str = Field(min_length=1)
-    model: str
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    model: str = Field(max_length=NAME_MAX)
     precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive] = "fp16"
     start: Month
     end: Month | None = None
@@ -224,12 +246,12 @@ class Workloads(Strict):
 
 
 class SolverOptions(Strict):
-    time_limit_s: float = Field(60.0, gt=0)
+    time_limit_s: float = Field(60.0, gt=0, le=7 * 24 * 3600, description="at most a week")
     gap: float = Field(0.001, ge=0, le=0.5, description="relative optimality gap to stop at")
 
 
 class Problem(Strict):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=500)
     horizon: Horizon
     budget: Budget
     site: Site
@@ -346,7 +368,9 @@ def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
                 if old is not None
                 else "set in the problem file",
             )
-    return gpu.model_copy(update=changes)
+    # Validate the result as a whole: an override must respect the same ranges and the same
+    # cross-field rules (idle <= TDP) as a catalog entry.
+    return GpuSpec.model_validate({**gpu.model_dump(by_alias=True), **changes})
 
 
 def _find_offer_file(name: str, base: Path) -> Path | None:
@@ -401,7 +425,11 @@ def _allowed_gpus(
                 ("overrides", "gpus", g), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}"
             )
         elif g in gpus:
-            gpus[g] = _override_gpu(gpus[g], ov)
+            try:
+                gpus[g] = _override_gpu(gpus[g], ov)
+            except ValidationError as exc:
+                why = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                errors.add(("overrides", "gpus", g), f"the overridden GPU is not valid: {why}")
     return gpus
 
 

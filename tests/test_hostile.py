@@ -140,3 +140,55 @@ def test_a_one_token_job_plans_and_verifies(tmp_path):
     assert code == 0, out
     inputs = load_problem(p)
     assert inputs.problem.workloads.train[0].tokens == 1
+
+
+# ------------------------------------------------------------------ values outside the world
+
+
+def _reference_with(tmp_path: Path, edit) -> Path:
+    data = yaml.safe_load((ROOT / "problems" / "2m_budget.yaml").read_text())
+    edit(data)
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def _set(path: tuple, value: object):
+    def edit(d):
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "says"),
+    [
+        (("workloads", "serve", 0, "traffic", "daily_active_users"), 1e15, "less than or equal"),
+        (("workloads", "serve", 0, "traffic", "daily_active_users"), 1e308, "less than or equal"),
+        (("workloads", "serve", 0, "traffic", "requests_per_user_per_day"), 1e308, "less than"),
+        (("site", "hosting_usd_per_gpu_month"), 1e308, "less than or equal"),
+        (("budget", "capex_usd"), 1e300, "less than or equal"),
+        (("workloads", "train", 0, "tokens"), 1e20, "less than or equal"),
+        (("workloads", "serve", 0, "name"), "x" * 1_000_000, "at most 100 characters"),
+        (("name",), "x" * 1_000_000, "at most 500 characters"),
+        (("overrides", "gpus", "a100-sxm-80gb", "idle_w"), 5000, "above tdp_w"),
+        (("overrides", "gpus", "a100-sxm-80gb", "purchase_usd"), -1, "greater than"),
+    ],
+)
+def test_values_outside_the_world_are_refused(tmp_path, path, value, says):
+    p = _reference_with(tmp_path, _set(path, value))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and says in out.replace("\n", " "), out[:500]
+    assert len(out) < 5_000  # a megabyte name is not echoed back
+
+
+def test_traffic_no_fleet_could_serve_names_the_fields(tmp_path):
+    def edit(d):
+        d["workloads"]["serve"][0]["traffic"]["daily_active_users"] = 1e10
+        d["workloads"]["serve"][0]["traffic"]["requests_per_user_per_day"] = 2000
+
+    code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel")
+    flat = " ".join(out.split())
+    assert code == 2 and "workloads.serve[0].traffic" in flat and "1,000,000 GPUs" in flat
