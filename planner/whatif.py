@@ -462,11 +462,34 @@ def make_varies(base: Base, specs: Iterable[str | tuple[str, Sequence[Value] | s
                 raise InputError(
                     f"--vary {key} and --vary {v.key} both set {format_loc(sorted(clash, key=str)[0])}"
                 )
+        for value in values:
+            check_value(base, key, locs, value)
         out.append(Vary(key, list(values), locs))
     n = math.prod(len(v.values) for v in out) if out else 0
     if n > MAX_SCENARIOS:
         raise InputError(f"the grid has {n} scenarios; the limit is {MAX_SCENARIOS}")
     return out
+
+
+def check_value(base: Base, key: str, locs: Sequence[Loc], value: Value) -> None:
+    """Refuse a value the problem file itself would refuse at that place (wrong type, out of
+    range), before any solve: ``--vary utilization=abc`` is bad input (exit 2), not a failed
+    scenario. Errors elsewhere in the file are left to the scenarios to report."""
+    from pydantic import ValidationError
+
+    from planner.problem import Problem
+
+    data = copy.deepcopy(base.data)
+    for loc in locs:
+        set_at(data, loc, value)
+    try:
+        Problem.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            here = tuple(err["loc"])
+            if any(here[: len(loc)] == tuple(loc) for loc in locs):
+                msg = err["msg"].removeprefix("Value error, ")
+                raise InputError(f"--vary {key}={value!r}: {format_loc(here)}: {msg}") from None
 
 
 def grid(varies: Sequence[Vary]) -> list[dict[str, Value]]:

@@ -365,20 +365,32 @@ def test_rented_share_never_rises_with_utilization_at_fixed_mean_load(tmp_path: 
 def test_a_failing_scenario_is_a_row_not_an_abort(small: Path):
     res = run_whatif(
         small,
-        [("utilization", [0.05, 0.5]), ("budget.total_usd", [1000, 10_000_000])],
+        [("gpus.0", ["a100-pcie-80gb", "h100-sxn"]), ("budget.total_usd", [1000, 10_000_000])],
         workers=2,
         with_base=False,
     )
-    by = {(r.params["utilization"], r.params["budget.total_usd"]): r for r in res.results}
+    by = {(r.params["gpus.0"], r.params["budget.total_usd"]): r for r in res.results}
     assert len(by) == 4
-    bad = by[(0.05, 1000)]
+    bad = by[("h100-sxn", 1000)]
     assert bad.status == "invalid" and bad.totals is None
-    assert "workloads.serve[0].traffic.utilization" in bad.message and "0.05" in bad.message
-    assert by[(0.05, 10_000_000)].status == "invalid"
-    assert by[(0.5, 1000)].status == "infeasible"
-    assert by[(0.5, 10_000_000)].status == "optimal"
+    assert "gpus[0]" in bad.message and "h100-sxn" in bad.message
+    assert by[("h100-sxn", 10_000_000)].status == "invalid"
+    assert by[("a100-pcie-80gb", 1000)].status == "infeasible"
+    assert by[("a100-pcie-80gb", 10_000_000)].status == "optimal"
     rows = res.to_json()
-    assert rows[0]["totals"] is None and rows[0]["rented_share"] is None
+    assert rows[-1]["totals"] is None and rows[-1]["rented_share"] is None
+
+
+def test_a_value_the_schema_refuses_is_bad_input_before_any_solve(small: Path):
+    """`--vary utilization=0.05` (below the schema's 0.1) and `=abc` are exit 2, naming the
+    option, the field and what is allowed; nothing is solved."""
+    for values, says in (([0.05, 0.5], "greater than or equal to 0.1"), (["abc"], "valid number")):
+        with pytest.raises(InputError) as exc:
+            run_whatif(small, [("utilization", values)], workers=1, with_base=False)
+        msg = str(exc.value)
+        assert (
+            msg.startswith("--vary utilization=") and "traffic.utilization" in msg and says in msg
+        )
 
 
 def test_unknown_gpu_in_a_scenario_is_an_invalid_row(small: Path):

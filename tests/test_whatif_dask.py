@@ -49,7 +49,10 @@ def test_dask_matches_the_process_pool(cluster, small: Path):
 
 def test_dask_failing_scenario_is_a_row(cluster, small: Path):
     res = run_whatif(
-        small, ["utilization=0.05,0.5"], scheduler=cluster.scheduler_address, with_base=False
+        small,
+        ["gpus.0=h100-sxn,a100-pcie-80gb"],
+        scheduler=cluster.scheduler_address,
+        with_base=False,
     )
     assert [r.status for r in res.results] == ["invalid", "optimal"]
 

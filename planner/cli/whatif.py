@@ -303,7 +303,9 @@ def breakeven(
     console = Console(stderr=json_path == "-")
     base = wi.load_base(problem)
     key, lo, hi = wi.parse_bounds(vary)
-    wi.resolve_key(base.data, key)  # a bad path fails before any solve
+    locs = wi.resolve_key(base.data, key)  # a bad path or value fails before any solve
+    for x in (lo, hi):
+        wi.check_value(base, key, locs, x)
     prog, step = _progress(console, None, "solving")
     with prog:
         be = wi.breakeven(
