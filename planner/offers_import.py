@@ -52,11 +52,9 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
 import re
 import statistics
 import subprocess
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -68,6 +66,7 @@ from pydantic import ValidationError
 
 from planner.catalog import CATALOG_DIR, Offer, OfferFile
 from planner.errors import InputError
+from planner.fileio import atomic_write_bytes
 
 PriceStat = Literal["min", "median"]
 
@@ -959,22 +958,28 @@ def dump_offers_yaml(result: ImportResult) -> str:
 
 
 def write_offers_yaml(result: ImportResult, out_path: str | Path) -> Path:
-    """Write ``result`` as an offers file, atomically (temp file in the same folder, then rename)."""
+    """Write ``result`` as an offers file, atomically; an import with no usable offer is an
+    InputError that says why, and writes nothing."""
+    if not result.offers:
+        raise InputError(f"nothing to import: {nothing_usable(result)}; no file written")
     out = Path(out_path)
-    text = dump_offers_yaml(result)
-    if out.is_dir():
-        raise InputError(f"{out}: is a directory, expected an output file path")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(out, dump_offers_yaml(result).encode("utf-8"))
     return out
+
+
+def nothing_usable(result: ImportResult) -> str:
+    """Why an import found no offer: rows read, unknown accelerators, skipped rows by reason.
+
+    >>> nothing_usable(ImportResult(rows_read=3, skipped=Counter({"no price": 3})))
+    '3 rows read; skipped: no price x3'
+    """
+    parts = [f"{result.rows_read} rows read"]
+    if result.unknown:
+        top = ", ".join(f"{k} x{v}" for k, v in result.unknown.most_common(5))
+        parts.append(f"unknown accelerators: {top}")
+    if result.skipped:
+        parts.append("skipped: " + ", ".join(f"{k} x{v}" for k, v in result.skipped.most_common()))
+    return "; ".join(parts)
 
 
 def parse_providers(text: str | None) -> list[str] | None:

@@ -192,3 +192,21 @@ def test_traffic_no_fleet_could_serve_names_the_fields(tmp_path):
     code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel")
     flat = " ".join(out.split())
     assert code == 2 and "workloads.serve[0].traffic" in flat and "1,000,000 GPUs" in flat
+
+
+# ------------------------------------------------------------------ importers
+
+
+def test_import_with_nothing_usable_is_exit_2_and_writes_nothing(tmp_path):
+    root = tmp_path / "v8" / "aws"
+    root.mkdir(parents=True)
+    (root / "vms.csv").write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,SpotPrice\n"
+        "x1.large,TPU-ish,1,4,16,1.0,us-east-1,\n"
+        "m5.large,,,2,8,0.096,us-east-1,0.04\n"
+    )
+    out = tmp_path / "offers.yaml"
+    code, text = run("offers", "import-skypilot", tmp_path / "v8", "-o", out)
+    flat = " ".join(text.split())
+    assert code == 2 and "nothing to import" in flat and "rows read" in flat
+    assert not out.exists()
