@@ -48,5 +48,19 @@ def plan_problem(
             diagnosis = diagnose_infeasible(inputs, solver=solver)
         raise InfeasibleError("infeasible: no plan meets every constraint", diagnosis)
     if not result.has_solution:
-        raise SolverError(f"{result.solver}: {result.status}: {result.message}")
+        raise SolverError(solver_failure(result))
     return extract_plan(m, result)
+
+
+def solver_failure(result: SolveResult) -> str:
+    """What a solver failure is, and what to try: a time limit is not a bug.
+
+    >>> solver_failure(SolveResult("time_limit", None, None, 60.0, "cbc", "no plan in 60 s"))
+    'cbc: no plan in 60 s: raise --time-limit (or solver.time_limit_s), or try --solver highs'
+    """
+    hint = {
+        "time_limit": "raise --time-limit (or solver.time_limit_s), or try --solver highs",
+        "unbounded": "please report it with the problem file",
+        "error": "try the other solver (--solver cbc|highs); if both fail, report it",
+    }.get(result.status, "please report it with the problem file")
+    return f"{result.solver}: {result.message}: {hint}"
