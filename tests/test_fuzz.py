@@ -105,7 +105,7 @@ def _dump(tree: Any) -> str:
 
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -167,7 +167,7 @@ def _tiny_plan() -> dict:
 PLAN = _tiny_plan()
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=60)
 @given(mutations(PLAN))
 def test_plan_mutations_verify_or_fail_cleanly(tree):
     import tempfile
