@@ -97,16 +97,20 @@ def train_candidates(
         for k in TRAIN_COUNTS:
             if gpu.node_gpus > 1 and k > gpu.node_gpus and k % gpu.node_gpus:
                 continue
-            est = estimate_train(model, gpu, k, job.tokens, job.method, calib, seq_len=job.seq_len)
+            est = estimate_train(
+                model, gpu, k, job.tokens, job.method, calib, seq_len=job.seq_len, stack=job.stack
+            )
             if not est.fits:
                 last_reason = est.reason or "does not fit"
                 continue
-            if est.wall_hours > window_hours:
+            hours = planned_wall_hours(est, job)
+            if hours > window_hours:
                 last_reason = (
-                    f"{est.wall_hours:,.0f} h on {k} GPUs > {window_hours:,.0f} h in the window"
+                    f"{hours:,.0f} h on {k} GPUs (P{job.confidence:.0%} of real runs) > "
+                    f"{window_hours:,.0f} h in the window"
                 )
                 continue
-            cand = TrainCandidate(job.name, gid, k, job_wall_hours(est.wall_hours), est)
+            cand = TrainCandidate(job.name, gid, k, hours, est)
             if first is None:
                 first = cand
                 out.append(cand)
@@ -407,6 +411,12 @@ def job_wall_hours(compute_hours: float) -> float:
     (120.0, 0.25)
     """
     return max(compute_hours, MIN_JOB_WALL_HOURS)
+
+
+def planned_wall_hours(est: TrainEstimate, job: TrainJob) -> float:
+    """Wall hours the plan provisions for a job: the ``job.confidence`` quantile of the hours
+    real runs consume (:mod:`planner.physics.realized`), at least ``MIN_JOB_WALL_HOURS``."""
+    return job_wall_hours(est.wall_hours_at(job.confidence))
 
 
 def gpu_of(inputs: Inputs, gid: str) -> GpuSpec:

@@ -208,6 +208,10 @@ class TrainJob(Strict):
     window: Window
     seq_len: int = Field(4096, ge=128, le=1_048_576)
     spot: Spot = Spot()
+    # How real runs of this team compare with benchmarks (planner/physics/realized.py).
+    stack: Annotated[Literal["mature", "typical", "first-run"], CaseInsensitive] = "typical"
+    # Plan the hours of this quantile: the deadline holds with this probability under the model.
+    confidence: float = Field(0.8, gt=0, lt=1)
 
 
 class Traffic(Strict):

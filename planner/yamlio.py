@@ -113,7 +113,9 @@ def parse_yaml_text(text: str, path: Path) -> YamlDoc:
     try:
         node = loader.get_single_node()
         if node is not None and not _depth_ok(node):
-            raise InputError(f"{path}: nested more than {MAX_DEPTH} levels deep; not a planner file")
+            raise InputError(
+                f"{path}: nested more than {MAX_DEPTH} levels deep; not a planner file"
+            )
         data = loader.construct_document(node) if node is not None else None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply to read; not a planner file") from None

@@ -166,6 +166,13 @@ def fake_estimate(hours: float, k: int) -> SimpleNamespace:
         memory_per_gpu_gb=40.0,
         layout=None,
         gpus=k,
+        # A fake job is exactly as long as given: no band, no realized-throughput loss.
+        steady_wall_hours=hours,
+        wall_hours_p10=hours,
+        wall_hours_p90=hours,
+        gpu_hours_p10=hours * k,
+        gpu_hours_p90=hours * k,
+        wall_hours_at=lambda q: hours,
     )
 
 

@@ -81,7 +81,7 @@ def test_every_factor_is_sourced():
 
 
 def test_unknown_key_is_an_input_error(tmp_path):
-    text = CALIBRATION_PATH.read_text().replace("  goodput:", "  goodputt:", 1)
+    text = CALIBRATION_PATH.read_text().replace("  dp_overlap:", "  goodputt:", 1)
     bad = tmp_path / "calibration.yaml"
     bad.write_text(text)
     with pytest.raises(InputError, match="goodputt"):

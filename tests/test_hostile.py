@@ -210,3 +210,29 @@ def test_import_with_nothing_usable_is_exit_2_and_writes_nothing(tmp_path):
     flat = " ".join(text.split())
     assert code == 2 and "nothing to import" in flat and "rows read" in flat
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("stack", "heroic", "'mature', 'typical' or 'first-run'"),
+        ("confidence", 1.0, "less than 1"),
+        ("confidence", 0, "greater than 0"),
+    ],
+)
+def test_training_stack_and_confidence_are_checked(tmp_path, key, value, says):
+    p = _reference_with(tmp_path, _set(("workloads", "train", 0, key), value))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and f"workloads.train[0].{key}" in out and says in " ".join(out.split())
+
+
+def test_calibration_profile_outside_physical_bounds_is_refused(tmp_path):
+    from planner.physics.calibration_values import CALIBRATION_PATH, load_calibration
+
+    text = CALIBRATION_PATH.read_text().replace(
+        "production: {value: 0.731", "production: {value: 7.31"
+    )
+    bad = tmp_path / "calibration.yaml"
+    bad.write_text(text)
+    with pytest.raises(InputError, match="outside 0.05 to 1"):
+        load_calibration(bad)

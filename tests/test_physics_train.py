@@ -7,6 +7,7 @@ import time
 import pytest
 
 from planner.physics.calibration_values import default_calibration
+from planner.physics.realized import goodput
 from planner.physics.train import (
     TrainLayout,
     activation_bytes_per_layer,
@@ -68,8 +69,17 @@ def test_small_model_fits_one_gpu_and_hours_are_consistent():
     e = estimate_train(L7, H100, 8, 1e11)
     assert e.fits and e.reason is None and e.layout is not None
     assert e.gpu_hours == pytest.approx(e.wall_hours * 8)
-    expected = 1e11 / (e.tokens_per_s_per_gpu * 8) / CAL.train.goodput.value / 3600
-    assert e.wall_hours == pytest.approx(expected)
+    steady = 1e11 / (e.tokens_per_s_per_gpu * 8) / 3600
+    assert e.steady_wall_hours == pytest.approx(steady)
+    # Realized: the typical stack's production x goodput on 8 GPUs, and a band around it.
+    prof = CAL.realized.stacks.profile("typical")
+    assert e.wall_hours == pytest.approx(steady / (prof.production * goodput(8, prof)))
+    assert e.wall_hours_p10 < e.wall_hours < e.wall_hours_p90
+    assert e.wall_hours_at(0.8) > e.wall_hours
+    assert estimate_train(L7, H100, 8, 1e11, stack="first-run").wall_hours > e.wall_hours
+    assert (
+        estimate_train(L7, H100, 8, 1e11, stack="mature").steady_wall_hours == e.steady_wall_hours
+    )
     assert 0.25 < e.mfu < 0.6
     assert e.memory_per_gpu_gb <= 80 * CAL.train.usable_memory_fraction.value
     assert set(e.memory) >= {"weights", "gradients", "optimizer", "activations"}

@@ -23,6 +23,7 @@ from rich.table import Table
 from planner.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.errors import ExitCode, InputError
 from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
+from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import PRECISIONS, TP_SIZES, estimate_serve, replica_capacity
 from planner.physics.train import METHODS, derive_model, estimate_train
 from planner.units import parse_count
@@ -126,6 +127,13 @@ def estimate() -> None:
     show_default=True,
     help="training precision (fp8 needs FP8 tensor cores)",
 )
+@click.option(
+    "--stack",
+    type=click.Choice(STACKS, case_sensitive=False),
+    default=DEFAULT_STACK,
+    show_default=True,
+    help="how real runs of this team compare with benchmarks (README: stack profiles)",
+)
 def train_cmd(
     model_id: str | None,
     params: str | None,
@@ -139,6 +147,7 @@ def train_cmd(
     method: str,
     seq_len: int,
     precision: str,
+    stack: str,
 ) -> None:
     """Time, GPU-hours, memory per GPU and the fastest parallel layout of a training job."""
     if gpus < 1:
@@ -149,7 +158,15 @@ def train_cmd(
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     est = estimate_train(
-        model, gpu, gpus, n_tokens, method, _calib(calib_file), seq_len, precision=precision
+        model,
+        gpu,
+        gpus,
+        n_tokens,
+        method,
+        _calib(calib_file),
+        seq_len,
+        precision=precision,
+        stack=stack.lower(),
     )
     out = {
         "model": model.id,
@@ -187,8 +204,11 @@ def _train_table(
     t.add_row("fits", "yes" if est.fits else "NO")
     if est.reason:
         t.add_row("reason", est.reason)
-    t.add_row("wall hours", _fmt(est.wall_hours))
-    t.add_row("GPU-hours", _fmt(est.gpu_hours, 0))
+    t.add_row(f"wall hours (median, {est.stack} stack)", _fmt(est.wall_hours))
+    t.add_row("  P10 - P90", f"{_fmt(est.wall_hours_p10)} - {_fmt(est.wall_hours_p90)}")
+    t.add_row("  benchmark steady state", _fmt(est.steady_wall_hours))
+    t.add_row("GPU-hours (median)", _fmt(est.gpu_hours, 0))
+    t.add_row("  P10 - P90", f"{_fmt(est.gpu_hours_p10, 0)} - {_fmt(est.gpu_hours_p90, 0)}")
     t.add_row("tokens/s per GPU", _fmt(est.tokens_per_s_per_gpu, 0))
     t.add_row("MFU", f"{est.mfu:.1%}")
     if est.layout:

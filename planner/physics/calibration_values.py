@@ -11,12 +11,14 @@ physics module, so the physics never depends on the code that fits and checks th
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from planner.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
+from planner.physics.realized import STACKS, StackProfile
 from planner.yamlio import load_yaml, validate
 
 
@@ -40,7 +42,6 @@ class TrainCalibration(Strict):
     global_batch_tokens: Sourced
     finetune_global_batch_tokens: Sourced
     dp_overlap: Sourced
-    goodput: Sourced
     framework_overhead_gb: Sourced
     usable_memory_fraction: Sourced
 
@@ -74,8 +75,82 @@ class LinkCalibration(Strict):
     pcie_node_gpus: Sourced
 
 
+class _Bounded(Sourced):
+    """A sourced figure whose physical range is checked (set ``_lo`` / ``_hi`` per subclass)."""
+
+    _lo: float = 0.0
+    _hi: float = math.inf
+
+    @model_validator(mode="after")
+    def _in_bounds(self) -> _Bounded:
+        if not self._lo <= self.value <= self._hi:
+            raise ValueError(f"value {self.value:g} is outside {self._lo:g} to {self._hi:g}")
+        return self
+
+
+class _Share(_Bounded):
+    _lo, _hi = 0.05, 1.0  # a stack below 5 % of its benchmark would never ship a model
+
+
+class _Rate(_Bounded):
+    _lo, _hi = 0.0, 1e-2  # one failure per 100 GPU-hours is far beyond any published cluster
+
+
+class _Seconds(_Bounded):
+    _lo, _hi = 0.0, 3600.0
+
+
+class _Hours(_Bounded):
+    _lo, _hi = 0.0, 48.0
+
+
+class _LogSd(_Bounded):
+    _lo, _hi = 0.0, 2.0
+
+
+class StackCalibration(Strict):
+    """One stack profile (see :class:`planner.physics.realized.StackProfile`)."""
+
+    production: _Share
+    failure_rate_per_gpu_hour: _Rate
+    checkpoint_s: _Seconds
+    recovery_h: _Hours
+
+    def profile(self) -> StackProfile:
+        return StackProfile(
+            self.production.value,
+            self.failure_rate_per_gpu_hour.value,
+            self.checkpoint_s.value,
+            self.recovery_h.value,
+        )
+
+
+class StackCalibrations(Strict):
+    """The three stack profiles (fields, not a dict: calibrations are hashable cache keys)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    mature: StackCalibration
+    typical: StackCalibration
+    first_run: StackCalibration = Field(alias="first-run")
+
+    def profile(self, stack: str) -> StackProfile:
+        """The profile named ``stack`` (one of ``planner.physics.realized.STACKS``)."""
+        if stack not in STACKS:
+            raise ValueError(f"stack must be one of {STACKS}, got {stack!r}")
+        return getattr(self, stack.replace("-", "_")).profile()
+
+
+class RealizedCalibration(Strict):
+    """Benchmark steady state -> the hours real runs consume (:mod:`planner.physics.realized`)."""
+
+    log_sd: _LogSd
+    stacks: StackCalibrations
+
+
 class Calibration(Strict):
     train: TrainCalibration
+    realized: RealizedCalibration
     serve: ServeCalibration
     links: LinkCalibration
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from planner.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration, gpu_family
+from planner.physics.realized import DEFAULT_STACK, STACKS, hours_band, quantile_factor
 
 GB = 1e9
 METHODS = ("full", "lora", "qlora")
@@ -37,6 +38,10 @@ class TrainLayout:
 
 @dataclass(frozen=True)
 class TrainEstimate:
+    """A training job on ``gpus`` GPUs. ``wall_hours`` / ``gpu_hours`` are the *median* hours a
+    real run consumes (:mod:`planner.physics.realized`); ``steady_wall_hours`` is the benchmark
+    steady state; the ``_p10`` / ``_p90`` fields bound the run-to-run scatter."""
+
     fits: bool
     reason: str | None
     gpus: int
@@ -47,6 +52,18 @@ class TrainEstimate:
     mfu: float
     layout: TrainLayout | None
     tokens_per_s_per_gpu: float
+    steady_wall_hours: float = math.nan
+    stack: str = "typical"
+    realized_factor: float = math.nan  # production x goodput: realized / steady throughput
+    log_sd: float = 0.0
+    wall_hours_p10: float = math.nan
+    wall_hours_p90: float = math.nan
+    gpu_hours_p10: float = math.nan
+    gpu_hours_p90: float = math.nan
+
+    def wall_hours_at(self, q: float) -> float:
+        """Wall hours at quantile ``q`` of the realized-hours distribution (0.5 = the median)."""
+        return self.wall_hours * quantile_factor(q, self.log_sd)
 
 
 # ----------------------------------------------------------------------------- FLOPs
@@ -437,10 +454,13 @@ def estimate_train(
     *,
     precision: str = "bf16",
     global_batch_tokens: float | None = None,
+    stack: str = DEFAULT_STACK,
 ) -> TrainEstimate:
     """Fastest layout of a training job on ``gpus`` x ``gpu`` and its time, memory and MFU.
 
-    ``wall_hours = tokens / (tokens_per_s_per_gpu x gpus) / goodput / 3600``. Infeasible jobs
+    ``steady_wall_hours = tokens / (tokens_per_s_per_gpu x gpus) / 3600`` (the benchmark steady
+    state); ``wall_hours = steady_wall_hours / (production x goodput)`` for the ``stack`` profile
+    (the median of real runs), with the P10-P90 band from the calibrated scatter. Infeasible jobs
     (nothing fits in memory) return ``fits=False`` with the reason; only programming errors
     (non-positive counts, unknown method) raise ``ValueError``.
 
@@ -451,6 +471,8 @@ def estimate_train(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if stack not in STACKS:
+        raise ValueError(f"stack must be one of {STACKS}, got {stack!r}")
     if precision not in ("bf16", "fp16", "fp8"):
         raise ValueError(f"training precision must be bf16, fp16 or fp8, got {precision!r}")
     if gpus < 1 or tokens <= 0 or seq_len < 1:
@@ -469,19 +491,28 @@ def estimate_train(
     )
     if lay is None or ev is None:
         return _out_of_memory(model, gpu, gpus, method, calib, small_lay, small_ev)
-    seconds = tokens / (ev.tokens_per_s_per_gpu * gpus) / calib.train.goodput.value
-    wall = seconds / 3600.0
+    steady = tokens / (ev.tokens_per_s_per_gpu * gpus) / 3600.0
+    real = calib.realized
+    band = hours_band(steady, gpus, real.stacks.profile(stack), real.log_sd.value)
     return TrainEstimate(
         fits=True,
         reason=None,
         gpus=gpus,
-        wall_hours=wall,
-        gpu_hours=wall * gpus,
+        wall_hours=band.median,
+        gpu_hours=band.median * gpus,
         memory_per_gpu_gb=ev.mem_total,
         memory=dict(ev.memory),
         mfu=ev.mfu,
         layout=lay,
         tokens_per_s_per_gpu=ev.tokens_per_s_per_gpu,
+        steady_wall_hours=steady,
+        stack=stack,
+        realized_factor=steady / band.median,
+        log_sd=band.log_sd,
+        wall_hours_p10=band.p10,
+        wall_hours_p90=band.p90,
+        gpu_hours_p10=band.p10 * gpus,
+        gpu_hours_p90=band.p90 * gpus,
     )
 
 

@@ -336,6 +336,7 @@ class VerifyContext:
             j.tokens,
             j.method,
             seq_len=j.seq_len,
+            stack=j.stack,
         )
         state.a = month_index(self.problem.horizon.start, j.window.start)
         state.b = month_index(self.problem.horizon.start, j.window.deadline)

@@ -10,7 +10,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from planner.candidates import job_wall_hours
+from planner.candidates import planned_wall_hours
 from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
 from planner.plan import FleetMonth, Purchase, WorkloadResult
@@ -336,7 +336,7 @@ def _check_train_job(chk: Checker, ctx: VerifyContext, state: TrainState) -> Non
     chk.check(bool(est.fits), f"training {j.name}: {gpu} x{k} does not fit: {est.reason}")
     for row in state.rows:
         _check_train_row(chk, ctx, state, row)
-    needed = job_wall_hours(est.wall_hours)
+    needed = planned_wall_hours(est, j)
     chk.check(
         state.progress >= needed * (1 - REL) - ABS,
         f"training {j.name}: {state.progress:,.1f} h of progress < {needed:,.1f} h needed on {gpu} x{k}",
