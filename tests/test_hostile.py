@@ -236,3 +236,17 @@ def test_calibration_profile_outside_physical_bounds_is_refused(tmp_path):
     bad.write_text(text)
     with pytest.raises(InputError, match="outside 0.05 to 1"):
         load_calibration(bad)
+
+
+def test_whatif_workbook_never_turns_text_into_formulas(tmp_path):
+    from openpyxl import load_workbook
+
+    from planner.reports.whatif_excel import _put
+
+    wb = __import__("openpyxl").Workbook()
+    ws = wb.active
+    _put(ws, 1, 1, '=HYPERLINK("http://x","y")')
+    out = tmp_path / "w.xlsx"
+    wb.save(out)
+    cell = load_workbook(out).active.cell(1, 1)
+    assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")

@@ -59,7 +59,16 @@ def _text(s: str) -> str:
 
 
 def _put(ws: Worksheet, r: int, c: int, v: Any, fmt: str | None = None, font: Font = _F) -> None:
-    cell = ws.cell(r, c, _text(v) if isinstance(v, str) else _num(v))
+    """Write one cell; a string is always text, never a formula (``=HYPERLINK(...)`` in a
+    scenario message or a varied value stays a string)."""
+    if isinstance(v, str):
+        cell = ws.cell(r, c)
+        cell.value = _text(v)
+        cell.data_type = "s"
+        if cell.value.startswith(("=", "+", "-", "@")):
+            cell.quotePrefix = True
+    else:
+        cell = ws.cell(r, c, _num(v))
     cell.font = font
     if fmt:
         cell.number_format = fmt
