@@ -24,6 +24,7 @@ from planner.demand import (
 )
 from planner.errors import InfeasibleError, InputError
 from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.realized import spot_overhead
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan import Dropped
@@ -417,6 +418,25 @@ def planned_wall_hours(est: TrainEstimate, job: TrainJob) -> float:
     """Wall hours the plan provisions for a job: the ``job.confidence`` quantile of the hours
     real runs consume (:mod:`planner.physics.realized`), at least ``MIN_JOB_WALL_HOURS``."""
     return job_wall_hours(est.wall_hours_at(job.confidence))
+
+
+def spot_overhead_for(
+    job: TrainJob, offer: Offer, gpus: int, calib: Calibration | None = None
+) -> float:
+    """Extra wall hours per hour of progress when ``job`` runs ``gpus`` GPUs on spot ``offer``:
+    the job's own ``spot.overhead`` if set, else the restart model
+    (:func:`planner.physics.realized.spot_overhead`) with the provider's preemption rate, the
+    number of instances the job holds and the job's stack profile."""
+    if job.spot.overhead is not None:
+        return job.spot.overhead
+    real = (calib or default_calibration()).realized
+    instances = -(-gpus // offer.gpus_per_instance)
+    return spot_overhead(
+        instances,
+        real.spot.rate(offer.provider),
+        real.stacks.profile(job.stack),
+        real.spot.reacquire_h.value,
+    )
 
 
 def gpu_of(inputs: Inputs, gid: str) -> GpuSpec:

@@ -21,7 +21,7 @@ from typing import Any
 import pulp
 
 from planner import __version__
-from planner.candidates import Candidates, ServeCandidate, rental_gpus
+from planner.candidates import Candidates, ServeCandidate, rental_gpus, spot_overhead_for
 from planner.catalog import GpuSpec, Sourced, SourcedRange
 from planner.demand import HOURS_PER_MONTH, LoadSlice
 from planner.model import PlannerModel, power_coefficients
@@ -306,7 +306,8 @@ def _place_rented_training(
         if left <= EPS:
             continue
         o = cands.offers[oid]
-        factor = 1.0 / (1.0 + job_spec.spot.overhead) if o.kind == "spot" else 1.0
+        ovh = spot_overhead_for(job_spec, o, c.gpus) if o.kind == "spot" else 0.0
+        factor = 1.0 / (1.0 + ovh)
         out.wall[job] += left
         for t in window:
             if left <= EPS:

@@ -97,10 +97,11 @@ from planner.candidates import (
     TrainCandidate,
     rental_gpus,
     serve_rental_pairs,
+    spot_overhead_for,
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
-from planner.problem import Inputs
+from planner.problem import Inputs, TrainJob
 
 LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -193,9 +194,8 @@ class PlannerModel:
         self.prob.addConstraint(pulp.LpConstraint(e, sense, name, rhs), name)
 
 
-def _spot_overhead(inputs: Inputs, job: str) -> tuple[float, float, bool]:
-    j = next(x for x in inputs.problem.workloads.train if x.name == job)
-    return j.spot.overhead, j.spot.max_share, j.spot.allowed
+def _job(inputs: Inputs, job: str) -> TrainJob:
+    return next(x for x in inputs.problem.workloads.train if x.name == job)
 
 
 def train_offers(m: PlannerModel, c: TrainCandidate) -> list[Offer]:
@@ -209,7 +209,8 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[Offer]:
     rentals have no availability cap in the model, and an offer of the same kind differs only
     in its price per wall hour ``p_o ceil(k/u_o) u_o``, so a dearer one is never chosen.
     """
-    ovh, share, allowed = _spot_overhead(m.inputs, c.job)
+    job = _job(m.inputs, c.job)
+    share, allowed = job.spot.max_share, job.spot.allowed
     best: dict[str, tuple[float, str, Offer]] = {}
     for o in m.cands.offers.values():
         if (
@@ -219,7 +220,9 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[Offer]:
             and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
             and (o.kind != "spot" or (allowed and share > 0))
         ):
-            key = (o.usd_per_gpu_hour * rental_gpus(c.gpus, o), o.id, o)
+            # Per hour of progress: spot pays its restart overhead too.
+            ovh = spot_overhead_for(job, o, c.gpus) if o.kind == "spot" else 0.0
+            key = (o.usd_per_gpu_hour * rental_gpus(c.gpus, o) * (1 + ovh), o.id, o)
             if o.kind not in best or key[:2] < best[o.kind][:2]:
                 best[o.kind] = key
     return [v[2] for _, v in sorted(best.items())]
@@ -354,7 +357,8 @@ def add_training_constraints(m: PlannerModel) -> None:
     slices = m.cands.slices
     months = m.cands.months
     for job, cands in m.cands.train.items():
-        ovh, share, _ = _spot_overhead(m.inputs, job)
+        spec = _job(m.inputs, job)
+        share = spec.spot.max_share
         if not cands:
             continue
         ys = []
@@ -390,6 +394,7 @@ def add_training_constraints(m: PlannerModel) -> None:
                 m.r[(job, c.key, o.id)] = r
                 rented.append((r, 1.0))
                 if o.kind == "spot":
+                    ovh = spot_overhead_for(spec, o, c.gpus)
                     progress.append((r, 1.0 / (1.0 + ovh)))
                     spot_progress.append((r, 1.0 / (1.0 + ovh)))
                 else:

@@ -189,13 +189,16 @@ class Window(Strict):
 
 
 class Spot(Strict):
-    allowed: bool = True
+    """Spot capacity for a training job: off unless asked for (defaults are safe)."""
+
+    allowed: bool = False
     max_share: float = Field(0.5, ge=0, le=1, description="largest share of the job's work on spot")
-    overhead: float = Field(
-        0.15,
+    overhead: float | None = Field(
+        None,
         ge=0,
         le=2,
-        description="extra hours for checkpoint/restart per hour of spot progress",
+        description="extra hours per hour of spot progress; default: from the provider's "
+        "preemption rate and the job's stack (planner/physics/realized.py)",
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from planner.api import plan_problem
-from planner.candidates import build_candidates
+from planner.candidates import build_candidates, spot_overhead_for
 from planner.plan import Plan
 from planner.problem import Inputs, load_problem
 from planner.verify import verify_plan
@@ -114,7 +114,7 @@ def test_reference_case_regression():
         else:
             upper_c = float("inf")
         eff = [
-            o.usd_per_gpu_hour * (1 + job.spot.overhead if o.kind == "spot" else 1.0)
+            o.usd_per_gpu_hour * (1 + spot_overhead_for(job, o, c.gpus) if o.kind == "spot" else 1.0)
             for o in train_offers_for(c, cands.offers.values(), job)
         ]
         own = c.gpus * inputs.gpus[c.gpu].unit_capex_usd

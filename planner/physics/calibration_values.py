@@ -141,11 +141,33 @@ class StackCalibrations(Strict):
         return getattr(self, stack.replace("-", "_")).profile()
 
 
+class ProviderRate(_Rate):
+    """A provider's spot preemption rate per instance-hour."""
+
+    provider: str
+
+
+class SpotCalibration(Strict):
+    """Spot preemptions as failures with a known rate (:func:`realized.spot_overhead`)."""
+
+    preemptions_per_instance_hour: _Rate  # where a provider publishes nothing
+    providers: tuple[ProviderRate, ...] = ()
+    reacquire_h: _Hours  # waiting for spot capacity to come back after a preemption
+
+    def rate(self, provider: str) -> float:
+        """The provider's published rate, else the default."""
+        for p in self.providers:
+            if p.provider == provider:
+                return p.value
+        return self.preemptions_per_instance_hour.value
+
+
 class RealizedCalibration(Strict):
     """Benchmark steady state -> the hours real runs consume (:mod:`planner.physics.realized`)."""
 
     log_sd: _LogSd
     stacks: StackCalibrations
+    spot: SpotCalibration
 
 
 class Calibration(Strict):

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.candidates import spot_overhead_for
 from planner.catalog import Offer
 from planner.demand import (
     HOURS_PER_MONTH,
@@ -370,7 +371,7 @@ class VerifyContext:
             return row
         row.paid = -(-k // o.gpus_per_instance) * o.gpus_per_instance
         if o.kind == "spot":
-            row.progress = al.wall_hours / (1 + state.job.spot.overhead)
+            row.progress = al.wall_hours / (1 + spot_overhead_for(state.job, o, k))
             state.spot += row.progress
         else:
             row.progress = al.wall_hours
