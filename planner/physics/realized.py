@@ -135,7 +135,7 @@ def spot_overhead(instances: int, preemptions_per_instance_hour: float, profile:
 
     >>> p = StackProfile(0.73, 4e-5, 150.0, 0.5)
     >>> round(spot_overhead(12, 2.7e-4, p, 1.0), 3)   # 96 GPUs on 8-GPU spot instances
-    0.048
+    0.022
     >>> spot_overhead(1, 0.0, p, 1.0)
     0.0
     """
