@@ -40,7 +40,7 @@ from planner.yamlio import (
     validate,
 )
 
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only; fullmatch: no trailing text
 
 
 def parse_month(text: str) -> tuple[int, int]:
@@ -49,9 +49,11 @@ def parse_month(text: str) -> tuple[int, int]:
     >>> parse_month("2027-04")
     (2027, 4)
     """
-    m = _MONTH.match(str(text))
-    if not m or not 1 <= int(m.group(2)) <= 12:
-        raise ValueError(f"expected a month as YYYY-MM (e.g. 2027-01), got {text!r}")
+    m = _MONTH.fullmatch(str(text))
+    if not m or not 1 <= int(m.group(2)) <= 12 or not 1900 <= int(m.group(1)) <= 2200:
+        raise ValueError(
+            f"expected a month as YYYY-MM (e.g. 2027-01, years 1900-2200), got {text!r}"
+        )
     return int(m.group(1)), int(m.group(2))
 
 
@@ -466,8 +468,10 @@ def _read_offer_files(
             )
             continue
         files.append(str(path))
-        for oid, o in load_offers(path, all_gpus).items():
-            offers[oid] = o
+        try:
+            offers.update(load_offers(path, all_gpus))
+        except InputError as exc:  # say which entry of the problem named the bad file
+            errors.add(("offers", "files", i), f"offers file {name!r}: {exc}")
     return offers, files
 
 

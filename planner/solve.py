@@ -183,13 +183,28 @@ def _reap(pid: int, wait_s: float = 2.0) -> None:
     os.waitpid(pid, 0)
 
 
+def _cbc_tmp_base() -> str:
+    """A temporary folder whose path CBC can take: PuLP passes CBC its file names on a command
+    line split at whitespace, so a ``TMPDIR`` with a space would break every solve."""
+    base = tempfile.gettempdir()
+    if not any(ch.isspace() for ch in base):
+        return base
+    for alt in ("/tmp", "/var/tmp"):
+        if os.path.isdir(alt) and os.access(alt, os.W_OK):
+            return alt
+    raise SolverError(
+        f"the temporary folder {base!r} has a space, which CBC cannot take; set TMPDIR to a "
+        "folder without spaces or use --solver highs"
+    )
+
+
 def _solve_cbc(m: PlannerModel, time_limit: float, gap: float, threads: int) -> str:
     """Run CBC on ``m`` in a private temporary directory; returns CBC's log.
 
     The model, solution and log files live in that directory and go with it whatever happens;
     on an interrupt (Ctrl-C, SIGTERM) the CBC process is ended too.
     """
-    with tempfile.TemporaryDirectory(prefix="planner_cbc_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="planner_cbc_", dir=_cbc_tmp_base()) as tmp:
         log_path = Path(tmp) / "cbc.log"
         cmd = pulp.PULP_CBC_CMD(
             msg=False,

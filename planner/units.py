@@ -84,9 +84,13 @@ def _numeric(annotation: Any) -> bool:
 
 def no_bool_for_number(cls: Any, value: Any, info: Any) -> Any:
     """Pydantic ``field_validator("*", mode="before")``: YAML's ``true``/``yes`` is not a number
-    (pydantic would read it as 1 and plan with a $1 budget)."""
-    if isinstance(value, bool):
-        field = cls.model_fields.get(info.field_name)
-        if field is not None and _numeric(field.annotation):
-            raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    (pydantic would read it as 1 and plan with a $1 budget), and a number is not a flag."""
+    field = cls.model_fields.get(info.field_name)
+    if field is None:
+        return value
+    if isinstance(value, bool) and _numeric(field.annotation):
+        raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    if field.annotation is bool and not isinstance(value, bool):
+        # pydantic would read 1, "yes" or "on" as true: a flag is written true or false
+        raise ValueError("expected true or false")
     return value

@@ -109,7 +109,10 @@ def _index_lines(
 
 def parse_yaml_text(text: str, path: Path) -> YamlDoc:
     """Parse YAML text safely (no Python tags); errors become an InputError with the line."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses NUL and control characters here
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not a YAML text file: {exc}".replace("\n", " ")) from None
     try:
         node = loader.get_single_node()
         if node is not None and not _depth_ok(node):
@@ -119,6 +122,8 @@ def parse_yaml_text(text: str, path: Path) -> YamlDoc:
         data = loader.construct_document(node) if node is not None else None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply to read; not a planner file") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. `!!int abc`, `!!timestamp x`
+        raise InputError(f"{path}: YAML value error: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

@@ -250,3 +250,60 @@ def test_whatif_workbook_never_turns_text_into_formulas(tmp_path):
     wb.save(out)
     cell = load_workbook(out).active.cell(1, 1)
     assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
+
+
+# ------------------------------------------------------------------ findings of the independent sweep
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('name: "a\x00b"\n', "not a YAML text file"),
+        ('name: "a\x07b"\n', "not a YAML text file"),
+        ("name: !!int abc\n", "YAML value error"),
+    ],
+)
+def test_yaml_text_the_reader_refuses_is_bad_input(tmp_path, text, says):
+    p = tmp_path / "p.yaml"
+    p.write_bytes(text.encode("utf-8"))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and says in out
+
+
+@pytest.mark.parametrize("month", ["२०२७-०१", "2027-01\n", "0000-01", "2027-1"])
+def test_months_are_ascii_yyyy_mm_in_range(tmp_path, month):
+    code, out = run(
+        "solve", _reference_with(tmp_path, _set(("horizon", "start"), month)), "--no-excel"
+    )
+    assert code == 2 and "YYYY-MM" in out
+
+
+def test_markup_in_names_is_printed_as_text(tmp_path):
+    def edit(d):
+        d["name"] = "x [/bold] y [red]z"
+        d["workloads"]["serve"][0]["name"] = "[/red]chat"
+
+    code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel")
+    assert code == 0 and "x [/bold] y [red]z" in out and "[/red]chat" in out
+
+
+def test_a_flag_is_true_or_false(tmp_path):
+    p = _reference_with(tmp_path, _set(("site", "consumer_gpus_allowed"), 1))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and "true or false" in out
+
+
+def test_a_bad_offers_file_names_the_problem_entry(tmp_path):
+    p = _reference_with(tmp_path, lambda d: d.update(offers={"files": ["/dev/zero"]}))
+    code, out = run("solve", p, "--no-excel")
+    flat = " ".join(out.split())
+    assert code == 2 and "offers.files[0]" in flat and "not a regular file" in flat
+
+
+def test_cbc_works_with_a_space_in_tmpdir(tmp_path, monkeypatch):
+    import tempfile
+
+    spaced = tmp_path / "with space"
+    spaced.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spaced))
+    assert run("solve", LAB, "--no-excel")[0] == 0

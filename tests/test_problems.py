@@ -114,7 +114,8 @@ def test_reference_case_regression():
         else:
             upper_c = float("inf")
         eff = [
-            o.usd_per_gpu_hour * (1 + spot_overhead_for(job, o, c.gpus) if o.kind == "spot" else 1.0)
+            o.usd_per_gpu_hour
+            * (1 + spot_overhead_for(job, o, c.gpus) if o.kind == "spot" else 1.0)
             for o in train_offers_for(c, cands.offers.values(), job)
         ]
         own = c.gpus * inputs.gpus[c.gpu].unit_capex_usd

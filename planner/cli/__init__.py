@@ -78,10 +78,12 @@ class PlannerGroup(click.Group):
         except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
             if os.environ.get("PLANNER_DEBUG"):
                 raise
+            err_console.print("[red]internal error:[/red] ", end="")
             err_console.print(
-                f"[red]internal error:[/red] {type(exc).__name__}: {exc}\n"
-                "  (a bug in the planner; rerun with PLANNER_DEBUG=1 for the traceback and report it)",
+                f"{type(exc).__name__}: {exc}\n  (a bug in the planner; rerun with "
+                "PLANNER_DEBUG=1 for the traceback and report it)",
                 highlight=False,
+                markup=False,
             )
             sys.exit(int(ExitCode.UNEXPECTED))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -93,7 +94,7 @@ def fit_table(
 def _header_line(plan: Plan) -> str:
     gap = "-" if plan.gap is None else f"{plan.gap:.3%}"
     return (
-        f"[bold]{plan.problem_name}[/bold]\nstatus [bold]{plan.status}[/bold], gap {gap}, "
+        f"[bold]{escape(plan.problem_name)}[/bold]\nstatus [bold]{plan.status}[/bold], gap {gap}, "
         f"solve {plan.solve_seconds:.1f} s ({plan.solver})"
     )
 
@@ -111,7 +112,8 @@ def buy_table(plan: Plan, console: Console, wide: bool) -> Table:
     cols = [Col("month"), Col("gpu"), Col("count", True), Col("unit (GPU + server)", True, 1)]
     cols.append(Col("total", True))
     rows = [
-        [p.month, p.gpu, str(p.count), usd(p.unit_usd), usd(p.total_usd)] for p in plan.purchases
+        [p.month, escape(p.gpu), str(p.count), usd(p.unit_usd), usd(p.total_usd)]
+        for p in plan.purchases
     ]
     return fit_table(console, "Buy", cols, rows, wide)
 
@@ -125,7 +127,15 @@ def rent_rows(plan: Plan) -> list[list[str]]:
         a[0] += r.gpu_hours
         a[1] += r.usd
     return [
-        [w, prov, gpu, kind.replace("_", "-"), f"{rate:.2f}", f"{h:,.0f}", usd(u)]
+        [
+            escape(w),
+            escape(prov),
+            escape(gpu),
+            kind.replace("_", "-"),
+            f"{rate:.2f}",
+            f"{h:,.0f}",
+            usd(u),
+        ]
         for (w, prov, gpu, kind, rate), (h, u) in sorted(agg.items())
     ]
 
@@ -160,9 +170,9 @@ def workload_table(plan: Plan, console: Console, wide: bool) -> Table:
     cols += [Col("predicted / target"), Col("met"), Col("cost", True), Col("share", True, 1)]
     rows = [
         [
-            w.name,
+            escape(w.name),
             w.kind,
-            "\n".join(w.gpu),
+            escape("\n".join(w.gpu)),
             str(w.gpus),
             target_text(w),
             "[green]yes[/green]" if w.meets_target else "[red]NO[/red]",
