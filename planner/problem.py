@@ -478,8 +478,17 @@ def _read_offer_files(
 def _add_inline_offers(
     problem: Problem, all_gpus: dict[str, GpuSpec], offers: dict[str, Offer], errors: _Errors
 ) -> None:
-    """Add ``offers.extra`` to ``offers``; an inline offer replaces a file's offer of its id."""
+    """Add ``offers.extra`` to ``offers``; an inline offer replaces a file's offer of its id
+    (that is what inline offers are for), but two inline offers may not share an id."""
+    seen: dict[str, int] = {}
     for i, o in enumerate(problem.offers.extra):
+        if o.id in seen:
+            errors.add(
+                ("offers", "extra", i, "id"),
+                f"offer id {o.id!r} is also offers.extra[{seen[o.id]}]; ids must be unique",
+            )
+            continue
+        seen[o.id] = i
         if o.gpu not in all_gpus:
             errors.add(
                 ("offers", "extra", i, "gpu"),

@@ -307,3 +307,11 @@ def test_cbc_works_with_a_space_in_tmpdir(tmp_path, monkeypatch):
     spaced.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spaced))
     assert run("solve", LAB, "--no-excel")[0] == 0
+
+
+def test_two_inline_offers_may_not_share_an_id(tmp_path):
+    offer = {"id": "x-od", "provider": "x", "gpu": "h100-sxm", "kind": "on_demand",
+             "usd_per_gpu_hour": 2.0, "source": "t", "as_of": "2026-11"}  # fmt: skip
+    p = _reference_with(tmp_path, lambda d: d.update(offers={"extra": [offer, dict(offer)]}))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and "offers.extra[1].id" in out and "unique" in out
