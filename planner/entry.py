@@ -6,6 +6,7 @@ interrupt at any moment, start-up included, prints one line and exits 130 (SIGTE
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 
@@ -17,11 +18,17 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    _tolerant_streams()
     try:
         signal.signal(signal.SIGTERM, _terminate)
         from planner.cli import run
 
         code = run()
+    except BrokenPipeError:  # `planner ... | head`: the reader left; say nothing more
+        from planner.fileio import silence_stdout
+
+        silence_stdout()
+        code = 141  # 128 + SIGPIPE, as a shell reports it
     except KeyboardInterrupt:
         code = _interrupted("interrupted (Ctrl-C)", 130)
     except BaseException as exc:
@@ -38,3 +45,11 @@ def _interrupted(what: str, code: int) -> int:
     except (OSError, ValueError):
         pass
     return code
+
+
+def _tolerant_streams() -> None:
+    """Print under any locale: a character the terminal cannot encode becomes an escape
+    (``\\u2500``), never a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

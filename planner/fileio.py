@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -67,16 +68,39 @@ def output_target(path: str | Path) -> Path:
     >>> output_target("outputs/x.json").name
     'x.json'
     """
-    p = Path(path)
+    try:
+        return _output_target(Path(path))
+    except OSError as exc:  # a name too long, a loop the OS refuses to follow, ...
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _output_target(p: Path) -> Path:
+    path = p
     if p.is_symlink():
         p = Path(os.path.realpath(p))
+        if p.is_symlink():  # realpath stops on a loop
+            raise OutputError(f"cannot write {path}: a symlink loop")
     if p.exists():
         mode = p.stat().st_mode
         if stat.S_ISDIR(mode):
             raise OutputError(f"cannot write {path}: it is a directory")
         if not stat.S_ISREG(mode):
             raise OutputError(f"cannot write {path}: not a regular file (a device, FIFO or socket)")
+    for parent in p.parents:  # the first existing ancestor must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"cannot write {path}: {parent} is a file, not a folder")
+            break
     return p
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same file (symlinks followed; missing files by path).
+
+    >>> same_file("outputs/x.json", "outputs/../outputs/x.json")
+    True
+    """
+    return Path(os.path.realpath(a)) == Path(os.path.realpath(b))
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -101,3 +125,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

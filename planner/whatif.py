@@ -725,7 +725,7 @@ def _run_dask(
         ) from None
     try:
         client = Client(address, timeout="20s")
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a malformed address
         raise InputError(
             f"--scheduler {address}: cannot connect to the Dask scheduler: {exc}"
         ) from None

@@ -315,3 +315,60 @@ def test_two_inline_offers_may_not_share_an_id(tmp_path):
     p = _reference_with(tmp_path, lambda d: d.update(offers={"extra": [offer, dict(offer)]}))
     code, out = run("solve", p, "--no-excel")
     assert code == 2 and "offers.extra[1].id" in out and "unique" in out
+
+
+def test_outputs_that_are_inputs_loops_or_under_files_are_refused(tmp_path):
+    prob = tmp_path / "p.yaml"
+    prob.write_text(LAB.read_text())
+    loop = tmp_path / "loop.json"
+    loop.symlink_to("loop.json")
+    cases = [
+        (["--no-excel", "--json", prob], "problem file itself"),
+        (["-o", tmp_path / "x.out", "--json", tmp_path / "x.out"], "two files"),
+        (["--no-excel", "--json", loop], "symlink loop"),
+        (["--no-excel", "--json", prob / "x.json"], "is a file, not a folder"),
+        (["--no-excel", "--json", tmp_path / ("x" * 300 + ".json")], "too long"),
+    ]
+    for args, says in cases:
+        code, out = run("solve", prob, *args)
+        assert code == 2 and says in " ".join(out.split()), (args, out)
+    assert prob.read_text() == LAB.read_text() and loop.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["loop.json", "p.yaml"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--params", "1e30"],
+        ["--params", "1"],
+        ["--params", "7e9", "--tokens", "1e40"],
+        ["--params", "7e9", "--gpus", "99999999999999999999"],
+        ["--params", "7e9", "--seq-len", "1"],
+    ],
+)
+def test_estimate_refuses_numbers_outside_the_world(args):
+    base = {"--params": "7e9", "--tokens": "1e9", "--gpus": "8", "--seq-len": "4096"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    flat = [x for kv in base.items() for x in kv]
+    assert run("estimate", "train", "--gpu", "h100-sxm", *flat)[0] == 2
+
+
+def test_breakeven_scan_and_scheduler_are_checked():
+    assert run("breakeven", LAB, "--vary", "utilization=0.3:0.6", "--scan", "10000")[0] == 2
+    code, out = run("whatif", LAB, "--vary", "utilization=0.4", "--scheduler", "not-an-address")
+    assert code == 2 and "--scheduler" in out
+
+
+def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
+    import subprocess
+    import sys
+
+    entry = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+    args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel"]
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert r.returncode == 2 and "No space left" in r.stderr
+    env = dict(os.environ, LC_ALL="C", PYTHONIOENCODING="ascii")
+    r = subprocess.run(args, capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr

@@ -8,6 +8,7 @@ click group and maps every :class:`~planner.errors.PlannerError` to its exit cod
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -75,9 +76,17 @@ class PlannerGroup(click.Group):
             sys.exit(int(ExitCode.TERMINATED))
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
+        except BrokenPipeError:  # `planner ... | head`: the reader left; exit as a shell would
+            from planner.fileio import silence_stdout
+
+            silence_stdout()
+            sys.exit(141)
         except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
             if os.environ.get("PLANNER_DEBUG"):
                 raise
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                err_console.print(f"error: cannot write the output: {exc.strerror}", markup=False)
+                sys.exit(int(ExitCode.BAD_INPUT))
             err_console.print("[red]internal error:[/red] ", end="")
             err_console.print(
                 f"{type(exc).__name__}: {exc}\n  (a bug in the planner; rerun with "

@@ -33,7 +33,10 @@ def _pick_model(model_id: str | None, params: str | None, models_file: Path | No
     if (model_id is None) == (params is None):
         raise InputError("give exactly one of --model ID or --params N")
     if params is not None:
-        return derive_model(parse_count(params, "--params"))
+        n = parse_count(params, "--params")
+        if not 1e6 < n <= 1e14:
+            raise InputError(f"--params: between 1e6 and 1e14 parameters, got {params}")
+        return derive_model(n)
     models = load_models(models_file or CATALOG_DIR / "models.yaml")
     if model_id not in models:
         from planner.yamlio import did_you_mean
@@ -81,7 +84,14 @@ def _common(f):
         click.option(
             "--gpu", "gpu_id", required=True, metavar="ID", help="GPU id from the catalog"
         ),
-        click.option("--gpus", "gpus", required=True, type=int, metavar="K", help="number of GPUs"),
+        click.option(
+            "--gpus",
+            "gpus",
+            required=True,
+            type=click.IntRange(1, 1_000_000),
+            metavar="K",
+            help="number of GPUs",
+        ),
         click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table"),
         click.option(
             "--gpus-file",
@@ -119,7 +129,7 @@ def estimate() -> None:
 @click.option(
     "--method", type=click.Choice(METHODS, case_sensitive=False), default="full", show_default=True
 )
-@click.option("--seq-len", type=int, default=4096, show_default=True)
+@click.option("--seq-len", type=click.IntRange(128, 1_048_576), default=4096, show_default=True)
 @click.option(
     "--precision",
     type=click.Choice(["bf16", "fp8"], case_sensitive=False),
@@ -155,6 +165,10 @@ def train_cmd(
     if seq_len < 1:
         raise InputError(f"--seq-len must be at least 1, got {seq_len}")
     n_tokens = parse_count(tokens, "--tokens")
+    if n_tokens > 1e15:
+        raise InputError(
+            f"--tokens: at most 1e15 (the largest published runs used ~1.5e13), got {tokens}"
+        )
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     est = estimate_train(
@@ -233,8 +247,20 @@ def _train_table(
     default="bf16",
     show_default=True,
 )
-@click.option("--prompt", type=int, required=True, metavar="N", help="prompt tokens per request")
-@click.option("--output", type=int, required=True, metavar="N", help="output tokens per request")
+@click.option(
+    "--prompt",
+    type=click.IntRange(1, 1_000_000),
+    required=True,
+    metavar="N",
+    help="prompt tokens per request",
+)
+@click.option(
+    "--output",
+    type=click.IntRange(1, 1_000_000),
+    required=True,
+    metavar="N",
+    help="output tokens per request",
+)
 @click.option(
     "--batch", type=int, default=None, help="concurrent requests (default: most that fit)"
 )

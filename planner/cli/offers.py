@@ -15,6 +15,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.errors import OutputError
+from planner.fileio import same_file
 from planner.offers_import import (
     ImportResult,
     parse_providers,
@@ -100,6 +102,8 @@ def import_skypilot(
 )
 def import_aggregate(csv_path: Path, price: str, output: Path) -> None:
     """Import the aggregate rental-price CSV (format of catalogs/sources/gpu_rental_offers.csv)."""
+    if same_file(csv_path, output):
+        raise OutputError(f"cannot write {output}: it is the CSV being imported")
     result = read_aggregate_csv(csv_path, price=price)  # type: ignore[arg-type]
     result.generator = _invocation(
         ["import-aggregate", str(csv_path), "--price", price, "-o", str(output)]

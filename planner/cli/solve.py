@@ -37,7 +37,6 @@ def solve(
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON)."""
     from planner.api import plan_problem
     from planner.errors import VerificationError
-    from planner.fileio import output_target
     from planner.plan import write_json
     from planner.problem import load_problem
     from planner.reports.terminal import print_summary
@@ -45,9 +44,7 @@ def solve(
 
     inputs = load_problem(problem)
     xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
-    for target in (xlsx, json_path if json_path != "-" else None):
-        if target is not None:
-            output_target(target)  # a directory or device fails now, not after the solve
+    check_outputs(problem, xlsx, json_path if json_path != "-" else None)
     plan = plan_problem(inputs, solver=solver, time_limit=time_limit, gap=gap)
     violations = verify_plan(inputs, plan)
     if violations:
@@ -70,3 +67,17 @@ def solve(
         out.print(line, highlight=False)
     if json_path == "-":
         click.echo(plan.to_json())
+
+
+def check_outputs(problem: Path, *outputs: Path | str | None) -> None:
+    """Before any solve: every output is writable, none is the problem file, none another."""
+    from planner.errors import OutputError
+    from planner.fileio import output_target, same_file
+
+    given = [Path(o) for o in outputs if o is not None]
+    for i, out in enumerate(given):
+        output_target(out)  # a directory, device or symlink loop fails now, not after the solve
+        if same_file(out, problem):
+            raise OutputError(f"cannot write {out}: it is the problem file itself")
+        if any(same_file(out, other) for other in given[:i]):
+            raise OutputError(f"cannot write {out}: the workbook and the JSON need two files")

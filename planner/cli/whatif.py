@@ -270,7 +270,7 @@ def _side_by_side(be) -> Table:
 )
 @click.option(
     "--scan",
-    type=click.IntRange(min=2),
+    type=click.IntRange(min=2, max=200),
     default=5,
     show_default=True,
     help="evenly spaced values solved before bisecting",
