@@ -11,16 +11,18 @@ import signal
 import sys
 
 
-def _terminate(signum: int, frame: object) -> None:
+def terminate(signum: int, frame: object) -> None:
+    """Signal handler: raise, so ``finally`` blocks run (solver ended, files removed)."""
     from planner.errors import Terminated
 
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def main() -> None:
     _tolerant_streams()
     try:
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGHUP, terminate)
         from planner.cli import run
 
         code = run()
@@ -34,7 +36,8 @@ def main() -> None:
     except BaseException as exc:
         if type(exc).__name__ != "Terminated":
             raise
-        code = _interrupted("terminated (SIGTERM)", 143)
+        signum = exc.args[0] if exc.args else signal.SIGTERM
+        code = _interrupted(f"terminated ({signal.Signals(signum).name})", 128 + signum)
     sys.exit(code)
 
 

@@ -669,6 +669,17 @@ def make_tasks(
 Progress = Callable[[ScenarioResult], None]
 
 
+def worker_signals() -> None:
+    """In a sweep worker, SIGTERM and SIGHUP raise like in the main process, so a solve in
+    progress ends its CBC process and removes its temporary files before the worker goes."""
+    import signal
+
+    from planner.entry import terminate
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, terminate)
+
+
 def _run_local(
     tasks: Sequence[Task], workers: int, progress: Progress | None
 ) -> list[ScenarioResult]:
@@ -689,7 +700,9 @@ def _run_local(
     if "forkserver" in methods:
         ctx.set_forkserver_preload(["planner.whatif", "planner.api", "pulp"])
     results: dict[int, ScenarioResult] = {}
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=worker_signals
+    )
     try:
         futs = {pool.submit(run_task, t): t for t in tasks}
         for fut in as_completed(futs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import signal
 import sys
 
 import click
@@ -69,11 +70,13 @@ class PlannerGroup(click.Group):
                 "interrupted (Ctrl-C): stopped; nothing half-written", highlight=False
             )
             sys.exit(int(ExitCode.INTERRUPTED))
-        except Terminated:
+        except Terminated as exc:
+            signum = exc.args[0] if exc.args else signal.SIGTERM
             err_console.print(
-                "terminated (SIGTERM): stopped; nothing half-written", highlight=False
+                f"terminated ({signal.Signals(signum).name}): stopped; nothing half-written",
+                highlight=False,
             )
-            sys.exit(int(ExitCode.TERMINATED))
+            sys.exit(128 + int(signum))
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BrokenPipeError:  # `planner ... | head`: the reader left; exit as a shell would
