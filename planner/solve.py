@@ -6,8 +6,10 @@ import contextlib
 import os
 import re
 import signal
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +48,30 @@ def _cbc_gap(log: str, objective: float | None) -> float | None:
     return 0.0 if objective is not None and "Optimal solution found" in log else None
 
 
+@contextlib.contextmanager
+def _quiet_stdout_fd() -> Iterator[None]:
+    """Silence file descriptor 1 (C++ writes to it directly; ``sys.stdout`` cannot catch it)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 class _BulkHiGHS(pulp.HiGHS):
     """PuLP's HiGHS interface, with the model passed in one call (``passModel``) instead of a
     column and a row at a time: ~10x faster to hand over a 100k-variable model."""
+
+    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        # HiGHS prints its banner on stdout when created, before output_flag can be set:
+        # with `--json -` that banner would corrupt the JSON.
+        with _quiet_stdout_fd():
+            super().createAndConfigureSolver(lp)
 
     def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
         import highspy
@@ -143,7 +166,9 @@ def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
     if sol == pulp.LpSolutionIntegerFeasible:
         return "feasible"
     if sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
-        return "infeasible"
+        # A proof of infeasibility comes fast; one reported at the clock's end is CBC giving up
+        # without a plan, which is a time limit, not a diagnosis.
+        return "time_limit" if elapsed >= 0.9 * limit else "infeasible"
     if sol == pulp.LpSolutionUnbounded or prob.status == pulp.LpStatusUnbounded:
         return "unbounded"
     if elapsed >= 0.95 * limit:
@@ -198,6 +223,9 @@ def _cbc_tmp_base() -> str:
     )
 
 
+_TIME_LIMIT_NO_PLAN = "\x00time limit, no solution file"
+
+
 def _solve_cbc(m: PlannerModel, time_limit: float, gap: float, threads: int) -> str:
     """Run CBC on ``m`` in a private temporary directory; returns CBC's log.
 
@@ -215,9 +243,12 @@ def _solve_cbc(m: PlannerModel, time_limit: float, gap: float, threads: int) -> 
             warmStart=rental_start(m),
         )
         cmd.tmpDir = tmp
+        start = time.perf_counter()
         try:
             m.prob.solve(cmd)
         except pulp.PulpSolverError as exc:
+            if time.perf_counter() - start >= 0.9 * time_limit:
+                return _TIME_LIMIT_NO_PLAN  # CBC stopped by its clock before any solution
             raise SolverError(f"CBC failed: {exc}") from None
         except BaseException:
             _stop_cbc()
@@ -248,7 +279,7 @@ def solve_model(
         except pulp.PulpSolverError as exc:
             raise SolverError(f"HiGHS failed: {exc}") from None
     elapsed = time.perf_counter() - start
-    status = _status(m.prob, elapsed, time_limit)
+    status = "time_limit" if log == _TIME_LIMIT_NO_PLAN else _status(m.prob, elapsed, time_limit)
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
     if solver == "cbc":
         rel_gap = _cbc_gap(log, objective) if objective is not None else None

@@ -6,8 +6,9 @@ with that run left out of the fit (leave-one-out), the error and whether the P10
 covered it, then the fitted factors. ``tests/test_training_calibration.py`` holds the targets.
 
 The fit, per stack profile (:mod:`planner.physics.realized`): a run's *production factor* is
-``steady-state hours / (consumed hours x goodput(GPUs))``; the stack's factor is the median
-(in log) over its runs. The band's ``log_sd`` is the standard deviation of the leave-one-out log
+``steady-state hours / (consumed hours x goodput(GPUs))`` (goodput 1 for rows whose hours were
+derived from throughput, basis T: their failures are not in the hours); the stack's factor is
+the median (in log) over its runs. The band's ``log_sd`` is the standard deviation of the leave-one-out log
 errors. Rows marked ``exclude`` stay out (the file says why).
 """
 
@@ -74,7 +75,14 @@ def load_runs(path: Path = RUNS_PATH, calib: Calibration | None = None) -> list[
         est = estimate_train(
             model, gpu, n, float(row["tokens"]), "full", calib, int(row["seq_len"])
         )
-        good = goodput(n, calib.realized.stacks.profile(label["stack"]))
+        # T rows count hours from throughput or step time: failures and restarts are not in
+        # them, so they inform the steady-state (production) factor only; W and M rows carry
+        # the failure losses, which the stack's goodput model removes before fitting.
+        good = (
+            1.0
+            if row["basis"] == "T"
+            else goodput(n, calib.realized.stacks.profile(label["stack"]))
+        )
         out.append(
             Run(row["id"], label["stack"], row["basis"], n, float(row["gpu_hours"]),
                 est.steady_wall_hours * n, good)
