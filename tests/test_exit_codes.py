@@ -18,7 +18,6 @@ FIX = ROOT / "tests" / "fixtures"
 INFEASIBLE = FIX / "infeasible" / "budget.yaml"
 BAD = FIX / "bad" / "unknown_key.yaml"
 
-# One rented L4 serves this comfortably: solves in well under a second.
 # A few rented A100s serve this: solves in well under a second.
 TINY = """
 name: tiny

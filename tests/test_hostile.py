@@ -372,3 +372,23 @@ def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
     env = dict(os.environ, LC_ALL="C", PYTHONIOENCODING="ascii")
     r = subprocess.run(args, capture_output=True, env=env, timeout=120)
     assert r.returncode == 0 and b"Traceback" not in r.stderr
+
+
+def test_a_time_limit_without_a_plan_is_named_as_such(tmp_path):
+    """CBC stopped by its clock before any plan: not 'infeasible', not a crash."""
+    from benchmarks.generate import generate, to_yaml
+
+    p = tmp_path / "big.yaml"
+    p.write_text(to_yaml(generate(workloads=20, gpus="all", months=36, seed=0)))
+    code, out = run("solve", p, "--no-excel", "--time-limit", "0.5")
+    assert code == 1 and "no feasible plan found within 0.5 s" in out and "infeasible" not in out
+
+
+def test_highs_keeps_stdout_for_the_json(tmp_path):
+    import subprocess
+    import sys
+
+    entry = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+    args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel", "--solver", "highs"]
+    r = subprocess.run([*args, "--json", "-"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and __import__("json").loads(r.stdout)["status"] == "optimal"

@@ -28,7 +28,7 @@ from planner.errors import (
 
 err_console = Console(stderr=True, soft_wrap=True)
 
-# (module, command) pairs; imported lazily so `planner --help` stays fast.
+# (module, command) pairs: one module per command group, registered on the group below.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("planner.cli.solve", "solve"),
     ("planner.cli.estimate", "estimate"),
