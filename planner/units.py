@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -85,6 +86,11 @@ def _numeric(annotation: Any) -> bool:
 def no_bool_for_number(cls: Any, value: Any, info: Any) -> Any:
     """Pydantic ``field_validator("*", mode="before")``: YAML's ``true``/``yes`` is not a number
     (pydantic would read it as 1 and plan with a $1 budget), and a number is not a flag."""
+    if isinstance(value, str) and any(
+        unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in value
+    ):
+        # an escape sequence in a name would reach the terminal raw (and the workbook)
+        raise ValueError("control characters (escape, NUL, bell, ...) are not allowed in text")
     field = cls.model_fields.get(info.field_name)
     if field is None:
         return value

@@ -392,3 +392,9 @@ def test_highs_keeps_stdout_for_the_json(tmp_path):
     args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel", "--solver", "highs"]
     r = subprocess.run([*args, "--json", "-"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and __import__("json").loads(r.stdout)["status"] == "optimal"
+
+
+def test_escape_sequences_in_names_are_refused(tmp_path):
+    p = _reference_with(tmp_path, _set(("workloads", "serve", 0, "name"), "chat\x1b[31mRED\x07"))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and "control characters" in out and "\x1b" not in out
