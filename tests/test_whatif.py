@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -452,3 +453,16 @@ def test_default_grid_skips_utilization_without_serving():
     assert default_varies(train_only) == [("power_price", "0.06:0.30:0.06")]
     vs = make_varies(base_from_text(TWO_SERVE), default_varies(base_from_text(TWO_SERVE)))
     assert [len(v.values) for v in vs] == [8, 5] and len(grid(vs)) == 40
+
+
+def test_whatif_table_fits_80_columns(small: Path):
+    from rich.console import Console
+
+    from planner.cli.whatif import summary_table
+
+    res = run_whatif(small, [("utilization", [0.3, 0.6]), ("power_price", [0.1, 0.2])], workers=1)
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(summary_table(res.results, ["utilization", "power_price"], console))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    assert "status" in text and "total" in text

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from planner.cli.options import SOLVERS, gap_option, time_limit_option
+from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
 from planner.errors import ExitCode, InputError
+from planner.reports.terminal import Col, fit_table, show_table
 
 
 def _money(x: float | None) -> str:
@@ -47,36 +49,25 @@ def _progress(console: Console, total: int, label: str):
     return prog, step
 
 
-def summary_table(results, keys: list[str], title: str = "What-if") -> Table:
+def summary_table(
+    results, keys: list[str], console: Console, wide: bool = False, title: str = "What-if"
+) -> Table:
+    """One row per scenario; in a narrow terminal the per-GPU and secondary columns go first."""
     gpus = sorted({g for r in results for g in r.bought})
-    t = Table(title=title, show_lines=False)
-    for k in keys:
-        t.add_column(k, justify="right")
-    t.add_column("status")
-    t.add_column("total", justify="right")
-    t.add_column("capex", justify="right")
-    t.add_column("rental", justify="right")
-    for g in gpus:
-        t.add_column(f"buy {g}", justify="right")
-    t.add_column("rented", justify="right")
-    t.add_column("$/1M tok", justify="right")
+    cols = [Col(escape(k.rsplit(".", 1)[-1]), True) for k in keys]
+    cols += [Col("status"), Col("total", True), Col("capex", True, 3), Col("rental", True, 4)]
+    cols += [Col(f"buy {escape(g)}", True, 6) for g in gpus]
+    cols += [Col("rented", True, 5), Col("$/1M tok", True, 2)]
+    rows = []
     for r in results:
         tot = r.totals or {}
-        row = [_val(r.params.get(k, "")) for k in keys]
-        status = r.status if r.ok else f"[red]{r.status}[/red]"
-        row += [
-            status,
-            _money(tot.get("total_usd")),
-            _money(tot.get("capex_usd")),
-            _money(tot.get("rental_usd")),
-        ]
+        row = [escape(_val(r.params.get(k, ""))) for k in keys]
+        row += [r.status if r.ok else f"[red]{r.status}[/red]"]
+        row += [_money(tot.get(k)) for k in ("total_usd", "capex_usd", "rental_usd")]
         row += [str(r.bought.get(g, 0)) if r.ok else "" for g in gpus]
-        row += [
-            _pct(r.rented_share),
-            "" if r.usd_per_1m_tokens is None else f"{r.usd_per_1m_tokens:.3f}",
-        ]
-        t.add_row(*row)
-    return t
+        tok = "" if r.usd_per_1m_tokens is None else f"{r.usd_per_1m_tokens:.3f}"
+        rows.append([*row, _pct(r.rented_share), tok])
+    return fit_table(console, title, cols, rows, wide)
 
 
 @click.command()
@@ -113,6 +104,7 @@ def summary_table(results, keys: list[str], title: str = "What-if") -> Table:
     help="run the scenarios on this Dask distributed scheduler (pip install 'gpu-planner[cluster]')",
 )
 @click.option("--no-excel", is_flag=True, help="do not write the workbook")
+@wide_option
 def whatif(
     problem: Path,
     varies: tuple[str, ...],
@@ -124,6 +116,7 @@ def whatif(
     gap: float | None,
     scheduler: str | None,
     no_excel: bool,
+    wide: bool,
 ) -> None:
     """Re-plan PROBLEM over a grid of changed inputs (what-if analysis)."""
     from planner import whatif as wi
@@ -158,7 +151,7 @@ def whatif(
             scheduler=scheduler,
             progress=step,
         )
-    console.print(summary_table(res.results, [v.key for v in vs]))
+    show_table(console, summary_table(res.results, [v.key for v in vs], console, wide), wide)
     bad = [r for r in res.results if not r.ok]
     for r in bad[:10]:
         params = ", ".join(f"{k}={_val(v)}" for k, v in r.params.items())
