@@ -422,6 +422,8 @@ def _allowed_gpus(
     for i, g in enumerate(allowed):
         if g not in all_gpus:
             errors.add(("gpus", i), f"unknown gpu {g!r}; {did_you_mean(g, all_gpus.keys())}")
+        elif g in allowed[:i]:
+            errors.add(("gpus", i), f"gpu {g!r} is listed twice (also gpus[{allowed.index(g)}])")
     if not allowed:
         errors.add(
             ("gpus",),

@@ -404,3 +404,9 @@ def test_escape_sequences_in_names_are_refused(tmp_path):
     p = _reference_with(tmp_path, _set(("workloads", "serve", 0, "name"), "chat\x1b[31mRED\x07"))
     code, out = run("solve", p, "--no-excel")
     assert code == 2 and "control characters" in out and "\x1b" not in out
+
+
+def test_a_gpu_listed_twice_is_refused(tmp_path):
+    p = _reference_with(tmp_path, _set(("gpus",), ["h100-sxm", "h100-sxm"]))
+    code, out = run("solve", p, "--no-excel")
+    assert code == 2 and "gpus[1]" in out and "listed twice" in out
