@@ -737,7 +737,7 @@ def _run_dask(
             "install the cluster extra: pip install 'gpu-planner[cluster]'"
         ) from None
     try:
-        client = Client(address, timeout="20s")
+        client = Client(address, timeout="10s")  # a scheduler that answers does so in ms
     except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a malformed address
         raise InputError(
             f"--scheduler {address}: cannot connect to the Dask scheduler: {exc}"
