@@ -18,13 +18,61 @@ def terminate(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
+_DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def deferred_signals():
+    """Hold Ctrl-C, SIGTERM and SIGHUP while the libraries load, then deliver them.
+
+    PuLP probes optional solvers with ``try: import x / except:``, and a bare ``except``
+    swallows the KeyboardInterrupt of a Ctrl-C that lands there: the planner would then solve
+    on. Blocked signals stay pending and are raised on the first line after the block.
+    """
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def redeliver_lost_signal(unraisable: object) -> None:
+    """``sys.unraisablehook``: a Ctrl-C or SIGTERM whose exception landed where Python cannot
+    raise it (a weakref callback inside ``import``, a ``__del__``) would be printed as
+    "Exception ignored" and lost, and the planner would go on solving. Send the signal again a
+    moment later, when ordinary code runs; report any other unraisable as Python does."""
+    exc = getattr(unraisable, "exc_value", None)
+    signum = _signal_of(exc)
+    if signum is None:
+        sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
+        return
+    import os
+    import threading
+
+    resend = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+    resend.daemon = True
+    resend.start()
+
+
+def _signal_of(exc: object) -> int | None:
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if type(exc).__name__ == "Terminated":
+        args = getattr(exc, "args", ())
+        return args[0] if args else signal.SIGTERM
+    return None
+
+
 def main() -> None:
     _tolerant_streams()
+    sys.unraisablehook = redeliver_lost_signal
     try:
         signal.signal(signal.SIGTERM, terminate)
         signal.signal(signal.SIGHUP, terminate)
-        from planner.cli import run
+        with deferred_signals():
+            import pulp  # noqa: F401  (its optional-solver probes swallow Ctrl-C: bare except)
 
+            from planner.cli import run
         code = run()
     except BrokenPipeError:  # `planner ... | head`: the reader left; say nothing more
         from planner.fileio import silence_stdout

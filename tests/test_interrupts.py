@@ -84,3 +84,27 @@ def test_interrupt(slow_problem: Path, sig: int, code: int, when: str):
         assert not [k for k in kids if _alive(k)], "the solver outlived the planner"
         assert not out.exists()
         assert os.listdir(tmp) == [], os.listdir(tmp)  # solver temp files removed
+
+
+LOST_INTERRUPT = """
+import sys, time
+from planner.entry import redeliver_lost_signal
+sys.unraisablehook = redeliver_lost_signal
+class Finalizer:
+    def __del__(self):
+        raise KeyboardInterrupt  # as when Ctrl-C lands in a weakref callback during import
+try:
+    Finalizer()
+    time.sleep(5)
+    print("lost")
+except KeyboardInterrupt:
+    print("redelivered")
+"""
+
+
+def test_interrupt_swallowed_by_a_callback_is_delivered_again():
+    """CI once saw Ctrl-C land in importlib's weakref callback: Python printed "Exception
+    ignored" and the planner solved on. The hook sends the signal again."""
+    done = subprocess.run([sys.executable, "-c", LOST_INTERRUPT], capture_output=True, timeout=30)
+    assert done.stdout.decode().strip() == "redelivered", done.stderr.decode()
+    assert b"Exception ignored" not in done.stderr

@@ -85,6 +85,7 @@ class PlannerGroup(click.Group):
             silence_stdout()
             sys.exit(141)
         except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
+            _reraise_wrapped_signal(exc)
             if os.environ.get("PLANNER_DEBUG"):
                 raise
             if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
@@ -98,6 +99,18 @@ class PlannerGroup(click.Group):
                 markup=False,
             )
             sys.exit(int(ExitCode.UNEXPECTED))
+
+
+def _reraise_wrapped_signal(exc: BaseException) -> None:
+    """Ctrl-C inside class creation reaches us as ``RuntimeError: Error calling __set_name__``
+    with the KeyboardInterrupt as its cause: an interrupt, not a bug."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, (KeyboardInterrupt, Terminated)):
+            raise link
+        link = link.__cause__ or link.__context__
 
 
 @click.group(cls=PlannerGroup)
