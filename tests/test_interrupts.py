@@ -47,11 +47,24 @@ def slow_problem(tmp_path_factory) -> Path:
     return p
 
 
+def _ctrl_c_reaches_child() -> None:
+    """A shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
+    ignored (rightly: Ctrl-C at the terminal must not stop a background job). A test suite
+    run in the background would then test nothing, so the child gets the default back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_and_signal(problem: Path, out: Path, sig: int, when: str) -> tuple[int, str, list[int]]:
     env = dict(os.environ, TMPDIR=str(out.parent))
     args = [sys.executable, "-c", ENTRY, "solve", str(problem), "--no-excel"]
     args += ["--time-limit", "300", "--json", str(out)]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        args,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        preexec_fn=_ctrl_c_reaches_child,
+    )
     kids: list[int] = []
     if when == "startup":
         time.sleep(0.3)
