@@ -118,6 +118,11 @@ except KeyboardInterrupt:
 def test_interrupt_swallowed_by_a_callback_is_delivered_again():
     """CI once saw Ctrl-C land in importlib's weakref callback: Python printed "Exception
     ignored" and the planner solved on. The hook sends the signal again."""
-    done = subprocess.run([sys.executable, "-c", LOST_INTERRUPT], capture_output=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-c", LOST_INTERRUPT],
+        capture_output=True,
+        timeout=30,
+        preexec_fn=_ctrl_c_reaches_child,
+    )
     assert done.stdout.decode().strip() == "redelivered", done.stderr.decode()
     assert b"Exception ignored" not in done.stderr
