@@ -97,6 +97,90 @@ def check_range(name: str, value: float) -> float:
     return value
 
 
+class ResidualPoint(Strict):
+    """What a used card fetches at ``age_months``, as a share of its purchase price."""
+
+    age_months: int = Field(ge=1, le=240)
+    share: float = Field(ge=0, le=1)
+    low: float = Field(ge=0, le=1)
+    high: float = Field(ge=0, le=1)
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ResidualPoint:
+        if not (self.low <= self.share <= self.high):
+            raise ValueError(
+                f"need low <= share <= high, got {self.low}, {self.share}, {self.high}"
+            )
+        return self
+
+
+class ResidualCurve(Strict):
+    """Resale value by age: ``(0, 1)`` then the points, linear between them and continuing the
+    last segment's slope beyond the last point, never below 0."""
+
+    points: list[ResidualPoint] = Field(min_length=1, max_length=100)
+    source: str = Field(min_length=1)
+    as_of: str = Field(min_length=4)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _falling(self) -> ResidualCurve:
+        ages = [p.age_months for p in self.points]
+        if ages != sorted(set(ages)):
+            raise ValueError(f"ages must be strictly ascending, got {ages}")
+        shares = [1.0] + [p.share for p in self.points]
+        for a, b, age in zip(shares, shares[1:], ages, strict=False):
+            if b > a:
+                raise ValueError(
+                    f"a resale share cannot rise with age: {b:g} at {age} months after {a:g}"
+                )
+        return self
+
+    def share_at(self, age_months: float, bound: str = "share") -> float:
+        """Share of the purchase price at ``age_months`` (``bound``: share, low or high).
+
+        >>> c = ResidualCurve(points=[{"age_months": 12, "share": 0.8, "low": 0.7,
+        ...   "high": 0.9}, {"age_months": 36, "share": 0.5, "low": 0.4, "high": 0.6}],
+        ...   source="s", as_of="2026")
+        >>> c.share_at(6), c.share_at(24), c.share_at(60), c.share_at(200)
+        (0.9, 0.65, 0.2, 0.0)
+        >>> c.share_at(36, "low")
+        0.4
+        """
+        xs = [0.0] + [float(p.age_months) for p in self.points]
+        ys = [1.0] + [float(getattr(p, bound)) for p in self.points]
+        if len(xs) == 2 or age_months <= xs[-1]:
+            i = max(1, next((k for k, x in enumerate(xs) if x >= age_months), len(xs) - 1))
+        else:
+            i = len(xs) - 1
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        value = y0 + (y1 - y0) * (age_months - x0) / (x1 - x0)
+        return round(min(1.0, max(0.0, value)), 12)
+
+
+class ServerSpec(Strict):
+    """A server type GPUs are bought in: ``slots`` cards, filled at purchase (``full``, HGX
+    boards) or card by card (``partial``, PCIe chassis); the chassis price and host watts
+    cover everything but the cards."""
+
+    id: str = Field(min_length=1, max_length=100)
+    name: str
+    slots: int = Field(ge=1, le=576)
+    fill: Annotated[Literal["full", "partial"], CaseInsensitive]
+    chassis_usd: SourcedRange
+    host_w: Sourced
+
+    @field_validator("chassis_usd", "host_w", mode="after")
+    @classmethod
+    def _in_range(cls, v: Sourced, info: Any) -> Sourced:
+        hi = 10_000_000.0 if info.field_name == "chassis_usd" else 200_000.0
+        for bound in (v.value, getattr(v, "low", v.value), getattr(v, "high", v.value)):
+            if not 0 <= bound <= hi:
+                raise ValueError(f"{bound:g} is outside the allowed range 0 to {hi:g}")
+        return v
+
+
 class GpuSpec(Strict):
     id: str
     name: str
@@ -110,10 +194,17 @@ class GpuSpec(Strict):
     interconnect: Interconnect
     tdp_w: Sourced
     idle_w: Sourced
-    host_w_per_gpu: Sourced = Field(description="server (CPU, fans, NICs) power per GPU, watts")
+    host_w_per_gpu: Sourced | None = Field(
+        None, description="server (CPU, fans, NICs) power per GPU, watts"
+    )
     node_size: Sourced = Field(description="GPUs per purchasable unit (8 for SXM boards)")
     purchase_usd: SourcedRange
-    server_overhead_usd_per_gpu: SourcedRange
+    # Per-GPU shares of the server: from ``server`` (catalogs/servers.yaml) when it is named,
+    # else given here (a one-off catalog); never both.
+    server_overhead_usd_per_gpu: SourcedRange | None = None
+    server: str | None = Field(None, description="server type id (catalogs/servers.yaml)")
+    residual: ResidualCurve | None = None
+    server_spec: ServerSpec | None = Field(None, description="filled from `server` on load")
 
     model_config = ConfigDict(
         extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True
@@ -138,7 +229,38 @@ class GpuSpec(Strict):
             raise ValueError(
                 f"node_size must be a whole number of GPUs, got {self.node_size.value:g}"
             )
+        per_gpu = (self.server_overhead_usd_per_gpu, self.host_w_per_gpu)
+        if self.server is None and None in per_gpu:
+            raise ValueError(
+                "name a server type (server: <id> from catalogs/servers.yaml) or give both "
+                "server_overhead_usd_per_gpu and host_w_per_gpu"
+            )
+        if self.server is not None and self.server_spec is None and per_gpu != (None, None):
+            raise ValueError(
+                f"server {self.server!r} sets the chassis price and host watts; drop "
+                "server_overhead_usd_per_gpu and host_w_per_gpu (or drop server)"
+            )
         return self
+
+    @property
+    def partial_fill(self) -> bool:
+        """Bought as servers plus cards (a PCIe chassis), not as full nodes."""
+        return self.server_spec is not None and self.server_spec.fill == "partial"
+
+    @property
+    def slots(self) -> int:
+        """GPU slots per server (a node's GPUs when no server type is named)."""
+        return self.server_spec.slots if self.server_spec is not None else self.node_gpus
+
+    @property
+    def chassis_usd(self) -> float:
+        """Price of one server without its cards: per-GPU share x slots."""
+        return self.server_overhead_usd_per_gpu.value * self.slots  # type: ignore[union-attr]
+
+    @property
+    def host_w(self) -> float:
+        """Non-GPU watts of one server at max: per-GPU share x slots."""
+        return self.host_w_per_gpu.value * self.slots  # type: ignore[union-attr]
 
     @property
     def consumer(self) -> bool:
@@ -203,6 +325,10 @@ class GpuCatalogFile(Strict):
     gpus: list[GpuSpec]
 
 
+class ServerCatalogFile(Strict):
+    servers: list[ServerSpec]
+
+
 class ModelCatalogFile(Strict):
     models: list[ModelArch]
 
@@ -221,9 +347,74 @@ def _unique(items: list, what: str, path: Path) -> dict:
     return out
 
 
-def load_gpus(path: str | Path = CATALOG_DIR / "gpus.yaml") -> dict[str, GpuSpec]:
+def load_servers(path: str | Path = CATALOG_DIR / "servers.yaml") -> dict[str, ServerSpec]:
     doc = load_yaml(path)
-    return _unique(validate(GpuCatalogFile, doc, "GPU catalog").gpus, "gpu", doc.path)
+    return _unique(validate(ServerCatalogFile, doc, "server catalog").servers, "server", doc.path)
+
+
+def load_gpus(
+    path: str | Path = CATALOG_DIR / "gpus.yaml", servers_path: str | Path | None = None
+) -> dict[str, GpuSpec]:
+    """The GPU catalog with each card's server type attached (its per-GPU shares derived).
+
+    Servers come from ``servers_path``, else ``servers.yaml`` beside the GPU file, else the
+    shipped catalog's."""
+    doc = load_yaml(path)
+    gpus = _unique(validate(GpuCatalogFile, doc, "GPU catalog").gpus, "gpu", doc.path)
+    if not any(g.server for g in gpus.values()):
+        return gpus
+    if servers_path is None:
+        beside = Path(path).with_name("servers.yaml")
+        servers_path = beside if beside.is_file() else CATALOG_DIR / "servers.yaml"
+    servers = load_servers(servers_path)
+    out = {}
+    for i, (gid, g) in enumerate(gpus.items()):
+        if g.server not in servers and g.server is not None:
+            line = doc.line_of(("gpus", i, "server"))
+            raise InputError(
+                f"{doc.path}:{line}: gpus[{i}].server: unknown server type {g.server!r}; "
+                + did_you_mean(g.server, servers.keys())
+            )
+        try:
+            out[gid] = with_server(g, servers[g.server]) if g.server else g
+        except ValueError as exc:
+            line = doc.line_of(("gpus", i, "server"))
+            raise InputError(f"{doc.path}:{line}: gpus[{i}].server: {exc}") from None
+    return out
+
+
+def with_server(gpu: GpuSpec, server: ServerSpec) -> GpuSpec:
+    """``gpu`` bought in ``server``: per-GPU chassis and host shares derived (chassis / slots,
+    host watts / slots); a full server's node is its slots.
+
+    A server must hold whole nodes of the card: ``slots`` a multiple of ``node_size``.
+    """
+    node = gpu.node_gpus
+    if server.slots < node or server.slots % node:
+        raise ValueError(
+            f"server {server.id!r} has {server.slots} slots, not a whole number of "
+            f"{gpu.id} nodes of {node} GPUs; use a server with a multiple of {node} slots"
+        )
+    n, c, h = server.slots, server.chassis_usd, server.host_w
+    why = f"derived: server {server.id} / {n} slots; "
+    update: dict[str, Any] = {
+        "server": server.id,
+        "server_spec": server,
+        "server_overhead_usd_per_gpu": SourcedRange(
+            value=c.value / n,
+            low=c.low / n,
+            high=c.high / n,
+            source=why + c.source,
+            low_source=c.low_source,
+            high_source=c.high_source,
+            as_of=c.as_of,
+            note=c.note,
+        ),
+        "host_w_per_gpu": Sourced(value=h.value / n, source=why + h.source, as_of=h.as_of),
+    }
+    if server.fill == "full" and n != node:
+        update["node_size"] = Sourced(value=n, source=f"server {server.id}: full", as_of=c.as_of)
+    return gpu.model_copy(update=update)
 
 
 def load_models(path: str | Path = CATALOG_DIR / "models.yaml") -> dict[str, ModelArch]:

@@ -20,13 +20,15 @@ from typing import Any
 
 import pulp
 
-from planner import __version__
+from planner import __version__, economics
 from planner.candidates import Candidates, ServeCandidate, rental_gpus, spot_overhead_for
 from planner.catalog import GpuSpec, Sourced, SourcedRange
 from planner.demand import HOURS_PER_MONTH, LoadSlice
+from planner.economics import it_kw
 from planner.model import PlannerModel, power_coefficients
 from planner.plan import (
     Assumption,
+    Depreciation,
     FleetMonth,
     MonthCost,
     Plan,
@@ -38,6 +40,7 @@ from planner.plan import (
     Totals,
     TrainAllocation,
     WorkloadResult,
+    YearCost,
 )
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob
 from planner.solve import SolveResult
@@ -152,34 +155,44 @@ class _Purchases:
     purchases: list[Purchase]
     owned: dict[tuple[str, int], int]  # (gpu, t) -> GPUs owned in month t (bought up to t)
     bought: dict[tuple[str, int], int]  # (gpu, t) -> GPUs bought in month t
+    servers: dict[tuple[str, int], int]  # (gpu, t) -> servers owned in month t
 
 
 def _read_purchases(ctx: _Context) -> _Purchases:
-    """Purchases section: whole nodes bought per GPU type and month (counts in GPUs, USD)."""
-    out = _Purchases([], {}, {})
+    """Purchases section: whole servers and the cards in them per GPU type and month (a full
+    server comes with its cards; a partial one is filled card by card)."""
+    out = _Purchases([], {}, {}, {})
     for g, gpu in ctx.inputs.gpus.items():
-        total = 0
+        total = servers_total = 0
         for t in range(len(ctx.months)):
-            nodes = _int(ctx.m.buy[(g, t)])
-            count = nodes * gpu.node_gpus
+            servers = _int(ctx.m.buy[(g, t)])
+            count = _int(ctx.m.cards[(g, t)])
             total += count
+            servers_total += servers
             out.owned[(g, t)] = total
             out.bought[(g, t)] = count
-            if nodes:
-                unit = gpu.unit_capex_usd
-                out.purchases.append(
-                    Purchase(
-                        gpu=g,
-                        month=ctx.months[t],
-                        count=count,
-                        nodes=nodes,
-                        unit_usd=unit,
-                        gpu_usd=gpu.purchase_usd.value,
-                        overhead_usd=gpu.server_overhead_usd_per_gpu.value,
-                        total_usd=count * unit,
-                    )
-                )
+            out.servers[(g, t)] = servers_total
+            if servers or count:
+                out.purchases.append(_purchase(ctx.months[t], gpu, servers, count))
     return out
+
+
+def _purchase(month: str, gpu: GpuSpec, servers: int, count: int) -> Purchase:
+    chassis = servers * gpu.chassis_usd
+    total = chassis + count * gpu.purchase_usd.value
+    return Purchase(
+        gpu=gpu.id,
+        month=month,
+        count=count,
+        nodes=servers,
+        server=gpu.server or f"{gpu.id} node",
+        slots=gpu.slots,
+        chassis_usd=gpu.chassis_usd,
+        unit_usd=total / count if count else total,
+        gpu_usd=gpu.purchase_usd.value,
+        overhead_usd=chassis / count if count else chassis,
+        total_usd=total,
+    )
 
 
 # ------------------------------------------------------------------ serving allocations
@@ -286,51 +299,33 @@ def _read_training(ctx: _Context, usage: _Usage) -> _Training:
 def _place_rented_training(
     ctx: _Context, usage: _Usage, out: _Training, job: str, key: str
 ) -> None:
-    """Rented wall hours (``r``) of one job, per offer, placed in the window's months in order
-    after the job's owned hours in that month (the job runs one way at a time); the last
-    month takes what is left. Spot hours make less progress (restart overhead)."""
+    """Rented wall hours (``r``) of one job, per offer and month as the model placed them.
+    Spot hours make less progress (restart overhead)."""
     m, cands, months = ctx.m, ctx.cands, ctx.months
     c = m.train_cand(job, key)
-    used: defaultdict[str, float] = defaultdict(float)  # month label -> wall hours taken
-    for a in out.allocations:
-        if a.workload == job:
-            used[a.month] += a.wall_hours
-    window = list(cands.window[job])
     job_spec = next(j for j in ctx.problem.workloads.train if j.name == job)
-    for (jj, kk, oid), r in sorted(
-        m.r.items(), key=lambda kv: (cands.offers[kv[0][2]].kind, kv[0][2])
+    for (jj, kk, oid, t), r in sorted(
+        m.r.items(), key=lambda kv: (kv[0][3], cands.offers[kv[0][2]].kind, kv[0][2])
     ):
-        if jj != job or kk != key:
-            continue
-        left = _v(r)
-        if left <= EPS:
+        take = _v(r)
+        if jj != job or kk != key or take <= EPS:
             continue
         o = cands.offers[oid]
         ovh = spot_overhead_for(job_spec, o, c.gpus) if o.kind == "spot" else 0.0
-        factor = 1.0 / (1.0 + ovh)
-        out.wall[job] += left
-        for t in window:
-            if left <= EPS:
-                break
-            room = max(0.0, HOURS_PER_MONTH - used[months[t]])
-            take = min(room, left) if t != window[-1] else left
-            if take <= EPS:
-                continue
-            used[months[t]] += take
-            left -= take
-            out.allocations.append(
-                TrainAllocation(
-                    workload=job,
-                    month=months[t],
-                    slice=None,
-                    gpu=c.gpu,
-                    gpus=c.gpus,
-                    source=oid,
-                    wall_hours=take,
-                    progress_hours=take * factor,
-                )
+        out.wall[job] += take
+        out.allocations.append(
+            TrainAllocation(
+                workload=job,
+                month=months[t],
+                slice=None,
+                gpu=c.gpu,
+                gpus=c.gpus,
+                source=oid,
+                wall_hours=take,
+                progress_hours=take / (1.0 + ovh),
             )
-            usage.rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)
+        )
+        usage.rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)
 
 
 # ------------------------------------------------------------------ rentals and reservations
@@ -441,16 +436,22 @@ def _read_fleet(
     for r in rentals:
         rented_by_gpu[(r.gpu, ctx.month_idx[r.month])] += r.gpu_hours
     out = _Fleet([], [0.0] * T, [0.0] * T, defaultdict(float), defaultdict(float))
+    colo = ctx.inputs.finance.colo_usd_per_kw_month
     for g, gpu in ctx.inputs.gpus.items():
-        per_month, per_busy = power_coefficients(gpu, e)
+        _, per_busy = power_coefficients(gpu, e)
         for t in range(T):
-            own = buys.owned[(g, t)]
+            own, servers = buys.owned[(g, t)], buys.servers[(g, t)]
             b = busy[(g, t)]
-            hs = own * site.hosting_usd_per_gpu_month
-            out.power_usd[t] += own * per_month + b * per_busy
+            kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w)
+            idle = (servers * gpu.host_w + own * gpu.idle_w.value) * H * e
+            hs = own * site.hosting_usd_per_gpu_month + kw * colo
+            out.power_usd[t] += idle + b * per_busy
             out.hosting_usd[t] += hs
             out.power_by_gpu[g] += b * per_busy
-            out.fixed_by_gpu[g] += own * per_month + hs + buys.bought[(g, t)] * gpu.unit_capex_usd
+            bought_usd = sum(
+                p.total_usd for p in buys.purchases if p.gpu == g and p.month == ctx.months[t]
+            )
+            out.fixed_by_gpu[g] += idle + hs + bought_usd
             if own or rented_by_gpu[(g, t)] or reserved_active[(g, t)]:
                 out.fleet.append(
                     FleetMonth(
@@ -458,14 +459,13 @@ def _read_fleet(
                         month=ctx.months[t],
                         bought=buys.bought[(g, t)],
                         owned=own,
+                        servers=servers,
                         reserved=reserved_active[(g, t)],
                         owned_busy_gpu_hours=b,
                         rented_gpu_hours=rented_by_gpu[(g, t)],
                         owned_utilization=b / (own * H) if own else 0.0,
-                        power_kw=own
-                        * (gpu.tdp_w.value + gpu.host_w_per_gpu.value)
-                        * site.pue
-                        / 1000,
+                        it_kw=kw,
+                        power_kw=kw * site.pue,
                     )
                 )
     return out
@@ -517,6 +517,77 @@ def _read_cash_flow(
         total_budget_usd=p.budget.total_usd,
     )
     return cash, totals
+
+
+# ------------------------------------------------------------------ finance views
+
+
+def _depreciation(ctx: _Context, p: Purchase) -> Depreciation:
+    """One purchase's straight-line depreciation per plan year, its book value and its
+    residual (resale) value at the horizon end."""
+    fin, T = ctx.inputs.finance, len(ctx.months)
+    t = ctx.month_idx[p.month]
+    gpu = ctx.inputs.gpus[p.gpu]
+    age = T - t
+    card = economics.residual_share(gpu, age, fin.residual, fin.depreciation_years)
+    chassis = economics.chassis_residual_share(age, fin.residual, fin.depreciation_years)
+    return Depreciation(
+        gpu=p.gpu,
+        month=p.month,
+        capex_usd=p.total_usd,
+        years=fin.depreciation_years,
+        by_year_usd=economics.depreciation_by_year(p.total_usd, t, fin.depreciation_years, T),
+        book_value_end_usd=economics.book_value(p.total_usd, age, fin.depreciation_years),
+        residual_value_usd=p.count * p.gpu_usd * card + p.nodes * p.chassis_usd * chassis,
+    )
+
+
+def _year_cost(
+    ctx: _Context, y: int, cash: list[MonthCost], deps: list[Depreciation]
+) -> YearCost:
+    fin, T = ctx.inputs.finance, len(ctx.months)
+    months = range(12 * y, min(T, 12 * y + 12))
+    last = months[-1] == T - 1
+    residual = sum(d.residual_value_usd for d in deps) if last else 0.0
+    book = sum(d.book_value_end_usd for d in deps) if last else 0.0
+    gain = residual - book if last and fin.residual != "none" else 0.0
+    dep = sum(d.by_year_usd[y] for d in deps)
+    part = {k: sum(getattr(cash[t], k) for t in months) for k in _CASH_KINDS}
+    pv = sum(cash[t].total_usd * economics.discount_factor(fin.discount_rate, t) for t in months)
+    if last:
+        pv -= residual * economics.discount_factor(fin.discount_rate, T)
+    return YearCost(
+        year=y + 1,
+        first_month=ctx.months[months[0]],
+        last_month=ctx.months[months[-1]],
+        **part,
+        residual_usd=residual,
+        cash_usd=sum(part.values()) - residual,
+        pv_usd=pv,
+        depreciation_usd=dep,
+        gain_on_sale_usd=gain,
+        pnl_cost_usd=dep + part["power_usd"] + part["hosting_usd"] + part["rental_usd"] - gain,
+    )
+
+
+_CASH_KINDS = ("capex_usd", "power_usd", "hosting_usd", "rental_usd")
+
+
+def _read_finance(
+    ctx: _Context, purchases: list[Purchase], cash: list[MonthCost], totals: Totals
+) -> tuple[list[YearCost], list[Depreciation], Totals]:
+    """Per-year cash and P&L views, each purchase's depreciation, and the totals' present
+    value, residual value and book value (:mod:`planner.economics` conventions)."""
+    deps = [_depreciation(ctx, p) for p in purchases]
+    years = [_year_cost(ctx, y, cash, deps) for y in range((len(ctx.months) + 11) // 12)]
+    totals = totals.model_copy(
+        update={
+            "npv_usd": sum(y.pv_usd for y in years),
+            "residual_value_usd": sum(d.residual_value_usd for d in deps),
+            "book_value_usd": sum(d.book_value_end_usd for d in deps),
+        }
+    )
+    return years, deps, totals
 
 
 # ------------------------------------------------------------------ workloads
@@ -848,6 +919,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     rentals = _read_rentals(ctx, usage.rent_hours) + reserved.rentals
     fleet = _read_fleet(ctx, buys, usage.busy, rentals, reserved.active)
     cash, totals = _read_cash_flow(ctx, buys.purchases, rentals, reserved.reservations, fleet)
+    years, deps, totals = _read_finance(ctx, buys.purchases, cash, totals)
     costs = _cost_shares(ctx, usage, fleet, serving, reserved.reservations, rentals)
     p, inputs = ctx.problem, ctx.inputs
     return Plan(
@@ -873,6 +945,10 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         reservations=reserved.reservations,
         fleet=fleet.fleet,
         cash_flow=cash,
+        years=years,
+        depreciation=deps,
+        discount_rate=ctx.inputs.finance.discount_rate,
+        residual_mode=ctx.inputs.finance.residual,
         workloads=_read_workloads(ctx, training, serving, costs, totals.total_usd),
         serve_allocations=serving.allocations,
         train_allocations=training.allocations,

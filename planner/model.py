@@ -91,6 +91,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from planner import economics
 from planner.candidates import (
     Candidates,
     ServeCandidate,
@@ -142,8 +143,9 @@ def power_coefficients(gpu: GpuSpec, e: float) -> tuple[float, float]:
 
 
 def node_kw(gpu: GpuSpec, pue: float) -> float:
-    """kW one purchasable node draws at the meter (``n_g P^max_g PUE / 1000``)."""
-    return gpu.node_gpus * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * pue / 1000
+    """kW the smallest purchase draws at the meter: one server with one node of cards
+    (``(host_w + n_g tdp) PUE / 1000``)."""
+    return (gpu.host_w + gpu.node_gpus * gpu.tdp_w.value) * pue / 1000
 
 
 @dataclass
@@ -153,16 +155,19 @@ class PlannerModel:
     prob: pulp.LpProblem
     inputs: Inputs
     cands: Candidates
-    buy: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
+    buy: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)  # servers
+    cards: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
     own: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
     y: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     a: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
     z: dict[tuple[str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
-    r: dict[tuple[str, str, str], pulp.LpVariable] = field(default_factory=dict)
+    r: dict[tuple[str, str, str, int], pulp.LpVariable] = field(default_factory=dict)
     n: dict[tuple[str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     q: dict[tuple[str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     res: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
-    cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)
+    cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # nominal
+    pv_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # present value
+    residual: pulp.LpAffineExpression = field(default_factory=pulp.LpAffineExpression)  # nominal
     busy: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
     ownable: dict[str, bool] = field(default_factory=dict)  # GPU type -> can any be bought
     _serve_index: dict[tuple[str, str], ServeCandidate] = field(default_factory=dict, repr=False)
@@ -251,7 +256,8 @@ def _ownable(m: PlannerModel) -> dict[str, int | None]:
         bound: float = math.inf
         if gpu.consumer and not site.consumer_gpus_allowed:
             bound = 0
-        node_cost = gpu.node_gpus * gpu.unit_capex_usd
+        # the cheapest purchase: one server holding one node of cards
+        node_cost = gpu.chassis_usd + gpu.node_gpus * gpu.purchase_usd.value
         if node_cost > 0:
             bound = min(bound, math.floor(money / node_cost * (1 + 1e-9)))
         kw = node_kw(gpu, site.pue)
@@ -308,9 +314,11 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
 def worth_owning(m: PlannerModel) -> dict[str, bool]:
     """Per GPU type, whether owning any of it can ever beat renting.
 
-    A GPU bought in month t0 costs at least ``K_g + (T - t0)(idle power + hosting)`` and can
-    save at most ``(T - t0) H (V_g - busy power)`` in rentals (``V_g`` from
-    :func:`rent_value_per_gpu_hour`); the balance is best for t0 = 0. When even then the cost
+    A card bought in month t0 costs, in present value, at least its share of a server plus its
+    own capex, idle power and hosting less its residual value (per server figures / slots:
+    a server holds at most ``slots`` cards, and a server's net cost is not negative), and can
+    save at most ``sum_{t >= t0} d_t H (V_g - busy power)`` in rentals (``V_g`` from
+    :func:`rent_value_per_gpu_hour`, ``d_t`` the discount factor). When for every t0 the cost
     is at least the saving, a plan that owns the type is matched by the same plan with every
     one of those GPUs removed and all their work rented instead (busy GPU-hours never exceed
     owned GPU-hours), so the type never needs ``n``, ``a`` or ``z`` and ``buy`` is 0.
@@ -319,6 +327,7 @@ def worth_owning(m: PlannerModel) -> dict[str, bool]:
     """
     site = m.inputs.problem.site
     e = site.power_usd_per_kwh * site.pue / 1000.0
+    r = m.inputs.finance.discount_rate
     T = len(m.cands.months)
     value = rent_value_per_gpu_hour(m)
     out: dict[str, bool] = {}
@@ -326,26 +335,60 @@ def worth_owning(m: PlannerModel) -> dict[str, bool]:
         if math.isinf(value[g]):
             out[g] = True
             continue
-        per_month, per_busy = power_coefficients(gpu, e)
-        cost = gpu.unit_capex_usd + T * (per_month + site.hosting_usd_per_gpu_month)
-        saving = T * HOURS_PER_MONTH * max(0.0, value[g] - per_busy)
-        out[g] = saving > cost * (1 - 1e-9)
+        _, per_busy = power_coefficients(gpu, e)
+        hourly = HOURS_PER_MONTH * max(0.0, value[g] - per_busy)
+        out[g] = False
+        for t0 in range(T):
+            k = owned_coefficients(m, gpu, t0)
+            net = [
+                k.pv_capex[i] + k.pv_power[i] + k.pv_hosting[i] - k.pv_residual[i] for i in (0, 1)
+            ]
+            cost = net[0] / gpu.slots + net[1]
+            saving = hourly * economics.annuity_factor(r, t0, T - t0)
+            if saving > cost * (1 - 1e-9):
+                out[g] = True
+                break
     return out
 
 
 def add_purchase_variables(m: PlannerModel) -> None:
+    """buy (servers) and, for partial-fill servers, cards; own[g,t] = cards bought so far."""
     T = len(m.cands.months)
     bounds = _ownable(m)
     worth = worth_owning(m)
     for g, gpu in m.inputs.gpus.items():
         up = bounds[g] if worth[g] else 0
         m.ownable[g] = up is None or up > 0
-        terms: list[tuple[pulp.LpVariable, int]] = []
+        owned: dict[pulp.LpVariable, float] = {}
         for t in range(T):
             v = m.var(nid("buy", g, m.cands.months[t]), 0, up, pulp.LpInteger)
             m.buy[(g, t)] = v
-            terms.append((v, gpu.node_gpus))
-            m.own[(g, t)] = pulp.LpAffineExpression(terms)
+            if gpu.partial_fill:
+                card_up = None if up is None else up * gpu.slots
+                c = m.var(nid("cards", g, m.cands.months[t]), 0, card_up, pulp.LpInteger)
+                m.cards[(g, t)] = pulp.LpAffineExpression([(c, 1)])
+            else:
+                m.cards[(g, t)] = pulp.LpAffineExpression([(v, gpu.node_gpus)])
+            for x, coef in m.cards[(g, t)].items():
+                owned[x] = owned.get(x, 0) + coef
+            m.own[(g, t)] = pulp.LpAffineExpression(owned)
+
+
+def add_server_constraints(m: PlannerModel) -> None:
+    """server_slots: cards owned <= slots x servers owned (partial-fill servers only)."""
+    T = len(m.cands.months)
+    for g, gpu in m.inputs.gpus.items():
+        if not gpu.partial_fill or not m.ownable[g]:
+            continue
+        servers: list[tuple[pulp.LpVariable, float]] = []
+        for t in range(T):
+            servers.append((m.buy[(g, t)], -float(gpu.slots)))
+            m.add(
+                [*m.own[(g, t)].items(), *servers],
+                LE,
+                0,
+                nid("server_slots", g, m.cands.months[t]),
+            )
 
 
 def _minus_own(m: PlannerModel, g: str, t: int) -> list[tuple[pulp.LpVariable, float]]:
@@ -389,16 +432,17 @@ def add_training_constraints(m: PlannerModel) -> None:
                             nid("train_slot", job, c.key, months[t], sl.name),
                         )
             rented, progress, spot_progress = [], [], []
+            monthly: dict[int, list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
             for o in train_offers(m, c):
-                r = m.var(nid("r", job, c.key, o.id), 0)
-                m.r[(job, c.key, o.id)] = r
-                rented.append((r, 1.0))
-                if o.kind == "spot":
-                    ovh = spot_overhead_for(spec, o, c.gpus)
-                    progress.append((r, 1.0 / (1.0 + ovh)))
-                    spot_progress.append((r, 1.0 / (1.0 + ovh)))
-                else:
-                    progress.append((r, 1.0))
+                f = 1.0 / (1.0 + spot_overhead_for(spec, o, c.gpus)) if o.kind == "spot" else 1.0
+                for t in m.cands.window[job]:
+                    r = m.var(nid("r", job, c.key, o.id, months[t]), 0, HOURS_PER_MONTH)
+                    m.r[(job, c.key, o.id, t)] = r
+                    rented.append((r, 1.0))
+                    monthly[t].append((r, 1.0))
+                    progress.append((r, f))
+                    if o.kind == "spot":
+                        spot_progress.append((r, f))
             owned = [(z, 1.0) for z in owned_hours]
             m.add([*owned, *progress, (y, -c.wall_hours)], EQ, 0, nid("train_progress", job, c.key))
             m.add(
@@ -407,6 +451,19 @@ def add_training_constraints(m: PlannerModel) -> None:
                 0,
                 nid("train_window", job, c.key),
             )
+            for t, terms in monthly.items():
+                # one run at a time: a month holds at most its hours, owned and rented together
+                own_t = [
+                    (m.z[(job, c.key, t, s)], 1.0)
+                    for s in range(len(slices))
+                    if (job, c.key, t, s) in m.z
+                ]
+                m.add(
+                    [*own_t, *terms, (y, -HOURS_PER_MONTH)],
+                    LE,
+                    0,
+                    nid("train_month", job, c.key, months[t]),
+                )
             if spot_progress:
                 m.add(
                     [*spot_progress, (y, -share * c.wall_hours)],
@@ -539,56 +596,149 @@ def add_site_constraints(m: PlannerModel) -> None:
     site = m.inputs.problem.site
     T = len(m.cands.months)
     if site.power_cap_kw is not None:
-        kw: list[tuple[pulp.LpVariable, float]] = []
+        kw: dict[pulp.LpVariable, float] = defaultdict(float)
         for t in range(T):
-            # buy[g, tau] for tau <= t: the terms of month t-1 plus the purchases of month t
-            kw.extend((m.buy[(g, t)], node_kw(gpu, site.pue)) for g, gpu in m.inputs.gpus.items())
-            m.add(kw, LE, site.power_cap_kw, nid("power_cap", m.cands.months[t]))
+            # servers and cards bought up to month t: host watts per server, TDP per card
+            for g, gpu in m.inputs.gpus.items():
+                kw[m.buy[(g, t)]] += gpu.host_w * site.pue / 1000
+                for x, n in m.cards[(g, t)].items():
+                    kw[x] += n * gpu.tdp_w.value * site.pue / 1000
+            m.add(dict(kw), LE, site.power_cap_kw, nid("power_cap", m.cands.months[t]))
     if not site.consumer_gpus_allowed:
         for g, gpu in m.inputs.gpus.items():
             if gpu.consumer:
                 m.add([(m.buy[(g, t)], 1) for t in range(T)], EQ, 0, nid("licence", g))
 
 
-def build_cost_terms(m: PlannerModel) -> None:
+@dataclass(frozen=True)
+class OwnedCoefficients:
+    """Cost of one server and of one card bought at the start of month ``t``, per kind.
+
+    Nominal dollars over the rest of the horizon (``rem = T - t`` months):
+    capex ``K^srv`` / ``K^card``; idle power ``H e rem`` x (host watts / card idle watts);
+    hosting ``rem`` x (per-GPU fee for a card; colocation $/kW-month x kW of host / card TDP);
+    residual value at the horizon end (resale share of the card, chassis share of the chassis).
+    ``pv_*`` are the same cash discounted monthly (:mod:`planner.economics`).
+    """
+
+    capex: tuple[float, float]
+    power: tuple[float, float]
+    hosting: tuple[float, float]
+    residual: tuple[float, float]
+    pv_capex: tuple[float, float]
+    pv_power: tuple[float, float]
+    pv_hosting: tuple[float, float]
+    pv_residual: tuple[float, float]
+
+
+def owned_coefficients(m: PlannerModel, gpu: GpuSpec, t: int) -> OwnedCoefficients:
+    """(per server, per card) costs of owning from month ``t``; see :class:`OwnedCoefficients`."""
+    site, fin = m.inputs.problem.site, m.inputs.finance
+    T, r = len(m.cands.months), fin.discount_rate
+    rem = T - t
+    e = site.power_usd_per_kwh * site.pue / 1000.0
+    host_w, chassis = gpu.host_w, gpu.chassis_usd
+    card_usd = gpu.purchase_usd.value
+    pv_now = economics.discount_factor(r, t)
+    months_pv = economics.annuity_factor(r, t, rem)
+    month_power = (host_w * HOURS_PER_MONTH * e, gpu.idle_w.value * HOURS_PER_MONTH * e)
+    colo = fin.colo_usd_per_kw_month / 1000.0
+    month_host = (colo * host_w, site.hosting_usd_per_gpu_month + colo * gpu.tdp_w.value)
+    age, years, mode = rem, fin.depreciation_years, fin.residual
+    resid = (
+        chassis * economics.chassis_residual_share(age, mode, years),
+        card_usd * economics.residual_share(gpu, age, mode, years),
+    )
+    pv_end = economics.discount_factor(r, T)
+    return OwnedCoefficients(
+        capex=(chassis, card_usd),
+        power=(month_power[0] * rem, month_power[1] * rem),
+        hosting=(month_host[0] * rem, month_host[1] * rem),
+        residual=resid,
+        pv_capex=(chassis * pv_now, card_usd * pv_now),
+        pv_power=(month_power[0] * months_pv, month_power[1] * months_pv),
+        pv_hosting=(month_host[0] * months_pv, month_host[1] * months_pv),
+        pv_residual=(resid[0] * pv_end, resid[1] * pv_end),
+    )
+
+
+def _owned_cost_terms(m: PlannerModel) -> dict[str, dict[pulp.LpVariable, float]]:
+    """Nominal and present-value owned costs by kind, on buy (servers) and card variables."""
     site = m.inputs.problem.site
     e = site.power_usd_per_kwh * site.pue / 1000.0
-    T = len(m.cands.months)
-    slices = m.cands.slices
-    capex: dict[pulp.LpVariable, float] = {}
-    power: dict[pulp.LpVariable, float] = defaultdict(float)
-    hosting: dict[pulp.LpVariable, float] = {}
+    r = m.inputs.finance.discount_rate
+    kinds = ("capex", "power", "hosting", "residual")
+    out: dict[str, dict[pulp.LpVariable, float]] = {
+        k: defaultdict(float) for k in (*kinds, *(f"pv_{k}" for k in kinds))
+    }
     for g, gpu in m.inputs.gpus.items():
-        per_month, per_busy = power_coefficients(gpu, e)
-        for t in range(T):
-            v = m.buy[(g, t)]
-            capex[v] = gpu.node_gpus * gpu.unit_capex_usd
-            # own[g, tau] for tau >= t counts this purchase: T - t months of idle power and hosting
-            power[v] += per_month * gpu.node_gpus * (T - t)
-            hosting[v] = site.hosting_usd_per_gpu_month * gpu.node_gpus * (T - t)
+        _, per_busy = power_coefficients(gpu, e)
+        for t in range(len(m.cands.months)):
+            k = owned_coefficients(m, gpu, t)
+            for kind in (*kinds, *(f"pv_{k}" for k in kinds)):
+                per_server, per_card = getattr(k, kind)
+                out[kind][m.buy[(g, t)]] += per_server
+                for x, n in m.cards[(g, t)].items():
+                    out[kind][x] += per_card * n
+            pv_t = economics.discount_factor(r, t)
             for x, coef in m.busy[(g, t)].items():
-                power[x] += per_busy * coef
-    rental: list[tuple[pulp.LpVariable, float]] = []
-    for (job, key, oid), r in m.r.items():
+                out["power"][x] += per_busy * coef
+                out["pv_power"][x] += per_busy * coef * pv_t
+    return out
+
+
+def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
+    """(nominal, present value) rental terms: hours paid in their month, a reservation
+    monthly over its term."""
+    r = m.inputs.finance.discount_rate
+    slices = m.cands.slices
+    nominal: list[tuple[pulp.LpVariable, float]] = []
+    pv: list[tuple[pulp.LpVariable, float]] = []
+    for (job, key, oid, t), v in m.r.items():
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
-        rental.append((r, o.usd_per_gpu_hour * rental_gpus(c.gpus, o)))
+        usd = o.usd_per_gpu_hour * rental_gpus(c.gpus, o)
+        nominal.append((v, usd))
+        pv.append((v, usd * economics.discount_factor(r, t)))
     index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
-    for (w, key, oid, _t, s), q in m.q.items():
+    for (w, key, oid, t, s), q in m.q.items():
         o = m.cands.offers[oid]
         if o.kind != "reserved":
-            c = index[(w, key)]
-            rental.append((q, o.usd_per_gpu_hour * c.tp * slices[s].hours_per_month))
-    for (oid, _t0), v in m.res.items():
+            usd = o.usd_per_gpu_hour * index[(w, key)].tp * slices[s].hours_per_month
+            nominal.append((q, usd))
+            pv.append((q, usd * economics.discount_factor(r, t)))
+    for (oid, t0), v in m.res.items():
         o = m.cands.offers[oid]
         L = o.term_months or 1
-        rental.append((v, o.usd_per_gpu_hour * o.gpus_per_instance * L * HOURS_PER_MONTH))
-    m.cost_terms = {
-        "capex": pulp.LpAffineExpression(capex),
-        "power": pulp.LpAffineExpression(power),
-        "hosting": pulp.LpAffineExpression(hosting),
-        "rental": pulp.LpAffineExpression(rental),
+        month = o.usd_per_gpu_hour * o.gpus_per_instance * HOURS_PER_MONTH
+        nominal.append((v, month * L))
+        pv.append((v, month * economics.annuity_factor(r, t0, L)))
+    return nominal, pv
+
+
+def build_cost_terms(m: PlannerModel) -> None:
+    """Nominal cost terms (capex, power, hosting, rental), their present values and the
+    residual value of owned hardware at the horizon end."""
+    owned = _owned_cost_terms(m)
+    rental, pv_rental = _rental_cost_terms(m)
+    m.cost_terms = {k: pulp.LpAffineExpression(owned[k]) for k in ("capex", "power", "hosting")} | {
+        "rental": pulp.LpAffineExpression(rental)
     }
+    m.pv_terms = {
+        k: pulp.LpAffineExpression(owned[f"pv_{k}"]) for k in ("capex", "power", "hosting")
+    } | {
+        "rental": pulp.LpAffineExpression(pv_rental),
+        "residual": pulp.LpAffineExpression({v: -c for v, c in owned["pv_residual"].items()}),
+    }
+    m.residual = pulp.LpAffineExpression(owned["residual"])
+
+
+def _present_value(m: PlannerModel) -> dict[pulp.LpVariable, float]:
+    total: dict[pulp.LpVariable, float] = defaultdict(float)
+    for e in m.pv_terms.values():
+        for v, coef in e.items():
+            total[v] += coef
+    return total
 
 
 def _total(m: PlannerModel) -> dict[pulp.LpVariable, float]:
@@ -608,8 +758,9 @@ def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
     add_serving_constraints(m)
     add_capacity_constraints(m)
     add_rental_constraints(m)
+    add_server_constraints(m)
     build_cost_terms(m)
-    m.prob += pulp.LpAffineExpression(_total(m)), "total_cost"
+    m.prob += pulp.LpAffineExpression(_present_value(m)), "npv_cost"
     add_budget_constraints(m)
     add_site_constraints(m)
     return m

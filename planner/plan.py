@@ -35,17 +35,25 @@ class Totals(_Data):
     reserved_usd: float = 0.0  # the reserved-commitment part of rental_usd
     capex_budget_usd: float | None = None
     total_budget_usd: float | None = None
+    # Present value at the finance discount rate of every month's cash (total_usd's parts),
+    # less the residual value of owned hardware at the horizon end.
+    npv_usd: float | None = None
+    residual_value_usd: float = 0.0  # owned hardware's value at the horizon end (nominal)
+    book_value_usd: float = 0.0  # undepreciated capex at the horizon end
 
 
 class Purchase(_Data):
     gpu: str
     month: str
-    count: int  # GPUs (a whole number of nodes)
-    nodes: int
-    unit_usd: float  # per GPU: card + server/network share
+    count: int  # GPU cards bought (a full server comes with its slots filled)
+    nodes: int  # servers bought (a partial server may get more cards in a later month)
+    unit_usd: float  # per GPU: card + server/network share (total / count)
     gpu_usd: float  # card price per GPU
-    overhead_usd: float  # server/network share per GPU
-    total_usd: float
+    overhead_usd: float  # server/network share per GPU of this purchase
+    total_usd: float  # nodes x chassis_usd + count x gpu_usd
+    server: str = ""  # server type id
+    slots: int = 0  # GPU slots per server
+    chassis_usd: float = 0.0  # one server without its cards
 
 
 class Rental(_Data):
@@ -88,6 +96,40 @@ class FleetMonth(_Data):
     rented_gpu_hours: float
     owned_utilization: float  # busy / (owned x hours)
     power_kw: float  # owned fleet at full load, at the meter (PUE included)
+    servers: int = 0  # servers owned
+    it_kw: float = 0.0  # IT load colocation charges for: GPU TDP + host watts, no PUE
+
+
+class YearCost(_Data):
+    """One plan year (12 months from the horizon start; the last may be shorter): the cash
+    view (as paid; the residual value comes back in the last year) and the P&L view
+    (straight-line depreciation instead of capex; a sale at the horizon end books its gain)."""
+
+    year: int  # 1 = the horizon's first 12 months
+    first_month: str
+    last_month: str
+    capex_usd: float
+    power_usd: float
+    hosting_usd: float
+    rental_usd: float
+    residual_usd: float  # inflow: owned hardware sold at the horizon end
+    cash_usd: float  # capex + power + hosting + rental - residual
+    pv_usd: float  # cash_usd discounted monthly
+    depreciation_usd: float
+    gain_on_sale_usd: float  # residual - book value of what is sold at the horizon end
+    pnl_cost_usd: float  # depreciation + power + hosting + rental - gain on sale
+
+
+class Depreciation(_Data):
+    """Straight-line depreciation of one purchase, per plan year."""
+
+    gpu: str
+    month: str
+    capex_usd: float
+    years: float  # depreciation life
+    by_year_usd: list[float]
+    book_value_end_usd: float
+    residual_value_usd: float
 
 
 class MonthCost(_Data):
@@ -177,6 +219,10 @@ class Plan(_Data):
     reservations: list[Reservation]
     fleet: list[FleetMonth]
     cash_flow: list[MonthCost]
+    years: list[YearCost] = []
+    depreciation: list[Depreciation] = []
+    discount_rate: float = 0.0  # annual, the rate npv_usd uses
+    residual_mode: str = "none"  # curve | none | straight_line
     workloads: list[WorkloadResult]
     serve_allocations: list[ServeAllocation]
     train_allocations: list[TrainAllocation]

@@ -28,6 +28,7 @@ from planner.catalog import (
     load_models,
     load_offers,
 )
+from planner.economics import FinanceDefaults, FinanceTerms, load_finance_defaults
 from planner.errors import InputError
 from planner.units import CaseInsensitive, Count
 from planner.yamlio import (
@@ -114,6 +115,13 @@ class Site(Strict):
     pue: float = Field(1.3, ge=1.0, le=3.0)
     # Colocation at $150-250 per kW-month is ~$200-300 per GPU-month; $10k is a unit slip.
     hosting_usd_per_gpu_month: float = Field(0.0, ge=0, le=10_000)
+    colo_usd_per_kw_month: float | None = Field(
+        None,
+        ge=0,
+        le=5_000,
+        description="colocation per kW of IT load (GPU TDP + host watts) per month; default: "
+        "catalogs/finance.yaml, or 0 when hosting_usd_per_gpu_month is given",
+    )
     power_cap_kw: float | None = Field(None, gt=0, le=10_000_000, description="site cap, kW")
     consumer_gpus_allowed: bool = Field(
         False, description="GeForce EULA forbids datacenter deployment; true only for an office/lab"
@@ -125,6 +133,7 @@ class GpuOverride(Strict):
     as the catalog (:data:`planner.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
 
     purchase_usd: float | None = Field(None, gt=0)
+    server: str | None = Field(None, description="buy the card in this server type instead")
     server_overhead_usd_per_gpu: float | None = Field(None, ge=0)
     memory_gb: float | None = Field(None, gt=0)
     memory_bandwidth_gbs: float | None = Field(None, gt=0)
@@ -254,6 +263,21 @@ class Workloads(Strict):
     serve: list[ServeWorkload] = []
 
 
+class Finance(Strict):
+    """How money is compared over time; unset figures come from catalogs/finance.yaml."""
+
+    discount_rate: float | None = Field(
+        None, ge=0, lt=1, description="annual cost of capital; cash is discounted monthly"
+    )
+    residual: Annotated[Literal["curve", "none", "straight_line"], CaseInsensitive] = Field(
+        "curve",
+        description="value of owned hardware at the horizon end: the catalog's resale curve "
+        "for the cards, none, or book value after straight-line depreciation",
+    )
+    depreciation_years: float | None = Field(None, ge=1, le=50)
+    currency_label: str = Field("USD", min_length=1, max_length=10)
+
+
 class SolverOptions(Strict):
     time_limit_s: float = Field(60.0, gt=0, le=7 * 24 * 3600, description="at most a week")
     gap: float = Field(0.001, ge=0, le=0.5, description="relative optimality gap to stop at")
@@ -268,6 +292,7 @@ class Problem(Strict):
     overrides: Overrides = Overrides()
     offers: OfferChoice = OfferChoice()
     workloads: Workloads
+    finance: Finance = Finance()
     solver: SolverOptions = SolverOptions()
 
     @model_validator(mode="after")
@@ -350,6 +375,39 @@ class Inputs:
     source_path: str = "<memory>"
     source_sha256: str = ""
     offer_files: list[str] = field(default_factory=list)
+    finance: FinanceTerms = field(default_factory=FinanceTerms)
+
+
+def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> FinanceTerms:
+    """The problem's finance settings, each unset one from catalogs/finance.yaml.
+
+    Colocation: a problem that prices hosting per GPU (``hosting_usd_per_gpu_month``) and
+    names no per-kW rate pays no per-kW rate; otherwise the catalog's default applies.
+    """
+    f, site = problem.finance, problem.site
+    d = defaults if defaults is not None else load_finance_defaults()
+    used: list[tuple[str, str]] = []
+
+    def pick(name: str, given: float | None, default: SourcedRange) -> float:
+        if given is not None:
+            return given
+        used.append((name, f"{default.value:g}: {default.source} ({default.as_of})"))
+        return default.value
+
+    rate = pick("finance.discount_rate", f.discount_rate, d.discount_rate)
+    years = pick("finance.depreciation_years", f.depreciation_years, d.depreciation_years)
+    if site.colo_usd_per_kw_month is None and "hosting_usd_per_gpu_month" in site.model_fields_set:
+        colo = 0.0
+    else:
+        colo = pick("site.colo_usd_per_kw_month", site.colo_usd_per_kw_month, d.colo_usd_per_kw_month)
+    return FinanceTerms(
+        discount_rate=rate,
+        residual=f.residual,
+        depreciation_years=years,
+        colo_usd_per_kw_month=colo,
+        currency_label=f.currency_label,
+        sources=tuple(used),
+    )
 
 
 def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
@@ -562,7 +620,14 @@ def resolve(
     _override_offers(problem, offers, errors)
     _check_providers(problem, offers, errors)
     errors.raise_if_any()
-    return Inputs(problem, gpus, models, _trusted_offers(problem, offers, gpus), offer_files=files)
+    return Inputs(
+        problem,
+        gpus,
+        models,
+        _trusted_offers(problem, offers, gpus),
+        offer_files=files,
+        finance=finance_terms(problem),
+    )
 
 
 def load_problem(path: str | Path) -> Inputs:
@@ -580,6 +645,7 @@ def load_problem(path: str | Path) -> Inputs:
         source_path=str(p),
         source_sha256=digest,
         offer_files=inputs.offer_files,
+        finance=inputs.finance,
     )
 
 
@@ -596,4 +662,5 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
         source_path=name,
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         offer_files=inputs.offer_files,
+        finance=inputs.finance,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pulp
 
+from planner.demand import HOURS_PER_MONTH
 from planner.errors import InputError, SolverError
 from planner.model import PlannerModel
 
@@ -140,7 +141,7 @@ def rental_start(m: PlannerModel) -> bool:
     if any(w not in serve_opts for w in m.cands.serve):
         return False
     train_pick: dict[str, tuple[str, str]] = {}
-    for job, key, oid in m.r:
+    for job, key, oid, _t in m.r:
         if job not in train_pick and offers[oid].kind == "on_demand":
             train_pick[job] = (key, oid)
     if any(job not in train_pick for job, cl in m.cands.train.items() if cl):
@@ -155,7 +156,10 @@ def rental_start(m: PlannerModel) -> bool:
                 m.q[(w, key, oid, t, s)].varValue = max(1.0, d / mu)
     for job, (key, oid) in train_pick.items():
         m.y[(job, key)].varValue = 1.0
-        m.r[(job, key, oid)].varValue = m.train_cand(job, key).wall_hours
+        left = m.train_cand(job, key).wall_hours
+        for t in m.cands.window[job]:  # from the window's start, a month at a time
+            m.r[(job, key, oid, t)].varValue = min(left, HOURS_PER_MONTH)
+            left -= min(left, HOURS_PER_MONTH)
     return True
 
 

@@ -19,6 +19,7 @@ and message, never an abort. Scenarios run in a process pool, or on a Dask clust
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -595,7 +596,7 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
 
 def scenario_inputs(task: Task):
     """Apply the task's values to a deep copy of the data, validate and resolve."""
-    from planner.problem import Inputs, Problem, resolve
+    from planner.problem import Problem, resolve
     from planner.yamlio import validate
 
     data = copy.deepcopy(task.base.data)
@@ -606,14 +607,10 @@ def scenario_inputs(task: Task):
     problem = validate(Problem, doc, f"problem file ({label})" if label else "problem file")
     inputs = resolve(problem, doc, base_dir=Path(task.base.base_dir))
     text = json.dumps(data, sort_keys=True, default=str)
-    return Inputs(
-        inputs.problem,
-        inputs.gpus,
-        inputs.models,
-        inputs.offers,
+    return dataclasses.replace(
+        inputs,
         source_path=f"{task.base.path} [{label}]" if label else task.base.path,
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        offer_files=inputs.offer_files,
     )
 
 

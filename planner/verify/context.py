@@ -24,6 +24,7 @@ from planner.demand import (
     mean_request_rate,
     peak_request_rate,
 )
+from planner.economics import chassis_residual_share, discount_factor, residual_share
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
@@ -155,8 +156,10 @@ class VerifyContext:
     # purchases
     owned: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     bought: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    servers: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     capex: float = 0.0
     capex_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    residual: float = 0.0  # resale value at the horizon end, nominal
     # allocations: owned GPUs in use per (gpu, t, slice), busy GPU-hours per (gpu, t)
     use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
     busy: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
@@ -190,6 +193,7 @@ class VerifyContext:
     opex_by_month: defaultdict[int, float] = field(default_factory=_floats)
     reserved_gpus: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
     total: float = 0.0
+    npv: float = 0.0
 
     @classmethod
     def from_inputs(cls, inputs: Inputs, plan: Plan) -> VerifyContext:
@@ -241,12 +245,20 @@ class VerifyContext:
             gpu = self.inputs.gpus.get(pu.gpu)
             if gpu is None or t0 is None:
                 continue
-            cost = max(pu.count, 0) * gpu.unit_capex_usd
+            cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
             self.capex += cost
             self.capex_by_month[t0] += cost
             self.bought[(pu.gpu, t0)] += max(pu.count, 0)
             for t in range(t0, self.T):
                 self.owned[(pu.gpu, t)] += max(pu.count, 0)
+                self.servers[(pu.gpu, t)] += max(pu.nodes, 0)
+            age = self.T - t0
+            fin = self.inputs.finance
+            self.residual += max(pu.count, 0) * gpu.purchase_usd.value * residual_share(
+                gpu, age, fin.residual, fin.depreciation_years
+            ) + max(pu.nodes, 0) * gpu.chassis_usd * chassis_residual_share(
+                age, fin.residual, fin.depreciation_years
+            )
 
     def _add_serving(self, w: ServeWorkload) -> None:
         p = self.problem
@@ -427,16 +439,28 @@ class VerifyContext:
         e = site.power_usd_per_kwh * site.pue / 1000
         for (oid, t), gpus in self.res_active.items():
             self.reserved_gpus[(self.inputs.offers[oid].gpu, t)] += gpus
+        colo = self.inputs.finance.colo_usd_per_kw_month
         for g, gpu in self.inputs.gpus.items():
             for t in range(self.T):
-                own = self.owned.get((g, t), 0)
-                # idle and host draw all month; busy hours add the rest up to TDP
+                own, servers = self.owned.get((g, t), 0), self.servers.get((g, t), 0)
+                # host draw per server and card idle all month; busy hours add up to TDP
                 pw = e * (
-                    own * HOURS_PER_MONTH * (gpu.idle_w.value + gpu.host_w_per_gpu.value)
+                    HOURS_PER_MONTH * (servers * gpu.host_w + own * gpu.idle_w.value)
                     + self.busy.get((g, t), 0.0) * (gpu.tdp_w.value - gpu.idle_w.value)
                 )
-                hs = own * site.hosting_usd_per_gpu_month
+                kw = (own * gpu.tdp_w.value + servers * gpu.host_w) / 1000
+                hs = own * site.hosting_usd_per_gpu_month + kw * colo
                 self.power += pw
                 self.hosting += hs
                 self.opex_by_month[t] += pw + hs
         self.total = self.capex + self.power + self.hosting + self.rental
+        r = self.inputs.finance.discount_rate
+        self.npv = sum(
+            (
+                self.capex_by_month.get(t, 0.0)
+                + self.opex_by_month.get(t, 0.0)
+                + self.rental_by_month.get(t, 0.0)
+            )
+            * discount_factor(r, t)
+            for t in range(self.T)
+        ) - self.residual * discount_factor(r, self.T)

@@ -10,6 +10,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
+from planner import economics
 from planner.candidates import planned_wall_hours
 from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
@@ -96,28 +97,31 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
     if t0 is None:
         return
     chk.check(
-        pu.count > 0 and pu.count % gpu.node_gpus == 0,
+        pu.count >= 0 and pu.nodes >= 0 and pu.count + pu.nodes > 0,
+        f"{what}: buys {pu.count} cards in {pu.nodes} servers",
+    )
+    chk.check(
+        pu.count % gpu.node_gpus == 0,
         f"{what}: {pu.count} GPUs is not a whole number of {gpu.node_gpus}-GPU nodes",
     )
     chk.check(
-        pu.nodes * gpu.node_gpus == pu.count,
-        f"{what}: {pu.nodes} nodes x {gpu.node_gpus} != {pu.count} GPUs",
+        gpu.partial_fill or pu.nodes * gpu.slots == pu.count,
+        f"{what}: {pu.nodes} full servers x {gpu.slots} slots != {pu.count} GPUs",
     )
     chk.check(
         not gpu.consumer or ctx.problem.site.consumer_gpus_allowed,
         f"{what}: GeForce cards may not be deployed in a datacenter (site.consumer_gpus_allowed is false)",
     )
     chk.check(
-        close(pu.unit_usd, gpu.unit_capex_usd)
-        and close(pu.gpu_usd, gpu.purchase_usd.value)
-        and close(pu.overhead_usd, gpu.server_overhead_usd_per_gpu.value),
-        f"{what}: unit price {pu.unit_usd:,.2f} (card {pu.gpu_usd:,.2f} + server {pu.overhead_usd:,.2f}) "
-        f"!= problem's {gpu.unit_capex_usd:,.2f}",
+        close(pu.gpu_usd, gpu.purchase_usd.value) and close(pu.chassis_usd, gpu.chassis_usd),
+        f"{what}: card {pu.gpu_usd:,.2f}, server {pu.chassis_usd:,.2f} != problem's "
+        f"{gpu.purchase_usd.value:,.2f}, {gpu.chassis_usd:,.2f}",
     )
-    cost = max(pu.count, 0) * gpu.unit_capex_usd
+    cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
     chk.check(
         close(cost, pu.total_usd),
-        f"{what}: total {pu.total_usd:,.2f} != {pu.count} x {gpu.unit_capex_usd:,.2f}",
+        f"{what}: total {pu.total_usd:,.2f} != {pu.nodes} servers x {gpu.chassis_usd:,.2f} "
+        f"+ {pu.count} cards x {gpu.purchase_usd.value:,.2f}",
     )
 
 
@@ -169,7 +173,15 @@ def _check_fleet_month(
         f"{what}: says {fm.rented_gpu_hours:,.1f} rented GPU-h; the rentals give {rented:,.1f}",
     )
     site = ctx.problem.site
-    kw = own * (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
+    servers = ctx.servers.get((g, t), 0)
+    chk.check(
+        fm.servers == servers, f"{what}: says {fm.servers} servers; the purchases give {servers}"
+    )
+    chk.check(
+        own <= servers * gpu.slots,
+        f"{what}: {own} cards do not fit in {servers} servers of {gpu.slots} slots",
+    )
+    kw = (own * gpu.tdp_w.value + servers * gpu.host_w) * site.pue / 1000
     chk.check(
         close(fm.power_kw, kw, abs_=1e-3),
         f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
@@ -470,8 +482,7 @@ def _check_limits(chk: Checker, ctx: VerifyContext) -> None:
         return
     for t in range(ctx.T):
         kw = sum(
-            ctx.owned.get((g, t), 0)
-            * (gpu.tdp_w.value + gpu.host_w_per_gpu.value)
+            (ctx.owned.get((g, t), 0) * gpu.tdp_w.value + ctx.servers.get((g, t), 0) * gpu.host_w)
             * site.pue
             / 1000
             for g, gpu in ctx.inputs.gpus.items()
@@ -607,11 +618,93 @@ def check_money(ctx: VerifyContext) -> Findings:
     )
     if ctx.plan.objective_usd is not None:
         chk.check(
-            close(ctx.total, ctx.plan.objective_usd, rel=1e-5, abs_=1.0),
-            f"solver objective {ctx.plan.objective_usd:,.2f} != recomputed total {ctx.total:,.2f}",
+            close(ctx.npv, ctx.plan.objective_usd, rel=1e-5, abs_=1.0),
+            f"solver objective {ctx.plan.objective_usd:,.2f} != recomputed present value "
+            f"{ctx.npv:,.2f}",
         )
+    _check_finance(chk, ctx)
     _check_cash_flow(chk, ctx)
     return chk.findings()
+
+
+def _check_finance(chk: Checker, ctx: VerifyContext) -> None:
+    """Present value, residual value, each purchase's depreciation and the per-year cash
+    and P&L views, recomputed from the purchases and the recomputed monthly cash."""
+    fin, tt = ctx.inputs.finance, ctx.plan.totals
+    chk.check(
+        close(ctx.plan.discount_rate, fin.discount_rate, abs_=1e-12)
+        and ctx.plan.residual_mode == fin.residual,
+        f"plan uses discount rate {ctx.plan.discount_rate} / residual {ctx.plan.residual_mode}; "
+        f"the problem's are {fin.discount_rate} / {fin.residual}",
+    )
+    for name, mine, theirs in (
+        ("npv", ctx.npv, tt.npv_usd),
+        ("residual_value", ctx.residual, tt.residual_value_usd),
+    ):
+        chk.check(
+            theirs is not None and close(mine, theirs, rel=1e-6, abs_=0.5),
+            f"totals.{name}_usd = {theirs} but recomputed {mine:,.2f}",
+        )
+    book = 0.0
+    deps: dict[int, float] = defaultdict(float)
+    for i, pu in enumerate(ctx.plan.purchases):
+        t0 = ctx.idx.get(pu.month)
+        d = ctx.plan.depreciation[i] if i < len(ctx.plan.depreciation) else None
+        if t0 is None or not chk.check(
+            d is not None and d.gpu == pu.gpu and d.month == pu.month,
+            f"depreciation: no schedule for purchase {pu.gpu} {pu.month}",
+        ):
+            continue
+        assert d is not None  # for the type checker: just checked
+        years = economics.depreciation_by_year(pu.total_usd, t0, fin.depreciation_years, ctx.T)
+        end = economics.book_value(pu.total_usd, ctx.T - t0, fin.depreciation_years)
+        chk.check(
+            len(d.by_year_usd) == len(years)
+            and all(close(a, b, abs_=0.01) for a, b in zip(d.by_year_usd, years, strict=True))
+            and close(d.book_value_end_usd, end, abs_=0.01),
+            f"depreciation {pu.gpu} {pu.month}: {d.by_year_usd} (book {d.book_value_end_usd:,.2f})"
+            f" != straight line over {fin.depreciation_years:g} years {years} (book {end:,.2f})",
+        )
+        book += end
+        for y, v in enumerate(years):
+            deps[y] += v
+    _check_years(chk, ctx, deps, book)
+
+
+def _check_years(chk: Checker, ctx: VerifyContext, deps: dict[int, float], book: float) -> None:
+    fin, T = ctx.inputs.finance, ctx.T
+    n = (T + 11) // 12
+    if not chk.check(
+        [y.year for y in ctx.plan.years] == list(range(1, n + 1)),
+        f"years: need plan years 1..{n}, got {[y.year for y in ctx.plan.years]}",
+    ):
+        return
+    for y, row in enumerate(ctx.plan.years):
+        months = range(12 * y, min(T, 12 * y + 12))
+        last = months[-1] == T - 1
+        cash = {
+            "capex": sum(ctx.capex_by_month.get(t, 0.0) for t in months),
+            "rental": sum(ctx.rental_by_month.get(t, 0.0) for t in months),
+            "power+hosting": sum(ctx.opex_by_month.get(t, 0.0) for t in months),
+        }
+        residual = ctx.residual if last else 0.0
+        gain = residual - book if last and fin.residual != "none" else 0.0
+        opex = row.power_usd + row.hosting_usd
+        for name, mine, theirs in (
+            ("capex", cash["capex"], row.capex_usd),
+            ("rental", cash["rental"], row.rental_usd),
+            ("power+hosting", cash["power+hosting"], opex),
+            ("residual", residual, row.residual_usd),
+            ("cash", sum(cash.values()) - residual, row.cash_usd),
+            ("depreciation", deps.get(y, 0.0), row.depreciation_usd),
+            ("gain on sale", gain, row.gain_on_sale_usd),
+            ("P&L cost", deps.get(y, 0.0) + opex + row.rental_usd - gain, row.pnl_cost_usd),
+        ):
+            chk.check(
+                close(mine, theirs, rel=1e-6, abs_=0.5),
+                f"year {row.year}: {name} {theirs:,.2f} but recomputed {mine:,.2f}",
+                group=("years", name),
+            )
 
 
 def _check_cash_flow(chk: Checker, ctx: VerifyContext) -> None:

@@ -1,0 +1,152 @@
+"""Money over time: discounting, resale value, depreciation, colocation by the kW.
+
+Pure functions (every coefficient the model, the verifier and the reports use), plus the
+resolved finance terms of a problem (:class:`FinanceTerms`; defaults with sources in
+``catalogs/finance.yaml``).
+
+Conventions
+-----------
+* Month ``t`` is 0 for the horizon's first month. Cash of month ``t`` (a purchase at its start,
+  its power, hosting and rentals) is discounted by ``(1 + r) ** (-t / 12)``: annual rate ``r``,
+  monthly compounding, start-of-month timing (conservative for costs).
+* The residual value of owned hardware is an inflow at the horizon end (``t = T``).
+* A training run's rented hours are paid in the first month of its window (runs start as soon
+  as they can; the model does not place rented hours in months).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from planner.catalog import CATALOG_DIR, SourcedRange, Strict
+from planner.yamlio import load_yaml, validate
+
+if TYPE_CHECKING:
+    from planner.catalog import GpuSpec
+
+
+class FinanceDefaults(Strict):
+    discount_rate: SourcedRange
+    depreciation_years: SourcedRange
+    colo_usd_per_kw_month: SourcedRange
+
+
+class FinanceFile(Strict):
+    finance: FinanceDefaults
+    notes: str | None = Field(None, max_length=10_000)
+
+
+def load_finance_defaults(path: str | Path = CATALOG_DIR / "finance.yaml") -> FinanceDefaults:
+    return validate(FinanceFile, load_yaml(path), "finance defaults").finance
+
+
+@dataclass(frozen=True)
+class FinanceTerms:
+    """A problem's finance settings with every default filled in (and where it came from)."""
+
+    discount_rate: float = 0.0
+    residual: str = "none"  # curve | none | straight_line
+    depreciation_years: float = 5.0
+    colo_usd_per_kw_month: float = 0.0
+    currency_label: str = "USD"
+    sources: tuple[tuple[str, str], ...] = ()  # (field, source) of each default used
+
+
+def discount_factor(annual_rate: float, month: float) -> float:
+    """Present value of $1 paid at the start of month ``month`` (0 = horizon start).
+
+    ``(1 + r) ** (-month / 12)``, r annual.
+
+    >>> discount_factor(0.10, 12)
+    0.9090909090909091
+    >>> discount_factor(0.0, 35)
+    1.0
+    """
+    return (1.0 + annual_rate) ** (-month / 12.0)
+
+
+def annuity_factor(annual_rate: float, first: int, months: int) -> float:
+    """Present value of $1 paid at the start of each of ``months`` months from ``first``.
+
+    >>> annuity_factor(0.0, 3, 4)
+    4.0
+    >>> round(annuity_factor(0.12, 0, 12), 6)
+    11.397924
+    """
+    return sum(discount_factor(annual_rate, t) for t in range(first, first + months))
+
+
+def residual_share(gpu: GpuSpec, age_months: float, mode: str, depreciation_years: float) -> float:
+    """Share of a card's purchase price it is worth at ``age_months`` (0 to 1).
+
+    ``curve``: the catalog's used-market curve (0 when the GPU has none); ``straight_line``:
+    book value, ``1 - age / (12 years)`` floored at 0; ``none``: 0.
+
+    >>> from types import SimpleNamespace as NS
+    >>> residual_share(NS(residual=None), 24, "straight_line", 4)
+    0.5
+    >>> residual_share(NS(residual=None), 24, "curve", 4)
+    0.0
+    """
+    if mode == "none" or age_months < 0:
+        return 0.0
+    if mode == "straight_line":
+        return max(0.0, 1.0 - age_months / (12.0 * depreciation_years))
+    if gpu.residual is None:
+        return 0.0
+    return gpu.residual.share_at(age_months)
+
+
+def chassis_residual_share(age_months: float, mode: str, depreciation_years: float) -> float:
+    """Share of a server chassis's price it is worth at ``age_months``: book value under
+    ``straight_line``; 0 otherwise (used servers without cards fetch little; no curve is
+    published, so none is assumed).
+
+    >>> chassis_residual_share(12, "straight_line", 4), chassis_residual_share(12, "curve", 4)
+    (0.75, 0.0)
+    """
+    if mode != "straight_line":
+        return 0.0
+    return max(0.0, 1.0 - age_months / (12.0 * depreciation_years))
+
+
+def depreciation_by_year(
+    capex: float, first_month: int, depreciation_years: float, horizon_months: int
+) -> list[float]:
+    """Straight-line depreciation to zero of ``capex`` bought at the start of ``first_month``,
+    per plan year (12-month blocks from the horizon start) within the horizon; what is left
+    at the horizon end is the book value.
+
+    >>> depreciation_by_year(1200.0, 6, 1, 24)
+    [600.0, 600.0]
+    >>> depreciation_by_year(3600.0, 0, 5, 36)
+    [720.0, 720.0, 720.0]
+    """
+    per_month = capex / (12.0 * depreciation_years)
+    life = round(12 * depreciation_years)
+    years = [0.0] * ((horizon_months + 11) // 12)
+    for t in range(first_month, min(horizon_months, first_month + life)):
+        years[t // 12] += per_month
+    return [round(v, 6) for v in years]
+
+
+def book_value(capex: float, age_months: float, depreciation_years: float) -> float:
+    """Undepreciated capex after ``age_months`` of straight-line depreciation.
+
+    >>> book_value(1000.0, 30, 5)
+    500.0
+    """
+    return capex * max(0.0, 1.0 - age_months / (12.0 * depreciation_years))
+
+
+def it_kw(gpus: float, gpu_tdp_w: float, servers: float, host_w: float) -> float:
+    """kW of IT load colocation charges for: GPU TDP per card plus host watts per server.
+
+    >>> it_kw(8, 700, 1, 4600)
+    10.2
+    """
+    return round((gpus * gpu_tdp_w + servers * host_w) / 1000.0, 12)
