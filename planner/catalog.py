@@ -119,7 +119,7 @@ class ResidualCurve(Strict):
     """Resale value by age: ``(0, 1)`` then the points, linear between them and continuing the
     last segment's slope beyond the last point, never below 0."""
 
-    points: list[ResidualPoint] = Field(min_length=1, max_length=100)
+    points: tuple[ResidualPoint, ...] = Field(min_length=1, max_length=100)
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=4)
     note: str | None = None

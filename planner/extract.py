@@ -542,9 +542,7 @@ def _depreciation(ctx: _Context, p: Purchase) -> Depreciation:
     )
 
 
-def _year_cost(
-    ctx: _Context, y: int, cash: list[MonthCost], deps: list[Depreciation]
-) -> YearCost:
+def _year_cost(ctx: _Context, y: int, cash: list[MonthCost], deps: list[Depreciation]) -> YearCost:
     fin, T = ctx.inputs.finance, len(ctx.months)
     months = range(12 * y, min(T, 12 * y + 12))
     last = months[-1] == T - 1

@@ -375,7 +375,9 @@ def add_purchase_variables(m: PlannerModel) -> None:
 
 
 def add_server_constraints(m: PlannerModel) -> None:
-    """server_slots: cards owned <= slots x servers owned (partial-fill servers only)."""
+    """server_slots: cards owned <= slots x servers owned; server_used: servers owned <= cards
+    owned (partial-fill servers only). An empty server is never needed: buying it with its
+    first card costs no more (later cash is discounted, a younger chassis resells higher)."""
     T = len(m.cands.months)
     for g, gpu in m.inputs.gpus.items():
         if not gpu.partial_fill or not m.ownable[g]:
@@ -388,6 +390,12 @@ def add_server_constraints(m: PlannerModel) -> None:
                 LE,
                 0,
                 nid("server_slots", g, m.cands.months[t]),
+            )
+            m.add(
+                [*((v, -c) for v, c in m.own[(g, t)].items()), *((v, 1.0) for v, _ in servers)],
+                LE,
+                0,
+                nid("server_used", g, m.cands.months[t]),
             )
 
 

@@ -27,6 +27,8 @@ from planner.catalog import (
     load_gpus,
     load_models,
     load_offers,
+    load_servers,
+    with_server,
 )
 from planner.economics import FinanceDefaults, FinanceTerms, load_finance_defaults
 from planner.errors import InputError
@@ -399,7 +401,9 @@ def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> 
     if site.colo_usd_per_kw_month is None and "hosting_usd_per_gpu_month" in site.model_fields_set:
         colo = 0.0
     else:
-        colo = pick("site.colo_usd_per_kw_month", site.colo_usd_per_kw_month, d.colo_usd_per_kw_month)
+        colo = pick(
+            "site.colo_usd_per_kw_month", site.colo_usd_per_kw_month, d.colo_usd_per_kw_month
+        )
     return FinanceTerms(
         discount_rate=rate,
         residual=f.residual,
@@ -412,7 +416,7 @@ def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> 
 
 def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
     changes: dict[str, Any] = {}
-    for key, value in ov.model_dump(exclude={"source"}).items():
+    for key, value in ov.model_dump(exclude={"source", "server"}).items():
         if value is None:
             continue
         old = getattr(gpu, key)
@@ -495,11 +499,39 @@ def _allowed_gpus(
             )
         elif g in gpus:
             try:
+                if ov.server is not None:
+                    gpus[g] = _rehouse(gpus[g], ov.server)
                 gpus[g] = _override_gpu(gpus[g], ov)
             except ValidationError as exc:
                 why = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
                 errors.add(("overrides", "gpus", g), f"the overridden GPU is not valid: {why}")
+            except _OverrideError as exc:
+                errors.add(("overrides", "gpus", g, "server"), str(exc))
     return gpus
+
+
+def _rehouse(gpu: GpuSpec, server_id: str) -> GpuSpec:
+    """``gpu`` bought in another server type of catalogs/servers.yaml."""
+    servers = load_servers()
+    if server_id not in servers:
+        raise _OverrideError(
+            f"unknown server type {server_id!r}; {did_you_mean(server_id, servers.keys())}"
+        )
+    try:
+        return with_server(gpu.model_copy(update={"node_size": _node_of(gpu)}), servers[server_id])
+    except ValueError as exc:
+        raise _OverrideError(str(exc)) from None
+
+
+def _node_of(gpu: GpuSpec) -> Sourced:
+    """The card's own purchase unit (a full server's slots replaced it on load)."""
+    if gpu.server_spec is not None and gpu.server_spec.fill == "full":
+        return Sourced(value=gpu.node_size.value, source=gpu.node_size.source, as_of="catalog")
+    return gpu.node_size
+
+
+class _OverrideError(ValueError):
+    pass
 
 
 def _check_models(problem: Problem, models: dict[str, ModelArch], errors: _Errors) -> None:

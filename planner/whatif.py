@@ -3,9 +3,9 @@
 A *vary* is ``KEY=VALUES``. KEY is a dotted path into the problem file's data (the YAML
 mapping, before validation); list items are addressed by their ``name``
 (``workloads.serve.chat.traffic.utilization``), by their ``id`` (``offers.extra.<id>``) or by
-their index. Two aliases exist:
-``utilization`` (every serving workload's ``traffic.utilization``) and ``power_price``
-(``site.power_usd_per_kwh``). VALUES is a comma list (``0.08,0.12,0.2``) or an inclusive
+their index. Aliases: ``utilization`` (every serving workload's ``traffic.utilization``),
+``power_price`` (``site.power_usd_per_kwh``), ``discount_rate`` (``finance.discount_rate``)
+and ``colo_price`` (``site.colo_usd_per_kw_month``). VALUES is a comma list (``0.08,0.12,0.2``) or an inclusive
 range ``start:stop:step`` (``0.2:0.9:0.1`` -> 8 values ending at 0.9; the arithmetic is
 decimal, so no float drift).
 
@@ -48,6 +48,14 @@ Value = float | int | str | bool
 ALIASES = {
     "utilization": "every serving workload's traffic.utilization",
     "power_price": "site.power_usd_per_kwh",
+    "discount_rate": "finance.discount_rate",
+    "colo_price": "site.colo_usd_per_kw_month",
+}
+# Aliases that stand for one path of the problem file.
+_PATH_ALIASES = {
+    "power_price": ("site", "power_usd_per_kwh"),
+    "discount_rate": ("finance", "discount_rate"),
+    "colo_price": ("site", "colo_usd_per_kw_month"),
 }
 
 # The default grid when no --vary is given: 8 x 5 = 40 scenarios.
@@ -351,6 +359,8 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
     ...     {"name": "chat", "traffic": {"utilization": 0.5}}]}}
     >>> resolve_key(d, "power_price")
     [('site', 'power_usd_per_kwh')]
+    >>> resolve_key(d, "discount_rate"), resolve_key(d, "colo_price")
+    ([('finance', 'discount_rate')], [('site', 'colo_usd_per_kw_month')])
     >>> resolve_key(d, "workloads.serve.chat.traffic.utilization")
     [('workloads', 'serve', 0, 'traffic', 'utilization')]
     """
@@ -358,8 +368,8 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
 
     if not isinstance(data, dict):
         raise InputError("the problem file is not a mapping")
-    if key == "power_price":
-        return [_walk(data, ["site", "power_usd_per_kwh"], key, Problem)]
+    if key in _PATH_ALIASES:
+        return [_walk(data, list(_PATH_ALIASES[key]), key, Problem)]
     if key == "utilization":
         serve = (
             (data.get("workloads") or {}).get("serve")

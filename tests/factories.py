@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from planner.candidates import Candidates, ServeCandidate, TrainCandidate
-from planner.catalog import GpuSpec, ModelArch
+from planner.catalog import GpuSpec, ModelArch, ResidualCurve, ServerSpec, with_server
 from planner.demand import load_slices
 from planner.problem import Inputs, Problem, resolve
 
@@ -24,6 +24,43 @@ def gpu(
     idle: float = 0.0,
     host: float = 0.0,
     consumer: bool = False,
+    server: dict | None = None,
+    residual: list[tuple[int, float]] | None = None,
+) -> GpuSpec:
+    """A synthetic GPU; ``server`` = {slots, fill, chassis, host_w} buys it in a server type,
+    ``residual`` = [(age months, share)] is its resale curve."""
+    g = _gpu(gid, price, overhead, node, tdp, idle, host, consumer)
+    if residual is not None:
+        curve = {
+            "points": [{"age_months": a, "share": v, "low": v, "high": v} for a, v in residual],
+            "source": "test",
+            "as_of": "2026-01",
+        }
+        g = g.model_copy(update={"residual": ResidualCurve.model_validate(curve)})
+    if server is not None:
+        spec = ServerSpec.model_validate(
+            {
+                "id": f"{gid}-server",
+                "name": "test server",
+                "slots": server["slots"],
+                "fill": server.get("fill", "partial"),
+                "chassis_usd": {**sourced(server["chassis"]), "low": 0, "high": 1e7},
+                "host_w": sourced(server.get("host_w", 0.0)),
+            }
+        )
+        g = with_server(g, spec)
+    return g
+
+
+def _gpu(
+    gid: str,
+    price: float,
+    overhead: float,
+    node: int,
+    tdp: float,
+    idle: float,
+    host: float,
+    consumer: bool,
 ) -> GpuSpec:
     return GpuSpec.model_validate(
         {
@@ -93,7 +130,11 @@ def problem(
     serve: list[dict] | None = None,
     train: list[dict] | None = None,
     gpus: list[GpuSpec] | None = None,
+    finance: dict | None = None,
+    colo: float | None = None,
 ) -> Inputs:
+    """A tiny problem. Money is nominal (no discounting, no resale) unless ``finance`` says
+    otherwise: most hand-computed optima here check the model's mechanics, not finance."""
     gpus = gpus or [gpu()]
     data = {
         "name": "tiny",
@@ -105,7 +146,9 @@ def problem(
             "hosting_usd_per_gpu_month": hosting,
             "power_cap_kw": power_cap,
             "consumer_gpus_allowed": consumer_ok,
+            **({"colo_usd_per_kw_month": colo} if colo is not None else {}),
         },
+        "finance": finance if finance is not None else {"discount_rate": 0, "residual": "none"},
         "offers": {"files": [], "extra": offers or []},
         "workloads": {"serve": serve or [], "train": train or []},
     }

@@ -77,7 +77,8 @@ def summary_table(
     "varies",
     multiple=True,
     metavar="KEY=VALUES",
-    help="a dotted path (or alias utilization / power_price) and a comma list or "
+    help="a dotted path (or alias utilization / power_price / discount_rate / colo_price) "
+    "and a comma list or "
     "start:stop:step range; several --vary make a grid. "
     "Default: utilization=0.2:0.9:0.1 x power_price=0.06:0.30:0.06",
 )

@@ -1,0 +1,237 @@
+"""Economics (issue 14): present value, resale value, servers as units, colocation by the kW.
+
+Tiny problems with hand-computed optima (coefficients injected, physics bypassed), then
+metamorphic relations on them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.economics import annuity_factor, discount_factor
+from planner.extract import extract_plan
+from planner.model import build_model
+from planner.solve import solve_model
+from planner.verify.context import VerifyContext
+from planner.verify.families import check_caps, check_money, check_purchases, check_rentals
+from tests.factories import candidates, gpu, offer, problem, serve_workload
+
+H = 730.0
+
+
+def solve(inputs, serve):
+    m = build_model(inputs, candidates(inputs, serve=serve))
+    res = solve_model(m, time_limit=30, gap=1e-9)
+    plan = extract_plan(m, res)
+    # the money, purchase, capacity and rental families (the serving family recomputes the
+    # physics these tests bypass)
+    ctx = VerifyContext.from_inputs(inputs, plan)
+    found = [
+        f for fam in (check_purchases, check_caps, check_rentals, check_money) for f in fam(ctx)
+    ]
+    assert not found, found
+    return res, plan
+
+
+def growing(rps: float, growth: float) -> dict:
+    w = serve_workload(rps=rps)
+    w["traffic"]["growth_per_month"] = growth
+    return w
+
+
+# ------------------------------------------------------------------ discounting
+
+
+def _pv_buy_two(k2: int, rate: float, T: int, K: float, R: float, C: float, g: float) -> float:
+    """Present value of: own replica 1 from month 0 and replica 2 from month k2 (k2 = T: never),
+    renting the rest (continuous replicas at R per replica-month), C idle power per owned GPU
+    per month, demand 1.0 x (1 + g)^t replicas."""
+    pv = K
+    for t in range(T):
+        d = discount_factor(rate, t)
+        owned = 1 + (t >= k2)
+        rented = max(0.0, (1 + g) ** t - owned)
+        pv += d * (R * rented + C * owned)
+        if t == k2:
+            pv += d * K
+    return pv
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5])
+def test_discounting_moves_a_purchase_later(rate):
+    """Demand grows 8 %/month from one replica. Undiscounted, the second GPU is bought as soon
+    as it saves anything (month 1); at 50 %/year, deferring its $10,000 saves ~$332 a month,
+    more than it saves in rent until month 2. The optimum matches enumeration of its month."""
+    T, K, p, g = 12, 10_000.0, 3.0, 0.08
+    idle_w, price = 100.0, 0.1
+    inputs = problem(
+        months=T,
+        gpus=[gpu(price=K, idle=idle_w, tdp=idle_w)],
+        power_price=price,
+        offers=[offer("cloud-g1", "g1", p)],
+        serve=[growing(1.0, g)],
+        finance={"discount_rate": rate, "residual": "none"},
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    C = idle_w * H / 1000 * price
+    best = min(range(1, T + 1), key=lambda k: _pv_buy_two(k, rate, T, K, p * H, C, g))
+    assert best == (1 if rate == 0 else 2)  # the hand analysis in the docstring
+    assert [(x.month, x.count) for x in plan.purchases] == [
+        ("2027-01", 1),
+        (plan.months[best], 1),
+    ]
+    assert res.objective == pytest.approx(_pv_buy_two(best, rate, T, K, p * H, C, g), rel=1e-6)
+    assert plan.totals.npv_usd == pytest.approx(res.objective, rel=1e-9)
+
+
+def test_present_value_of_a_rental_month_by_month():
+    # Renting one replica for 24 months at $1/h, 12 %/year: PV = 730 x annuity(0, 24).
+    inputs = problem(
+        months=24,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("cloud-g1", "g1", 1.0)],
+        serve=[serve_workload(rps=1.0)],
+        finance={"discount_rate": 0.12, "residual": "none"},
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    assert plan.totals.total_usd == pytest.approx(24 * H)
+    assert res.objective == pytest.approx(H * annuity_factor(0.12, 0, 24), rel=1e-9)
+    assert [y.year for y in plan.years] == [1, 2]
+    assert plan.years[0].cash_usd == pytest.approx(12 * H)
+    assert sum(y.pv_usd for y in plan.years) == pytest.approx(res.objective, rel=1e-9)
+
+
+# ------------------------------------------------------------------ residual value
+
+
+def _late_service(shares: list[tuple[int, float]] | None, mode: str = "curve"):
+    """A service for the last 3 months of 12: renting costs 3 x 730 x $2 = $4,380; a $10,000
+    card resold at the horizon end for share(3 months) x $10,000 costs the difference."""
+    return problem(
+        months=12,
+        gpus=[gpu(price=10_000, residual=shares)],
+        offers=[offer("cloud-g1", "g1", 2.0)],
+        serve=[serve_workload(rps=1.0, start="2027-10")],
+        finance={"discount_rate": 0, "residual": mode},
+    )
+
+
+def test_residual_value_makes_a_late_purchase_win():
+    res, plan = solve(_late_service(None, "none"), {"chat": [("g1", 1, 1.0)]})
+    assert plan.purchases == [] and res.objective == pytest.approx(3 * H * 2.0)
+    res, plan = solve(_late_service([(3, 0.9), (72, 0.2)]), {"chat": [("g1", 1, 1.0)]})
+    assert [(x.month, x.count) for x in plan.purchases] == [("2027-10", 1)]
+    assert plan.totals.residual_value_usd == pytest.approx(9_000)
+    assert res.objective == pytest.approx(10_000 - 9_000)
+    assert plan.years[-1].residual_usd == pytest.approx(9_000)
+    # sold at the horizon end for 9,000 against a book value of 10,000 x (1 - 3/60)
+    assert plan.years[-1].gain_on_sale_usd == pytest.approx(9_000 - 9_500)
+
+
+def test_straight_line_residual_is_book_value():
+    res, plan = solve(_late_service(None, "straight_line"), {"chat": [("g1", 1, 1.0)]})
+    # default depreciation 5 years: after 3 months 95 % of the price is left
+    assert plan.totals.residual_value_usd == pytest.approx(9_500)
+    assert res.objective == pytest.approx(500)
+    assert plan.years[-1].gain_on_sale_usd == pytest.approx(0)
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.4, 0.6, 0.9, 1.0])
+def test_more_resale_value_never_lowers_the_credit(scale):
+    """Metamorphic: scaling the resale curve up never lowers the optimum's residual credit."""
+    credits = []
+    for s in (scale * 0.5, scale):
+        _, plan = solve(_late_service([(3, s), (72, 0.0)]), {"chat": [("g1", 1, 1.0)]})
+        credits.append(plan.totals.residual_value_usd)
+    assert credits[1] >= credits[0] - 1e-6
+
+
+# ------------------------------------------------------------------ servers as units
+
+
+def _three_cards(chassis: float, slots: int = 8):
+    """Three replicas for a year: renting costs 3 x 730 x 12 x $0.5 = $13,140; owning costs
+    three $3,000 cards plus the servers that hold them."""
+    return problem(
+        months=12,
+        gpus=[gpu(price=3_000, server={"slots": slots, "chassis": chassis})],
+        offers=[offer("cloud-g1", "g1", 0.5)],
+        serve=[serve_workload(rps=3.0)],
+    )
+
+
+def test_a_chassis_cost_makes_a_three_card_purchase_lose_to_renting():
+    res, plan = solve(_three_cards(0.0), {"chat": [("g1", 1, 1.0)]})
+    assert [(x.count, x.nodes) for x in plan.purchases] == [(3, 1)]
+    assert res.objective == pytest.approx(9_000)
+    res, plan = solve(_three_cards(5_000.0), {"chat": [("g1", 1, 1.0)]})
+    assert plan.purchases == []
+    assert res.objective == pytest.approx(3 * H * 12 * 0.5)
+
+
+def test_cards_need_slots():
+    # 2-slot servers at $1,000: three cards need two servers
+    res, plan = solve(_three_cards(1_000.0, slots=2), {"chat": [("g1", 1, 1.0)]})
+    assert sum(x.count for x in plan.purchases) == 3
+    assert sum(x.nodes for x in plan.purchases) == 2
+    assert res.objective == pytest.approx(9_000 + 2_000)
+
+
+def test_server_host_power_is_paid_per_server():
+    # one 8-slot server (host 400 W) with one card (idle = TDP = 100 W), busy all year
+    inputs = problem(
+        months=12,
+        power_price=0.1,
+        gpus=[
+            gpu(price=1_000, tdp=100, idle=100, server={"slots": 8, "chassis": 0, "host_w": 400})
+        ],
+        offers=[offer("cloud-g1", "g1", 50.0)],
+        serve=[serve_workload(rps=1.0)],
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    assert plan.totals.power_usd == pytest.approx(12 * H * 500 / 1000 * 0.1)
+    assert res.objective == pytest.approx(1_000 + 12 * H * 0.05)
+
+
+# ------------------------------------------------------------------ colocation by the kW
+
+
+def test_colocation_is_charged_on_it_kw():
+    # one card of 700 W in a server of 1,300 W host: 2.0 kW x $200 x 12 months
+    inputs = problem(
+        months=12,
+        gpus=[gpu(price=1_000, tdp=700, server={"slots": 8, "chassis": 0, "host_w": 1_300})],
+        offers=[offer("cloud-g1", "g1", 50.0)],
+        serve=[serve_workload(rps=1.0)],
+        colo=200.0,
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    assert plan.totals.hosting_usd == pytest.approx(2.0 * 200 * 12)
+    assert plan.fleet[0].it_kw == pytest.approx(2.0)
+
+
+def test_more_expensive_colocation_never_adds_kw():
+    """Metamorphic: raising the colocation price never raises the optimum's provisioned kW."""
+    peaks = []
+    for colo in (0.0, 100.0, 300.0, 1_000.0, 3_000.0):
+        inputs = problem(
+            months=12,
+            gpus=[
+                gpu(
+                    "hot", price=2_000, tdp=700, server={"slots": 4, "chassis": 500, "host_w": 800}
+                ),
+                gpu(
+                    "cool", price=2_600, tdp=250, server={"slots": 4, "chassis": 500, "host_w": 400}
+                ),
+            ],
+            offers=[offer("cloud-hot", "hot", 0.6), offer("cloud-cool", "cool", 0.7)],
+            serve=[serve_workload(rps=3.0)],
+            colo=colo,
+        )
+        _, plan = solve(inputs, {"chat": [("hot", 1, 1.0), ("cool", 1, 1.0)]})
+        kw = {}
+        for fm in plan.fleet:
+            kw[fm.month] = kw.get(fm.month, 0.0) + fm.it_kw
+        peaks.append(max(kw.values(), default=0.0))
+    assert all(b <= a + 1e-9 for a, b in zip(peaks, peaks[1:], strict=False)), peaks
+    assert peaks[0] > peaks[-1]  # the relation is not vacuous: the fleet does change
