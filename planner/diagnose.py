@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import defaultdict
 from collections.abc import Callable
 
 import pulp
 
 from planner.candidates import Candidates, TrainCandidate, build_candidates, rental_gpus
-from planner.catalog import Offer, load_offers
+from planner.catalog import GpuSpec, Offer, load_offers
 from planner.demand import HOURS_PER_MONTH
-from planner.model import PlannerModel, build_model
+from planner.model import PlannerModel, build_model, nominal_total
 from planner.plan import Plan
 from planner.problem import Inputs, TrainJob, month_index
 from planner.solve import solve_model
@@ -92,11 +93,14 @@ def _peak_kw_objective(m: PlannerModel) -> None:
     site = m.inputs.problem.site
     peak = pulp.LpVariable("diagnose_peak_kw", lowBound=0)
     for t in range(len(m.cands.months)):
-        terms = []
-        for g, gpu in m.inputs.gpus.items():
-            kw = (gpu.tdp_w.value + gpu.host_w_per_gpu.value) * site.pue / 1000
-            terms.extend((v, coef * kw) for v, coef in m.own[(g, t)].items())
-        m.prob += pulp.LpAffineExpression(terms) - peak <= 0, f"diagnose_peak_kw_{t}"
+        terms: dict[pulp.LpVariable, float] = defaultdict(float)  # a full server's buy var
+        for g, gpu in m.inputs.gpus.items():  # carries both its cards' and its host's kW
+            card_kw, server_kw = gpu.tdp_w.value * site.pue / 1000, gpu.host_w * site.pue / 1000
+            for v, coef in m.own[(g, t)].items():
+                terms[v] += coef * card_kw
+            for tau in range(t + 1):
+                terms[m.buy[(g, tau)]] += server_kw
+        m.prob += pulp.LpAffineExpression(dict(terms)) - peak <= 0, f"diagnose_peak_kw_{t}"
     m.prob.setObjective(pulp.LpAffineExpression([(peak, 1.0)]))
 
 
@@ -107,11 +111,14 @@ def minimize(
     solver: str = "cbc",
     time_limit: float | None = None,
 ) -> Probe:
-    """Minimize ``capex`` | ``total`` | ``power_kw`` | ``none`` (feasibility) on ``inputs``."""
+    """Minimize ``capex`` | ``total`` (undiscounted) | ``npv`` (the plan's objective) |
+    ``power_kw`` | ``none`` (feasibility) on ``inputs``."""
     m = build_model(inputs, cands)
     if objective == "capex":
         m.prob.setObjective(m.cost_terms["capex"])
-    elif objective == "total":
+    elif objective == "total":  # what budget.total_usd caps: undiscounted spend
+        m.prob.setObjective(pulp.LpAffineExpression(nominal_total(m)))
+    elif objective == "npv":
         pass  # the model's own objective
     elif objective == "power_kw":
         _peak_kw_objective(m)
@@ -514,10 +521,19 @@ def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
     return out[:top]
 
 
+def _smallest_purchase(g: GpuSpec) -> tuple[float, float]:
+    """(USD, IT kW) of the smallest addition to a fleet: one node of cards, in a free slot of
+    a partial-fill server, or with its own server when servers come full."""
+    usd, kw = g.node_gpus * g.purchase_usd.value, g.node_gpus * g.tdp_w.value / 1000
+    if g.partial_fill:
+        return usd, kw
+    return usd + g.chassis_usd, kw + g.host_w / 1000
+
+
 def _capex_limit_line(inputs: Inputs, plan: Plan) -> str:
     """budget_capex at the optimum: binding when what is left buys no further node."""
     budget = inputs.problem.budget.capex_usd
-    node_cost = min(g.node_gpus * g.unit_capex_usd for g in inputs.gpus.values())
+    node_cost = min(_smallest_purchase(g)[0] for g in inputs.gpus.values())
     used = plan.totals.capex_usd
     slack = budget - used
     return f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(budget)} " + (
@@ -545,10 +561,7 @@ def _power_limit_line(inputs: Inputs, plan: Plan) -> str | None:
     site = inputs.problem.site
     if site.power_cap_kw is None:
         return None
-    node = min(
-        g.node_gpus * (g.tdp_w.value + g.host_w_per_gpu.value) * site.pue / 1000
-        for g in inputs.gpus.values()
-    )
+    node = min(_smallest_purchase(g)[1] * site.pue for g in inputs.gpus.values())
     kw = {t: 0.0 for t in plan.months}
     for fm in plan.fleet:
         kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
@@ -587,15 +600,16 @@ def _limit_lines(inputs: Inputs, plan: Plan) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class _Resolver:
-    """Re-solves a variant of the problem; says how its total compares with the plan's."""
+    """Re-solves a variant of the problem; says how its cost (present value, what the
+    optimizer minimizes) compares with the plan's."""
 
-    total: float  # the plan's total, USD
+    total: float  # the plan's objective: present value of its cash less the residual, USD
     solver: str
     time_limit: float
     gap: float
 
     def outcome(self, inputs: Inputs, cands: Candidates) -> str:
-        """``total $X (+$D, +P%)``, or no change beyond the solver gap, or no plan."""
+        """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan."""
         # Differences within the solver's gap are noise, not the worth of the change.
         tol = max(abs(self.total) * self.gap, 1.0)
         mm = build_model(inputs, cands)
@@ -605,9 +619,9 @@ class _Resolver:
         new = float(rr.objective or 0.0)
         d = new - self.total
         if abs(d) <= tol:
-            return f"total {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
+            return f"PV {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
         pct = f", {d / self.total:+.1%}" if self.total else ""
-        return f"total {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
+        return f"PV {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
 
 
 def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str]:
@@ -681,7 +695,8 @@ def explain_plan(
     limits = _limit_lines(inputs, plan)
     whatif: list[str] = []
     if resolve:
-        rs = _Resolver(total, solver, limit, rel_gap)
+        # variants are compared on what the optimizer minimizes: the present value
+        rs = _Resolver(float(res.objective or total), solver, limit, rel_gap)
         used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
         whatif = _limit_whatifs(inputs, cands, rs)
         whatif += [_gpu_whatif(inputs, cands, g, used_gpus, rs) for g in inputs.gpus]

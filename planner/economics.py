@@ -75,7 +75,7 @@ def annuity_factor(annual_rate: float, first: int, months: int) -> float:
     >>> annuity_factor(0.0, 3, 4)
     4.0
     >>> round(annuity_factor(0.12, 0, 12), 6)
-    11.397924
+    11.398659
     """
     return sum(discount_factor(annual_rate, t) for t in range(first, first + months))
 

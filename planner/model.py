@@ -596,7 +596,7 @@ def add_budget_constraints(m: PlannerModel) -> None:
     b = m.inputs.problem.budget
     m.add(m.cost_terms["capex"], LE, b.capex_usd, "budget_capex")
     if b.total_usd is not None:
-        m.add(_total(m), LE, b.total_usd, "budget_total")
+        m.add(nominal_total(m), LE, b.total_usd, "budget_total")
 
 
 def add_site_constraints(m: PlannerModel) -> None:
@@ -749,7 +749,9 @@ def _present_value(m: PlannerModel) -> dict[pulp.LpVariable, float]:
     return total
 
 
-def _total(m: PlannerModel) -> dict[pulp.LpVariable, float]:
+def nominal_total(m: PlannerModel) -> dict[pulp.LpVariable, float]:
+    """Undiscounted spend over the horizon (capex + power + hosting + rental), what
+    ``budget.total_usd`` caps; the objective is its present value less the residual."""
     total: dict[pulp.LpVariable, float] = defaultdict(float)
     for e in m.cost_terms.values():
         for v, coef in e.items():

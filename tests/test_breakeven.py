@@ -19,8 +19,10 @@ PRICE = "offers.extra.cloud-a100-od.usd_per_gpu_hour"
 
 @pytest.fixture()
 def small(tmp_path: Path) -> Path:
+    # undiscounted and without resale: the break-even below is checked against the plain
+    # cost of an owned GPU-hour
     p = tmp_path / "small.yaml"
-    p.write_text(SMALL)
+    p.write_text(SMALL + "finance: {discount_rate: 0, residual: none}\n")
     return p
 
 

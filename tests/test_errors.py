@@ -83,7 +83,7 @@ CASES: dict[str, list[str]] = {
         "site.power_usd_per_kwhr",
         "unknown key 'power_usd_per_kwhr'",
         "did you mean 'power_usd_per_kwh'",
-        "allowed keys: power_usd_per_kwh, pue, hosting_usd_per_gpu_month, power_cap_kw, consumer_gpus_allowed",
+        "allowed keys: power_usd_per_kwh, pue, hosting_usd_per_gpu_month, colo_usd_per_kw_month, power_cap_kw, consumer_gpus_allowed",
     ],
     "unknown_top_key.yaml": [
         "unknown_top_key.yaml:3:",

@@ -112,7 +112,9 @@ def test_purchase_not_whole_nodes_and_price(solved):
     )
     errs = verify_plan(inputs, bad)
     assert _has(errs, "not a whole number of 8-GPU nodes")
-    assert _has(errs, "unit price", f"{h100.unit_capex_usd:,.2f}")
+    assert _has(
+        errs, "total 3.00 !=", f"{h100.chassis_usd:,.2f}", f"{h100.purchase_usd.value:,.2f}"
+    )
 
 
 def test_consumer_card_purchase_breaks_licence(solved):

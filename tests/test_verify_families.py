@@ -161,13 +161,22 @@ def test_shape_other_horizon_stops_verification(solved):
 
 
 def test_purchases_nodes(solved):
-    """The node count, not the GPU count: capex, the fleet and the caps follow the GPU count."""
+    """The server count: a full server comes with its slots filled, and each server is paid
+    (chassis) and powered (host watts), so money sees it too."""
     inputs, plan = solved
     bad = _copy(plan)
     pu = bad.purchases[0]
-    node = inputs.gpus[pu.gpu].node_gpus
+    slots = inputs.gpus[pu.gpu].slots
     bad.purchases[0] = pu.model_copy(update={"nodes": pu.nodes + 1})
-    _only(inputs, bad, "purchases", f"{pu.nodes + 1} nodes x {node} != {pu.count} GPUs")
+    fam: dict[str, list[str]] = defaultdict(list)
+    for f in verify_report(inputs, bad).findings:
+        fam[f.family].append(f.message)
+    assert set(fam) == {"purchases", "money"}, fam
+    assert any(
+        f"{pu.nodes + 1} full servers x {slots} slots != {pu.count} GPUs" in e
+        for e in fam["purchases"]
+    )
+    assert any("totals.capex_usd" in e for e in fam["money"])
 
 
 def test_purchases_fleet_table(solved):
