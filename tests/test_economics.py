@@ -6,15 +6,22 @@ metamorphic relations on them.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from planner.api import plan_problem
+from planner.catalog import Sourced, SourcedRange, load_gpus
 from planner.economics import annuity_factor, discount_factor
 from planner.extract import extract_plan
 from planner.model import build_model
+from planner.problem import Finance, load_problem, resolve
 from planner.solve import solve_model
 from planner.verify.context import VerifyContext
 from planner.verify.families import check_caps, check_money, check_purchases, check_rentals
 from tests.factories import candidates, gpu, offer, problem, serve_workload
+from tests.golden import PROBLEMS
 
 H = 730.0
 
@@ -235,3 +242,74 @@ def test_more_expensive_colocation_never_adds_kw():
         peaks.append(max(kw.values(), default=0.0))
     assert all(b <= a + 1e-9 for a, b in zip(peaks, peaks[1:], strict=False)), peaks
     assert peaks[0] > peaks[-1]  # the relation is not vacuous: the fleet does change
+
+
+# ------------------------------------------------------------------ the plans of before
+
+
+NOMINAL = Path(__file__).resolve().parent / "fixtures" / "nominal"
+
+
+def _per_gpu_catalog() -> dict:
+    """Today's catalog with each card in a server priced as before servers were units: a full
+    server of its old node size, chassis = old per-GPU overhead x node, host watts likewise."""
+    old = json.loads((NOMINAL / "per_gpu_servers.json").read_text())
+    out = {}
+    for gid, g in load_gpus().items():
+        o = old[gid]
+        out[gid] = g.model_copy(
+            update={
+                "server": None,
+                "server_spec": None,
+                "node_size": Sourced(value=o["node_size"], source="before", as_of="2026-11"),
+                "host_w_per_gpu": Sourced(value=o["host_w_per_gpu"], source="b", as_of="2026"),
+                "server_overhead_usd_per_gpu": SourcedRange(
+                    value=o["server_overhead_usd_per_gpu"],
+                    low=o["server_overhead_usd_per_gpu"],
+                    high=o["server_overhead_usd_per_gpu"],
+                    source="before",
+                    as_of="2026-11",
+                ),
+            }
+        )
+    return out
+
+
+def _essence(plan: dict) -> dict:
+    """What must not change: money, purchases, rentals per (offer, workload), workloads."""
+    rent: dict[tuple, list[float]] = {}
+    for r in plan["rentals"]:
+        row = rent.setdefault((r["offer"], r["workload"], r["kind"]), [0.0, 0.0])
+        row[0] += r["gpu_hours"]
+        row[1] += r["usd"]
+    t = plan["totals"]
+    return {
+        "status": plan["status"],
+        "totals": [round(t[k], 2) for k in ("capex_usd", "power_usd", "hosting_usd", "rental_usd")],
+        "purchases": [
+            (p["gpu"], p["month"], p["count"], round(p["total_usd"], 2)) for p in plan["purchases"]
+        ],
+        "rentals": sorted((k, round(v[0], 1), round(v[1], 2)) for k, v in rent.items()),
+        "workloads": [
+            (w["name"], w["gpu"], round(w["cost_usd"], 2), w["meets_target"])
+            for w in plan["workloads"]
+        ],
+    }
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
+def test_nominal_settings_give_the_plans_of_before(path):
+    """Metamorphic: with no discounting, no resale, hosting per GPU only and servers priced
+    as the old per-GPU overhead, every reference plan is the one stored before issue 14."""
+    base = load_problem(path).problem
+    problem = base.model_copy(
+        update={
+            "finance": Finance(discount_rate=0, residual="none"),
+            "site": base.site.model_copy(update={"colo_usd_per_kw_month": 0.0}),
+        }
+    )
+    inputs = resolve(problem, base_dir=path.parent, gpu_catalog=_per_gpu_catalog())
+    plan = json.loads(plan_problem(inputs, time_limit=60).to_json())
+    before = json.loads((NOMINAL / f"{path.stem}.json").read_text())
+    assert plan["totals"]["total_usd"] == pytest.approx(before["totals"]["total_usd"], rel=1e-6)
+    assert _essence(plan) == _essence(before)
