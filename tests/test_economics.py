@@ -10,10 +10,14 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from planner.api import plan_problem
 from planner.catalog import Sourced, SourcedRange, load_gpus
+from planner.cli import cli
 from planner.economics import annuity_factor, discount_factor
+from planner.errors import InputError
 from planner.extract import extract_plan
 from planner.model import build_model
 from planner.problem import Finance, load_problem, resolve
@@ -21,7 +25,7 @@ from planner.solve import solve_model
 from planner.verify.context import VerifyContext
 from planner.verify.families import check_caps, check_money, check_purchases, check_rentals
 from tests.factories import candidates, gpu, offer, problem, serve_workload
-from tests.golden import PROBLEMS
+from tests.golden import PROBLEMS, ROOT
 
 H = 730.0
 
@@ -313,3 +317,86 @@ def test_nominal_settings_give_the_plans_of_before(path):
     before = json.loads((NOMINAL / f"{path.stem}.json").read_text())
     assert plan["totals"]["total_usd"] == pytest.approx(before["totals"]["total_usd"], rel=1e-6)
     assert _essence(plan) == _essence(before)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def _run(*args: object) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    assert "Traceback" not in r.output and "internal error" not in r.output, r.output
+    return r.exit_code, " ".join(r.output.split())
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "says"),
+    [
+        (("finance", "discount_rate"), 1.0, "finance.discount_rate: Input should be less than 1"),
+        (("finance", "discount_rate"), -0.05, "greater than or equal to 0"),
+        (("finance", "depreciation_years"), 0.5, "finance.depreciation_years"),
+        (("finance", "residual"), "resale", "'curve', 'none' or 'straight_line'"),
+        (("site", "colo_usd_per_kw_month"), -150, "site.colo_usd_per_kw_month"),
+        (("overrides", "gpus", "a100-pcie-80gb", "server"), "nope", "unknown server type"),
+    ],
+)
+def test_bad_finance_input_is_exit_2_naming_the_field(tmp_path, path, value, says):
+    data = yaml.safe_load((ROOT / "problems" / "2m_budget.yaml").read_text())
+    d = data
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = value
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(data))
+    code, out = _run("solve", p, "--no-excel")
+    assert code == 2 and says in out, out[:800]
+
+
+def _one_gpu_catalog(tmp_path: Path, residual=None, server=None, node=1) -> Path:
+    g = gpu("card", price=1000, node=node).model_dump(by_alias=True, exclude_none=True)
+    g.pop("server_spec", None)
+    if residual is not None:
+        g["residual"] = {"points": residual, "source": "test", "as_of": "2026-01"}
+    if server is not None:
+        g.pop("server_overhead_usd_per_gpu")
+        g.pop("host_w_per_gpu")
+        g["server"] = server["id"]
+        (tmp_path / "servers.yaml").write_text(yaml.safe_dump({"servers": [server]}))
+    p = tmp_path / "gpus.yaml"
+    p.write_text(yaml.safe_dump({"gpus": [g]}))
+    return p
+
+
+def _point(age: int, share: float) -> dict:
+    return {"age_months": age, "share": share, "low": share, "high": share}
+
+
+@pytest.mark.parametrize(
+    ("points", "says"),
+    [
+        ([_point(12, 0.8), _point(36, 0.9)], "cannot rise with age"),
+        ([_point(12, 1.2)], "less than or equal to 1"),
+        ([_point(12, -0.1)], "greater than or equal to 0"),
+        ([_point(36, 0.5), _point(12, 0.8)], "strictly ascending"),
+        ([{"age_months": 12, "share": 0.5, "low": 0.6, "high": 0.7}], "low <= share <= high"),
+    ],
+)
+def test_bad_resale_curves_are_refused_with_file_and_line(tmp_path, points, says):
+    with pytest.raises(InputError) as exc:
+        load_gpus(_one_gpu_catalog(tmp_path, residual=points))
+    msg = " ".join(str(exc.value).split())
+    assert says in msg and "gpus.yaml:" in msg and "residual" in msg, msg
+
+
+def test_a_server_must_hold_whole_nodes(tmp_path):
+    server = {
+        "id": "four-slot",
+        "name": "4-slot",
+        "slots": 4,
+        "fill": "full",
+        "chassis_usd": {"value": 1, "low": 1, "high": 1, "source": "t", "as_of": "2026"},
+        "host_w": {"value": 100, "source": "t", "as_of": "2026"},
+    }
+    with pytest.raises(InputError) as exc:
+        load_gpus(_one_gpu_catalog(tmp_path, server=server, node=8))
+    msg = str(exc.value)
+    assert "gpus[0].server" in msg and "4 slots" in msg and "8 GPUs" in msg, msg

@@ -210,3 +210,20 @@ def print_summary(plan: Plan, console: Console | None = None, wide: bool = False
     tables.append(workload_table(plan, c, wide))
     for t in tables:
         show_table(c, t, wide)
+    if plan.totals.npv_usd is not None:
+        c.print(finance_line(plan), highlight=False)
+
+
+def finance_line(plan: Plan) -> str:
+    """What the optimizer minimized: the present value, and the resale value counted in it."""
+    t = plan.totals
+    resale = (
+        f"less {usd(t.residual_value_usd)} resale value of owned hardware at the horizon end "
+        f"({plan.residual_mode.replace('_', ' ')})"
+        if t.residual_value_usd
+        else f"no resale value counted (residual: {plan.residual_mode.replace('_', ' ')})"
+    )
+    return (
+        f"present value at {plan.discount_rate:.1%}/year: [bold]{usd(t.npv_usd)}[/bold] "
+        f"(cash {usd(t.total_usd)}; {resale})"
+    )
