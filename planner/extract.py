@@ -89,7 +89,95 @@ def gpu_assumptions(gpu: GpuSpec) -> list[Assumption]:
             )
         )
     out.append(Assumption(group=f"gpu:{gpu.id}", key="class", value=gpu.klass, source=gpu.name))
+    return out + _server_assumptions(gpu)
+
+
+def _server_assumptions(gpu: GpuSpec) -> list[Assumption]:
+    """The server the card is bought in (slots, fill, chassis price, host watts) and its
+    resale curve (share of the card's price by age)."""
+    group, spec = f"gpu:{gpu.id}", gpu.server_spec
+    out = [
+        Assumption(
+            group=group,
+            key="server_slots",
+            value=gpu.slots,
+            unit="GPUs",
+            source=spec.name if spec else "no server type: one node per purchase",
+        ),
+        Assumption(
+            group=group,
+            key="server_fill",
+            value=spec.fill if spec else "full",
+            source="full: sold with every slot filled; partial: cards added one by one",
+        ),
+        Assumption(
+            group=group,
+            key="chassis_usd",
+            value=gpu.chassis_usd,
+            unit="USD/server",
+            source=f"server_overhead_usd_per_gpu x {gpu.slots} slots",
+        ),
+        Assumption(
+            group=group,
+            key="host_w",
+            value=gpu.host_w,
+            unit="W/server",
+            source=f"host_w_per_gpu x {gpu.slots} slots",
+        ),
+    ]
+    if gpu.residual is not None:
+        for p in gpu.residual.points:
+            out.append(
+                Assumption(
+                    group=group,
+                    key=f"residual_share_{p.age_months}m",
+                    value=p.share,
+                    unit="share of card price",
+                    source=f"{p.source or gpu.residual.source} (range {p.low:g}-{p.high:g})",
+                    as_of=gpu.residual.as_of,
+                )
+            )
     return out
+
+
+def _finance_assumptions(ctx: _Context) -> list[Assumption]:
+    """Discount rate, resale mode, depreciation life and colocation price, each with where
+    it came from (the problem file or catalogs/finance.yaml)."""
+    f = ctx.inputs.finance
+    why = dict(f.sources)
+
+    def src(key: str) -> str:
+        return why.get(key, "problem file")
+
+    return [
+        Assumption(
+            group="finance",
+            key="discount_rate",
+            value=f.discount_rate,
+            unit="per year",
+            source=src("finance.discount_rate"),
+        ),
+        Assumption(
+            group="finance",
+            key="residual",
+            value=f.residual,
+            source="curve: catalog resale curve of the cards; straight_line: book value; none",
+        ),
+        Assumption(
+            group="finance",
+            key="depreciation_years",
+            value=f.depreciation_years,
+            unit="years",
+            source=src("finance.depreciation_years"),
+        ),
+        Assumption(
+            group="site",
+            key="colo_usd_per_kw_month",
+            value=f.colo_usd_per_kw_month,
+            unit="USD/kW-month",
+            source=src("site.colo_usd_per_kw_month"),
+        ),
+    ]
 
 
 # ------------------------------------------------------------------ shared state of the readers
@@ -882,7 +970,7 @@ def _read_assumptions(
 ) -> list[Assumption]:
     """Assumptions section: problem and solver, every GPU figure, the price of each offer the
     plan rents (USD/GPU-h), the load slices and serving loads."""
-    out = _problem_assumptions(ctx, result)
+    out = _problem_assumptions(ctx, result) + _finance_assumptions(ctx)
     for gpu in ctx.inputs.gpus.values():
         out.extend(gpu_assumptions(gpu))
     used_offers = {r.offer for r in rentals}

@@ -400,3 +400,18 @@ def test_a_server_must_hold_whole_nodes(tmp_path):
         load_gpus(_one_gpu_catalog(tmp_path, server=server, node=8))
     msg = str(exc.value)
     assert "gpus[0].server" in msg and "4 slots" in msg and "8 GPUs" in msg, msg
+
+
+def test_whatif_aliases_vary_the_finance_figures(tmp_path):
+    from planner.whatif import run_whatif
+    from tests.test_whatif import SMALL
+
+    p = tmp_path / "small.yaml"
+    p.write_text(SMALL)
+    wi = run_whatif(p, ["discount_rate=0,0.2", "colo_price=0,400"], workers=1, with_base=False)
+    rows = {(r.params["discount_rate"], r.params["colo_price"]): r.totals for r in wi.results}
+    assert len(rows) == 4 and all(t is not None for t in rows.values())
+    assert rows[(0, 0)]["npv_usd"] == pytest.approx(rows[(0, 0)]["total_usd"])
+    assert rows[(0.2, 0)]["npv_usd"] < rows[(0.2, 0)]["total_usd"]
+    # colocation is paid only on owned hardware: it can only raise the total
+    assert rows[(0, 400)]["total_usd"] >= rows[(0, 0)]["total_usd"] - 1e-6
