@@ -23,7 +23,6 @@ The workbook-level names ``total_cost_usd`` and ``capex_usd`` point at the two h
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import math
 import re
@@ -45,6 +44,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.fileio import atomic_write_bytes
 from planner.plan import Plan, WorkloadResult
+from planner.reports.xlsx_cache import save_with_values
 
 SHEETS = (
     "Summary",
@@ -1525,6 +1525,5 @@ def write_workbook(plan: Plan, path: str | Path) -> None:
     ``path`` that is renamed over it, so a failure at any point leaves the old file intact.
     The file gets ordinary permissions (not the 0600 of a bare temporary file).
     """
-    buf = io.BytesIO()
-    build_workbook(plan).save(buf)
-    atomic_write_bytes(path, buf.getvalue())
+    # every formula's value is stored too: pandas and previews read numbers, not blanks
+    atomic_write_bytes(path, save_with_values(build_workbook(plan)))
