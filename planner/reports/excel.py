@@ -44,6 +44,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.fileio import atomic_write_bytes
 from planner.plan import Plan, WorkloadResult
+from planner.reports.plan_facts import gpu_hours_used
 from planner.reports.xlsx_cache import save_with_values
 
 SHEETS = (
@@ -51,10 +52,12 @@ SHEETS = (
     "Purchases",
     "Rentals",
     "Workloads",
+    "Allocation",
     "Cash flow",
     "Fleet",
     "Assumptions",
     "Charts",
+    "Solver",
 )
 
 FONT_NAME = "Arial"  # metric-compatible with Liberation Sans, so widths hold in LibreOffice
@@ -508,20 +511,41 @@ _CASH_FLOW_COLS = (
     _Col("Capex budget headroom USD", 16, USD),
     _Col("Solver's total USD", 14, USD),
     _Col("Workbook - solver USD", 13, USD_CENTS),
+    _Col("Year", 7, "0"),
 )
+
+_ALLOC_COLS = (
+    _Col("Workload", 14),
+    _Col("GPU", 16),
+    _Col("Owned GPU-h used", 13, NUM0),
+    _Col("Share of owned GPU-h", 11, PCT),
+    _Col("Owned cost of GPU type USD", 15, USD),
+    _Col("Owned cost allocated USD", 15, USD),
+    _Col("Reserved GPU-h used", 13, NUM0),
+    _Col("Share of reserved GPU-h", 11, PCT),
+    _Col("Reserved cost of GPU type USD", 15, USD),
+    _Col("Reserved cost allocated USD", 15, USD),
+    _Col("Allocated USD", 14, USD),
+)
+
+
+def _no_allocation_row() -> list[Any]:
+    r = FIRST_ROW
+    return ["(no owned or reserved use)", "", 0, 0, 0, 0, 0, 0, 0, 0, F(f"=F{r}+J{r}")]
+
 
 _FLEET_DATA_ROW = 44  # header row of the fleet chart's data on Charts: below the charts of page 1
 
 
 def _no_months_row() -> list[Any]:
     r = FIRST_ROW
-    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}")]
+    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}"), 0]
 
 
 def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> None:
     """The total row of Cash flow: running and cumulative columns have no meaningful sum."""
     _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
-    for c in range(2, 12):
+    for c in range(2, 13):
         L = get_column_letter(c)
         v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in (2, 3, 4, 5, 6, 10) else None
         if c == 11:
@@ -531,7 +555,17 @@ def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> N
         _put(ws, tr, c, v, _CASH_FLOW_COLS[c - 1].fmt, _F_BOLD, _FILL_TOTAL, border=_TOP)
 
 
-def _workload_row(r: int, w: WorkloadResult) -> list[Any]:
+def _exact(text: str) -> str:
+    """A SUMIFS criterion matching ``text`` exactly: a leading ``=`` so the text is never read
+    as an operator, and ``~`` before Excel's wildcards ``* ? ~``.
+
+    >>> print(_exact("a*b"))
+    "=a~*b"
+    """
+    return _q("=" + re.sub(r"([*?~])", r"~\1", text))
+
+
+def _workload_row(r: int, w: WorkloadResult, cost: F, share: F) -> list[Any]:
     per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
     return [
         w.name,
@@ -541,8 +575,8 @@ def _workload_row(r: int, w: WorkloadResult) -> list[Any]:
         _config(w.config),
         ", ".join(w.gpu),
         "yes" if w.meets_target else "NO",
-        _num(w.cost_usd),
-        _num(w.cost_share),
+        cost,
+        share,
         _num(w.tokens),
         per_m,
         _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
@@ -614,7 +648,7 @@ class _Writer:
         ]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
-        self.p_last = self.r_last = self.f_last = self.cf_last = FIRST_ROW
+        self.p_last = self.r_last = self.f_last = self.cf_last = self.al_last = FIRST_ROW
         self.cf_total_row = 0
 
     def _gpu_ids(self) -> list[str]:
@@ -904,6 +938,8 @@ class _Writer:
                     F(f"={budget}-H{r}") if budget else "n/a",
                     solver_month.get(m, 0.0),
                     F(f"=F{r}-J{r}"),
+                    # the calendar year, for the per-year totals on Summary (SUMIFS)
+                    int(m[:4]) if month_date(m) else 0,
                 ]
             )
         return rows
@@ -949,7 +985,10 @@ class _Writer:
     def _workload_table(self, ws: Worksheet, cols: Sequence[_Col]) -> int:
         """The table of workloads and its total row; returns the total row."""
         _header(ws, HEADER_ROW, cols)
-        rows = [_workload_row(r, w) for r, w in enumerate(self.plan.workloads, start=FIRST_ROW)]
+        rows = [
+            _workload_row(r, w, *self._workload_cost(r, w))
+            for r, w in enumerate(self.plan.workloads, start=FIRST_ROW)
+        ]
         if not rows:
             rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
@@ -959,6 +998,72 @@ class _Writer:
         _total_row(ws, last + 1, last, [(8, USD), (9, PCT)])
         _table(ws, "tblWorkloads", 1, len(cols), HEADER_ROW, last)
         return last + 1
+
+    def _workload_cost(self, r: int, w: WorkloadResult) -> tuple[F, F]:
+        """Live cost of a workload: its own rentals plus its allocated owned/reserved cost."""
+        crit = _exact(w.name)
+        own = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, [(6, crit)])
+        shared = _sumifs("Allocation", 11, FIRST_ROW, self.al_last, [(1, crit)])
+        total = _sheet_ref("Cash flow", f"$F${self.cf_total_row}")
+        return F(f"={own}+{shared}"), F(f"=IF({total}>0,H{r}/{total},0)")
+
+    # -- Allocation -------------------------------------------------------------------
+    def allocation(self) -> None:
+        ws = self.ws["Allocation"]
+        _title(
+            ws,
+            "Allocation of owned and reserved cost to workloads",
+            "Each GPU type's owned cost (capex + power + hosting) is shared among workloads by "
+            "the owned GPU-hours each used; reserved commitments by the reserved GPU-hours used.",
+        )
+        cols = _ALLOC_COLS
+        _header(ws, HEADER_ROW, cols)
+        rows = self._allocation_rows() or [_no_allocation_row()]
+        self.al_last = _rows(ws, FIRST_ROW, cols, rows)
+        _total_row(
+            ws,
+            self.al_last + 1,
+            self.al_last,
+            [(3, NUM0), (6, USD), (7, NUM0), (10, USD), (11, USD)],
+        )
+        _table(ws, "tblAllocation", 1, len(cols), HEADER_ROW, self.al_last)
+        _widths(ws, cols)
+        ws.column_dimensions["A"].width = _fit(12, [w.name for w in self.plan.workloads], 30)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"C{FIRST_ROW}")
+
+    def _allocation_rows(self) -> list[list[Any]]:
+        pl, fl, rl = self.p_last, self.f_last, self.r_last
+        rows: list[list[Any]] = []
+        used = gpu_hours_used(self.plan)
+        last = FIRST_ROW + len(used) - 1
+        for r, ((w, g), (owned_h, reserved_h)) in enumerate(used.items(), start=FIRST_ROW):
+            crit = [(1, f"$B{r}")]
+            same_gpu = f"SUMIFS($C${FIRST_ROW}:$C${last},$B${FIRST_ROW}:$B${last},$B{r})"
+            same_gpu_res = f"SUMIFS($G${FIRST_ROW}:$G${last},$B${FIRST_ROW}:$B${last},$B{r})"
+            owned_cost = "+".join(
+                [
+                    _sumifs("Purchases", 8, FIRST_ROW, pl, crit),
+                    _sumifs("Fleet", 11, FIRST_ROW, fl, crit),
+                    _sumifs("Fleet", 12, FIRST_ROW, fl, crit),
+                ]
+            )
+            reserved_cost = _sumifs("Rentals", 9, FIRST_ROW, rl, [(3, f"$B{r}"), (4, '"reserved"')])
+            rows.append(
+                [
+                    w,
+                    g,
+                    owned_h,
+                    F(f"=IF({same_gpu}>0,C{r}/{same_gpu},0)"),
+                    F(f"={owned_cost}"),
+                    F(f"=D{r}*E{r}"),
+                    reserved_h,
+                    F(f"=IF({same_gpu_res}>0,G{r}/{same_gpu_res},0)"),
+                    F(f"={reserved_cost}"),
+                    F(f"=H{r}*I{r}"),
+                    F(f"=F{r}+J{r}"),
+                ]
+            )
+        return rows
 
     def _targets_table(self, ws: Worksheet, cols: Sequence[_Col], top: int) -> int:
         """Predicted vs target, one row per workload and key; returns the last row."""
@@ -1435,6 +1540,7 @@ class _Writer:
         self.rentals()
         self.fleet()
         self.cash_flow()
+        self.allocation()
         self.workloads()
         cost = self.summary()
         self.charts(cost)
