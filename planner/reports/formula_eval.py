@@ -275,7 +275,19 @@ def _extreme(pick: Callable[[list[float]], float]) -> Callable[[Evaluator, list[
     return fn
 
 
+def _fn_round(ev: Evaluator, args: list[Any]) -> Any:
+    if len(args) != 2:
+        raise UnsupportedFormula("ROUND arguments")
+    x, d = _num(ev.scalar(args[0])), _num(ev.scalar(args[1]))
+    if isinstance(x, XlError) or isinstance(d, XlError):
+        return x if isinstance(x, XlError) else d
+    q = 10.0 ** int(d)
+    # Excel rounds halves away from zero, Python's round() to even
+    return math.copysign(math.floor(abs(x) * q + 0.5) / q, x)
+
+
 _FUNCS: dict[str, Callable[[Evaluator, list[Any]], Any]] = {
+    "ROUND": _fn_round,
     "SUM": _fn_sum,
     "SUMIFS": _fn_sumifs,
     "IF": _fn_if,

@@ -71,7 +71,7 @@ class _RentGroup:
     usd: float = 0.0
 
 
-def _rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
+def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
     """Rentals summed per (workload, offer), biggest spend first."""
     groups: dict[tuple[str, str], _RentGroup] = {}
     for r in plan.rentals:
@@ -90,7 +90,7 @@ def rent_sentences(plan: Plan) -> list[str]:
     peak = rented_peak_by_workload(plan)
     kinds = {w.name: w.kind for w in plan.workloads}
     out = []
-    for (workload, offer), g in _rent_groups(plan).items():
+    for (workload, offer), g in rent_groups(plan).items():
         if g.kind == "reserved":
             continue  # said by reserve_sentences
         n = peak.get((workload, g.gpu), 0.0)
@@ -220,3 +220,42 @@ def rented_peak_by_workload(plan: Plan) -> dict[tuple[str, str], float]:
 def years(plan: Plan) -> list[int]:
     """The calendar years the horizon touches, in order."""
     return sorted({int(m[:4]) for m in plan.months if m[:4].isdigit()})
+
+
+def _serve_series(plan: Plan) -> dict[tuple[str, str], dict[str, float]]:
+    """(GPU type, 'owned'/'rented') -> month -> serving GPUs in the month's busiest slice."""
+    at: defaultdict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for a in plan.serve_allocations:
+        at[(a.gpu, a.month, a.slice)][0 if a.source == "owned" else 1] += (
+            a.replicas * a.gpus_per_replica
+        )
+    busiest: dict[tuple[str, str], list[float]] = {}
+    for (g, m, _s), v in at.items():
+        if sum(v) > sum(busiest.get((g, m), [0.0, 0.0])):
+            busiest[(g, m)] = v
+    out: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for (g, m), (own, rent) in busiest.items():
+        out[(g, "owned")][m] = own
+        out[(g, "rented")][m] = rent
+    return out
+
+
+def _train_series(plan: Plan) -> dict[tuple[str, str], dict[str, float]]:
+    """(GPU type, 'owned'/'rented') -> month -> GPUs training runs on at once."""
+    out: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for tr in plan.train_allocations:
+        key = (tr.gpu, "owned" if tr.source == "owned" else "rented")
+        out[key][tr.month] = max(out[key].get(tr.month, 0.0), float(tr.gpus))
+    return out
+
+
+def fleet_series(plan: Plan, kind: str) -> dict[str, list[float]]:
+    """``"<gpu> owned"`` / ``"<gpu> rented"`` -> GPUs per month of the horizon, for serving
+    (``kind="serve"``, the busiest slice of each month) or training; all-zero series left out."""
+    raw = _serve_series(plan) if kind == "serve" else _train_series(plan)
+    out: dict[str, list[float]] = {}
+    for (g, how), by_month in sorted(raw.items()):
+        values = [by_month.get(m, 0.0) for m in plan.months]
+        if any(v > 0 for v in values):
+            out[f"{g} {how}"] = values
+    return out
