@@ -1316,7 +1316,7 @@ class _Writer:
             _put(ws, r, 2, p.owned, NUM0, border=_BORDER)
             _put(ws, r, 3, p.reserved, NUM0, border=_BORDER)
             _put(ws, r, 4, p.rented, NUM0, border=_BORDER)
-            _put(ws, r, 5, p.total, NUM0, border=_BORDER, align=Alignment(horizontal="left"))
+            _put(ws, r, 5, p.total, NUM0, border=_BORDER)
         return r
 
     def _summary_risks(self, ws: Worksheet, top: int) -> int:
