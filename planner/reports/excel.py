@@ -567,12 +567,16 @@ def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> N
 
 def _exact(text: str) -> str:
     """A SUMIFS criterion matching ``text`` exactly: a leading ``=`` so the text is never read
-    as an operator, and ``~`` before Excel's wildcards ``* ? ~``.
+    as an operator, and ``~`` before Excel's wildcards ``* ? ~``. It is written as TEXT into a
+    hidden key column (never into a formula: names come from the problem file).
 
     >>> print(_exact("a*b"))
-    "=a~*b"
+    =a~*b
     """
-    return _q("=" + re.sub(r"([*?~])", r"~\1", text))
+    return "=" + re.sub(r"([*?~])", r"~\1", text)
+
+
+_KEY_COL = 13  # hidden column M: exact-match SUMIFS keys of the row's name
 
 
 def _workload_row(r: int, w: WorkloadResult, cost: F, share: F) -> list[Any]:
@@ -1011,6 +1015,9 @@ class _Writer:
         if not rows:
             rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
+        for r, w in enumerate(self.plan.workloads, start=FIRST_ROW):
+            _put(ws, r, _KEY_COL, _exact(w.name))
+        ws.column_dimensions["M"].hidden = True
         for r in range(FIRST_ROW, last + 1):
             if ws.cell(r, 7).value == "NO":
                 ws.cell(r, 7).font = _F_WARN
@@ -1020,7 +1027,7 @@ class _Writer:
 
     def _workload_cost(self, r: int, w: WorkloadResult) -> tuple[F, F]:
         """Live cost of a workload: its own rentals plus its allocated owned/reserved cost."""
-        crit = _exact(w.name)
+        crit = f"$M{r}"
         own = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, [(6, crit)])
         shared = _sumifs("Allocation", 11, FIRST_ROW, self.al_last, [(1, crit)])
         total = _sheet_ref("Cash flow", f"$F${self.cf_total_row}")
@@ -1211,6 +1218,7 @@ class _Writer:
             self.wb.defined_names[name] = DefinedName(
                 name, attr_text=_sheet_ref("Summary", f"$B${row}")
             )
+        ws.column_dimensions["M"].hidden = True
         _print_setup(ws, None, None)
         ws.sheet_view.showGridLines = False
         return cost
@@ -1570,7 +1578,8 @@ class _Writer:
             _put(ws, r, 1, "Nothing: no rentals in this plan", border=_BORDER)
         for (workload, offer), g in rent_groups(self.plan).items():
             r += 1
-            crit = [(2, f"$A{r}"), (6, _exact(workload))]
+            _put(ws, r, _KEY_COL, _exact(workload))
+            crit = [(2, f"$A{r}"), (6, f"$M{r}")]
             hours = _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)
             usd = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)
             _put(ws, r, 1, offer, border=_BORDER, align=_WRAP)

@@ -69,6 +69,7 @@ class _RentGroup:
     months: list[str]
     hours: float = 0.0
     usd: float = 0.0
+    most_in_a_month: float = 0.0  # GPU-hours of its busiest month
 
 
 def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
@@ -82,6 +83,7 @@ def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
         g.months.append(r.month)
         g.hours += r.gpu_hours
         g.usd += r.usd
+        g.most_in_a_month = max(g.most_in_a_month, r.gpu_hours)
     return dict(sorted(groups.items(), key=lambda kv: -kv[1].usd))
 
 
@@ -93,7 +95,8 @@ def rent_sentences(plan: Plan) -> list[str]:
     for (workload, offer), g in rent_groups(plan).items():
         if g.kind == "reserved":
             continue  # said by reserve_sentences
-        n = peak.get((workload, g.gpu), 0.0)
+        # at once, never fewer than the busiest month's average
+        n = max(peak.get((workload, g.gpu), 0.0), g.most_in_a_month / plan.hours_per_month)
         how = "at peak hours" if kinds.get(workload) == "serve" else "for the run"
         out.append(
             f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}) "
@@ -153,13 +156,17 @@ def gpu_hours_used(plan: Plan) -> dict[tuple[str, str], tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def slices_or_blank(plan: Plan) -> list[str]:
+    return [s.name for s in plan.slices] or [""]
+
+
 def _in_use(plan: Plan) -> defaultdict[tuple[str, str, str, str], float]:
     """(GPU type, month, slice, 'owned'/'reserved'/'rented') -> GPUs in use at once.
 
     Training rentals run all their GPUs at once in every slice of their months.
     """
     reserved = _reserved_offers(plan)
-    slices = [s.name for s in plan.slices] or [""]
+    slices = slices_or_blank(plan)
     use: defaultdict[tuple[str, str, str, str], float] = defaultdict(float)
     for a in plan.serve_allocations:
         how = "owned" if a.source == "owned" else "reserved" if a.source in reserved else "rented"
@@ -188,6 +195,12 @@ def peak_gpus(plan: Plan) -> list[PeakGpus]:
     reserved = {(f.gpu, f.month): f.reserved for f in plan.fleet}
     gpus = list(dict.fromkeys([f.gpu for f in plan.fleet] + [k[0] for k in use]))
     out = []
+    # GPUs rented at once in a month are at least the month's average (rentals without
+    # allocation rows, e.g. a hand-edited plan, still count)
+    for f in plan.fleet:
+        for s in slices_or_blank(plan):
+            key = (f.gpu, f.month, s, "rented")
+            use[key] = max(use[key], f.rented_gpu_hours / plan.hours_per_month)
     for g in gpus:
         rented = [v for (gg, *_rest, how), v in use.items() if gg == g and how == "rented"]
         at_once = [
