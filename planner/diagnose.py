@@ -731,3 +731,17 @@ def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:
         f"{fam}: {b} of {n} binding" + (f" (e.g. {example[fam]})" if fam in example else "")
         for fam, (b, n) in sorted(fams.items())
     ]
+
+
+def buy_margins(inputs: Inputs, plan: Plan, solver: str = "cbc") -> list[str]:
+    """How close buying is to the next-best plan: for each GPU type the plan buys, the line
+    ``planner explain`` prints for the problem without that type (re-solved), e.g.
+    ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``."""
+    bought = list(dict.fromkeys(p.gpu for p in plan.purchases))
+    if not bought:
+        return []
+    opts = inputs.problem.solver
+    cands = build_candidates(inputs)
+    rs = _Resolver(plan.totals.total_usd, solver, opts.time_limit_s, opts.gap)
+    used = {p.gpu for p in plan.purchases} | {r.gpu for r in plan.rentals}
+    return [_gpu_whatif(inputs, cands, g, used, rs) for g in bought]

@@ -48,11 +48,12 @@ def defined_cell(wb, name: str):
 
 
 def test_sheets_in_order(book):
-    assert book.sheetnames[:7] == [
+    assert book.sheetnames[:8] == [
         "Summary",
         "Purchases",
         "Rentals",
         "Workloads",
+        "Allocation",
         "Cash flow",
         "Fleet",
         "Assumptions",
@@ -214,9 +215,13 @@ def test_charts_present(tmp_path, plan):
 
     wb = build_workbook(plan)
     charts = wb["Charts"]._charts
-    assert len(charts) == 3
     titles = [c.title.tx.rich.p[0].r[0].t for c in charts]
-    assert any("spend" in t for t in titles) and any("Fleet" in t for t in titles)
+    assert any("spend" in t for t in titles)
+    # serving and training each on a chart of their own, when the plan has them
+    kinds = {w.kind for w in plan.workloads}
+    assert any("Serving" in t for t in titles) == ("serve" in kinds)
+    assert any("Training" in t for t in titles) == ("train" in kinds)
+    assert len(charts) == 2 + len(kinds)
 
 
 def test_workloads_sheet(book, plan):

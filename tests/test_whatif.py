@@ -328,6 +328,15 @@ def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
     assert len(charts) == 4  # (cost, mix) x (utilization, power_price)
     assert all(len(c.series) == 2 for c in charts)  # one series per value of the other parameter
     assert not list(out.parent.glob(".*.tmp"))
+    # prints landscape, every column on the page width, header repeated on each page
+    for sheet in wb.worksheets:
+        assert sheet.page_setup.orientation == "landscape", sheet.title
+        assert sheet.page_setup.fitToWidth == 1 and sheet.sheet_properties.pageSetUpPr.fitToPage
+    assert ws.print_title_rows == "$4:$4"
+    # the base plan's formulas carry their values
+    vals = openpyxl.load_workbook(out, data_only=True)
+    ((sheet_name, coord),) = list(vals.defined_names["total_cost_usd"].destinations)
+    assert isinstance(vals[sheet_name][coord.replace("$", "")].value, float)
 
 
 def test_total_cost_never_falls_when_power_price_rises(small: Path):

@@ -54,9 +54,11 @@ def solve(
     # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
     written = []
     if xlsx is not None:
+        from planner.diagnose import buy_margins
         from planner.reports.excel import write_workbook
 
-        write_workbook(plan, xlsx)
+        # the Risks block says how close buying is to the next-best plan (explain's figure)
+        write_workbook(plan, xlsx, margins=buy_margins(inputs, plan, solver=solver))
         written.append(f"workbook: {xlsx}")
     if json_path and json_path != "-":
         write_json(plan, json_path)

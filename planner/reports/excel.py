@@ -23,7 +23,6 @@ The workbook-level names ``total_cost_usd`` and ``capex_usd`` point at the two h
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import math
 import re
@@ -45,16 +44,30 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.fileio import atomic_write_bytes
 from planner.plan import Plan, WorkloadResult
+from planner.reports.plan_facts import (
+    NOT_MODELED,
+    decision_sentences,
+    fleet_series,
+    gpu_hours_used,
+    peak_gpus,
+    rate_text,
+    rent_groups,
+    rented_peak_by_workload,
+    years,
+)
+from planner.reports.xlsx_cache import save_with_values
 
 SHEETS = (
     "Summary",
     "Purchases",
     "Rentals",
     "Workloads",
+    "Allocation",
     "Cash flow",
     "Fleet",
     "Assumptions",
     "Charts",
+    "Solver",
 )
 
 FONT_NAME = "Arial"  # metric-compatible with Liberation Sans, so widths hold in LibreOffice
@@ -508,20 +521,41 @@ _CASH_FLOW_COLS = (
     _Col("Capex budget headroom USD", 16, USD),
     _Col("Solver's total USD", 14, USD),
     _Col("Workbook - solver USD", 13, USD_CENTS),
+    _Col("Year", 7, "0"),
 )
+
+_ALLOC_COLS = (
+    _Col("Workload", 14),
+    _Col("GPU", 16),
+    _Col("Owned GPU-h used", 13, NUM0),
+    _Col("Share of owned GPU-h", 11, PCT),
+    _Col("Owned cost of GPU type USD", 15, USD),
+    _Col("Owned cost allocated USD", 15, USD),
+    _Col("Reserved GPU-h used", 13, NUM0),
+    _Col("Share of reserved GPU-h", 11, PCT),
+    _Col("Reserved cost of GPU type USD", 15, USD),
+    _Col("Reserved cost allocated USD", 15, USD),
+    _Col("Allocated USD", 14, USD),
+)
+
+
+def _no_allocation_row() -> list[Any]:
+    r = FIRST_ROW
+    return ["(no owned or reserved use)", "", 0, 0, 0, 0, 0, 0, 0, 0, F(f"=F{r}+J{r}")]
+
 
 _FLEET_DATA_ROW = 44  # header row of the fleet chart's data on Charts: below the charts of page 1
 
 
 def _no_months_row() -> list[Any]:
     r = FIRST_ROW
-    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}")]
+    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}"), 0]
 
 
 def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> None:
     """The total row of Cash flow: running and cumulative columns have no meaningful sum."""
     _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
-    for c in range(2, 12):
+    for c in range(2, 13):
         L = get_column_letter(c)
         v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in (2, 3, 4, 5, 6, 10) else None
         if c == 11:
@@ -531,7 +565,21 @@ def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> N
         _put(ws, tr, c, v, _CASH_FLOW_COLS[c - 1].fmt, _F_BOLD, _FILL_TOTAL, border=_TOP)
 
 
-def _workload_row(r: int, w: WorkloadResult) -> list[Any]:
+def _exact(text: str) -> str:
+    """A SUMIFS criterion matching ``text`` exactly: a leading ``=`` so the text is never read
+    as an operator, and ``~`` before Excel's wildcards ``* ? ~``. It is written as TEXT into a
+    hidden key column (never into a formula: names come from the problem file).
+
+    >>> print(_exact("a*b"))
+    =a~*b
+    """
+    return "=" + re.sub(r"([*?~])", r"~\1", text)
+
+
+_KEY_COL = 13  # hidden column M: exact-match SUMIFS keys of the row's name
+
+
+def _workload_row(r: int, w: WorkloadResult, cost: F, share: F) -> list[Any]:
     per_m = F(f'=IF(J{r}>0,H{r}/J{r}*1000000,"")') if w.kind == "serve" else None
     return [
         w.name,
@@ -541,8 +589,8 @@ def _workload_row(r: int, w: WorkloadResult) -> list[Any]:
         _config(w.config),
         ", ".join(w.gpu),
         "yes" if w.meets_target else "NO",
-        _num(w.cost_usd),
-        _num(w.cost_share),
+        cost,
+        share,
         _num(w.tokens),
         per_m,
         _num(w.usd_per_1m_tokens) if w.usd_per_1m_tokens is not None else None,
@@ -596,9 +644,18 @@ class _CostRows(NamedTuple):
 _RENTALS_LINE = "Rentals (on-demand, spot, reserved)"
 
 
+_SUMMARY_COLS = 5
+_SUMMARY_WIDTH = 38 + 17 + 17 + 14 + 52  # the Summary's columns A:E, in characters
+_NO_MARGIN = (
+    "not computed for this workbook (rebuilt from a plan JSON); `planner explain PROBLEM` "
+    "prints what the plan would cost without each GPU type it buys."
+)
+
+
 class _Writer:
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, margins: Sequence[str] | None = None) -> None:
         self.plan = plan
+        self.margins = list(margins or [])
         self.a = _build_assumptions(plan)
         self.wb = Workbook()
         ws0 = self.wb.active
@@ -614,7 +671,7 @@ class _Writer:
         ]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
-        self.p_last = self.r_last = self.f_last = self.cf_last = FIRST_ROW
+        self.p_last = self.r_last = self.f_last = self.cf_last = self.al_last = FIRST_ROW
         self.cf_total_row = 0
 
     def _gpu_ids(self) -> list[str]:
@@ -757,7 +814,7 @@ class _Writer:
         rentals = self.plan.rentals
         return [
             _Col("Provider", _fit(10, [x.provider for x in rentals], 24)),
-            _Col("Offer", _fit(10, [x.offer for x in rentals], 36)),
+            _Col("Offer", _fit(10, [x.offer for x in rentals], 48)),
             _Col("GPU", _fit(8, [x.gpu for x in rentals], 24)),
             _Col("Kind", 11),
             _Col("Month", 10, MONTH_FMT),
@@ -904,6 +961,8 @@ class _Writer:
                     F(f"={budget}-H{r}") if budget else "n/a",
                     solver_month.get(m, 0.0),
                     F(f"=F{r}-J{r}"),
+                    # the calendar year, for the per-year totals on Summary (SUMIFS)
+                    int(m[:4]) if month_date(m) else 0,
                 ]
             )
         return rows
@@ -949,16 +1008,88 @@ class _Writer:
     def _workload_table(self, ws: Worksheet, cols: Sequence[_Col]) -> int:
         """The table of workloads and its total row; returns the total row."""
         _header(ws, HEADER_ROW, cols)
-        rows = [_workload_row(r, w) for r, w in enumerate(self.plan.workloads, start=FIRST_ROW)]
+        rows = [
+            _workload_row(r, w, *self._workload_cost(r, w))
+            for r, w in enumerate(self.plan.workloads, start=FIRST_ROW)
+        ]
         if not rows:
             rows.append(["(no workloads)", "", "", 0, "", "", "", 0, 0, 0, None, None])
         last = _rows(ws, FIRST_ROW, cols, rows)
+        for r, w in enumerate(self.plan.workloads, start=FIRST_ROW):
+            _put(ws, r, _KEY_COL, _exact(w.name))
+        ws.column_dimensions["M"].hidden = True
         for r in range(FIRST_ROW, last + 1):
             if ws.cell(r, 7).value == "NO":
                 ws.cell(r, 7).font = _F_WARN
         _total_row(ws, last + 1, last, [(8, USD), (9, PCT)])
         _table(ws, "tblWorkloads", 1, len(cols), HEADER_ROW, last)
         return last + 1
+
+    def _workload_cost(self, r: int, w: WorkloadResult) -> tuple[F, F]:
+        """Live cost of a workload: its own rentals plus its allocated owned/reserved cost."""
+        crit = f"$M{r}"
+        own = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, [(6, crit)])
+        shared = _sumifs("Allocation", 11, FIRST_ROW, self.al_last, [(1, crit)])
+        total = _sheet_ref("Cash flow", f"$F${self.cf_total_row}")
+        return F(f"={own}+{shared}"), F(f"=IF({total}>0,H{r}/{total},0)")
+
+    # -- Allocation -------------------------------------------------------------------
+    def allocation(self) -> None:
+        ws = self.ws["Allocation"]
+        _title(
+            ws,
+            "Allocation of owned and reserved cost to workloads",
+            "Each GPU type's owned cost (capex + power + hosting) is shared among workloads by "
+            "the owned GPU-hours each used; reserved commitments by the reserved GPU-hours used.",
+        )
+        cols = _ALLOC_COLS
+        _header(ws, HEADER_ROW, cols)
+        rows = self._allocation_rows() or [_no_allocation_row()]
+        self.al_last = _rows(ws, FIRST_ROW, cols, rows)
+        _total_row(
+            ws,
+            self.al_last + 1,
+            self.al_last,
+            [(3, NUM0), (6, USD), (7, NUM0), (10, USD), (11, USD)],
+        )
+        _table(ws, "tblAllocation", 1, len(cols), HEADER_ROW, self.al_last)
+        _widths(ws, cols)
+        ws.column_dimensions["A"].width = _fit(12, [w.name for w in self.plan.workloads], 30)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"C{FIRST_ROW}")
+
+    def _allocation_rows(self) -> list[list[Any]]:
+        pl, fl, rl = self.p_last, self.f_last, self.r_last
+        rows: list[list[Any]] = []
+        used = gpu_hours_used(self.plan)
+        last = FIRST_ROW + len(used) - 1
+        for r, ((w, g), (owned_h, reserved_h)) in enumerate(used.items(), start=FIRST_ROW):
+            crit = [(1, f"$B{r}")]
+            same_gpu = f"SUMIFS($C${FIRST_ROW}:$C${last},$B${FIRST_ROW}:$B${last},$B{r})"
+            same_gpu_res = f"SUMIFS($G${FIRST_ROW}:$G${last},$B${FIRST_ROW}:$B${last},$B{r})"
+            owned_cost = "+".join(
+                [
+                    _sumifs("Purchases", 8, FIRST_ROW, pl, crit),
+                    _sumifs("Fleet", 11, FIRST_ROW, fl, crit),
+                    _sumifs("Fleet", 12, FIRST_ROW, fl, crit),
+                ]
+            )
+            reserved_cost = _sumifs("Rentals", 9, FIRST_ROW, rl, [(3, f"$B{r}"), (4, '"reserved"')])
+            rows.append(
+                [
+                    w,
+                    g,
+                    owned_h,
+                    F(f"=IF({same_gpu}>0,C{r}/{same_gpu},0)"),
+                    F(f"={owned_cost}"),
+                    F(f"=D{r}*E{r}"),
+                    reserved_h,
+                    F(f"=IF({same_gpu_res}>0,G{r}/{same_gpu_res},0)"),
+                    F(f"={reserved_cost}"),
+                    F(f"=H{r}*I{r}"),
+                    F(f"=F{r}+J{r}"),
+                ]
+            )
+        return rows
 
     def _targets_table(self, ws: Worksheet, cols: Sequence[_Col], top: int) -> int:
         """Predicted vs target, one row per workload and key; returns the last row."""
@@ -1066,8 +1197,15 @@ class _Writer:
         """Page 1: a stack of blocks, each starting two rows below the one before."""
         ws = self.ws["Summary"]
         self._summary_title(ws)
-        r = self._summary_solve(ws, 5)
-        cost = self._summary_costs(ws, r + 2)
+        # page 1 answers "what do we do, what does it cost when, for what, and what could go
+        # wrong"; the live cost lines and the detail tables follow
+        r = self._summary_decision(ws, 5)
+        r = self._summary_years(ws, r + 2)
+        r = self._summary_by_workload(ws, r + 2)
+        r = self._summary_peak(ws, r + 2)
+        r = self._summary_risks(ws, r + 2)
+        ws.row_breaks.append(Break(id=r + 1))
+        cost = self._summary_costs(ws, r + 3)
         r = self._summary_budget(ws, cost.opex + 2, cost)
         r = self._summary_buy(ws, r + 2)
         r = self._summary_rent(ws, r + 2)
@@ -1080,9 +1218,139 @@ class _Writer:
             self.wb.defined_names[name] = DefinedName(
                 name, attr_text=_sheet_ref("Summary", f"$B${row}")
             )
+        ws.column_dimensions["M"].hidden = True
         _print_setup(ws, None, None)
         ws.sheet_view.showGridLines = False
         return cost
+
+    def _total_ref(self) -> str:
+        return _sheet_ref("Cash flow", f"$F${self.cf_total_row}")
+
+    def _sentence(self, ws: Worksheet, r: int, text: str, font: Font | None = None) -> None:
+        """A line of text across the page (A:E merged), its row tall enough for the wrap."""
+        _put(ws, r, 1, text, font=font, align=_WRAP)
+        ws.merge_cells(start_row=r, start_column=1, end_row=r, end_column=_SUMMARY_COLS)
+        lines = _lines(text, _SUMMARY_WIDTH)
+        if lines > 1:
+            ws.row_dimensions[r].height = 13 * lines + 2
+
+    def _summary_decision(self, ws: Worksheet, top: int) -> int:
+        """The decision in plain words (figures as solved); returns the last row."""
+        _section(ws, top, "The decision")
+        r = top
+        for line in decision_sentences(self.plan):
+            r += 1
+            self._sentence(ws, r, line)
+        return r
+
+    def _summary_years(self, ws: Worksheet, top: int) -> int:
+        """Cost per calendar year, live over Cash flow; returns the total row."""
+        _section(ws, top, "Cost per year (USD, live)")
+        hdr = ["Year", "Capex", "Opex (power + hosting)", "Rentals", "Total"]
+        _head_cells(ws, top + 1, hdr)
+        r = top + 1
+        last = self.cf_last
+        for y in years(self.plan) or [0]:
+            r += 1
+            crit = [(12, f"$A{r}")]
+            cap, pw, hs, rn = (_sumifs("Cash flow", c, FIRST_ROW, last, crit) for c in (2, 3, 4, 5))
+            _put(ws, r, 1, y, "0", border=_BORDER, align=Alignment(horizontal="left"))
+            _put(ws, r, 2, F(f"={cap}"), USD, border=_BORDER)
+            _put(ws, r, 3, F(f"={pw}+{hs}"), USD, border=_BORDER)
+            _put(ws, r, 4, F(f"={rn}"), USD, border=_BORDER)
+            _put(ws, r, 5, F(f"=SUM(B{r}:D{r})"), USD, border=_BORDER)
+        first = top + 2
+        r += 1
+        _put(ws, r, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_BORDER)
+        for c in range(2, 6):
+            L = get_column_letter(c)
+            _put(
+                ws,
+                r,
+                c,
+                F(f"=SUM({L}{first}:{L}{r - 1})"),
+                USD,
+                _F_BOLD,
+                _FILL_TOTAL,
+                border=_BORDER,
+            )
+        return r
+
+    def _summary_by_workload(self, ws: Worksheet, top: int) -> int:
+        """Cost per workload, live over the Workloads sheet; returns the last row."""
+        _section(ws, top, "Cost per workload (USD, live)")
+        _head_cells(ws, top + 1, ["Workload", "Kind", "Cost", "Share", "Runs on"])
+        r = top + 1
+        for i, w in enumerate(self.plan.workloads):
+            r += 1
+            src = FIRST_ROW + i
+            _put(ws, r, 1, w.name, border=_BORDER)
+            _put(ws, r, 2, w.kind, border=_BORDER)
+            _put(ws, r, 3, F("=" + _sheet_ref("Workloads", f"$H${src}")), USD, border=_BORDER)
+            _put(ws, r, 4, F("=" + _sheet_ref("Workloads", f"$I${src}")), PCT, border=_BORDER)
+            _put(ws, r, 5, self._runs_on(w), border=_BORDER)
+        first = top + 2
+        r += 1
+        # what no workload used (idle owned GPUs, unused reservations) keeps the sum whole
+        _put(ws, r, 1, "Not used by any workload", border=_BORDER)
+        left = f"ROUND({self._total_ref()}-SUM(C{first}:C{r - 1}),2)"  # no "-$0" from rounding
+        _put(ws, r, 3, F(f"={left}"), USD, border=_BORDER)
+        _put(ws, r, 5, "idle owned GPUs, unused reserved hours", font=_F_SUB, border=_BORDER)
+        return r
+
+    def _runs_on(self, w: WorkloadResult) -> str:
+        peak = rented_peak_by_workload(self.plan)
+        parts = [
+            g + (f" (rents up to {peak[(w.name, g)]:,.0f})" if (w.name, g) in peak else "")
+            for g in w.gpu
+        ]
+        return f"{w.gpus:,} GPUs at peak; " + ", ".join(parts)
+
+    def _summary_peak(self, ws: Worksheet, top: int) -> int:
+        """The most GPUs committed at once per type (not a monthly average); the last row."""
+        _section(ws, top, "Peak GPU commitment by type (most at once, from the plan)")
+        hdr = [
+            "GPU",
+            "Owned",
+            "Reserved",
+            "Rented at once",
+            "Most at once (owned + reserved + rented)",
+        ]
+        _head_cells(ws, top + 1, hdr)
+        r = top + 1
+        for p in peak_gpus(self.plan):
+            r += 1
+            _put(ws, r, 1, p.gpu, border=_BORDER)
+            _put(ws, r, 2, p.owned, NUM0, border=_BORDER)
+            _put(ws, r, 3, p.reserved, NUM0, border=_BORDER)
+            _put(ws, r, 4, p.rented, NUM0, border=_BORDER)
+            _put(ws, r, 5, p.total, NUM0, border=_BORDER)
+        return r
+
+    def _summary_risks(self, ws: Worksheet, top: int) -> int:
+        """Spot exposure, how close buying is to renting, and what is not modeled."""
+        _section(ws, top, "Risks")
+        r = top
+        kind = _col_range("Rentals", 4, FIRST_ROW, self.r_last)
+        usd = _col_range("Rentals", 9, FIRST_ROW, self.r_last)
+        total = self._total_ref()
+        for label, k, why in (
+            ("Share of spend on spot", "spot", "spot capacity can be taken back at any time"),
+            ("Share of spend on on-demand", "on_demand", "rates can change; capacity not held"),
+        ):
+            r += 1
+            _put(ws, r, 1, label)
+            _put(ws, r, 2, F(f'=IF({total}>0,SUMIFS({usd},{kind},"{k}")/{total},0)'), PCT, _F_BOLD)
+            _put(ws, r, 3, why, font=_F_SUB)
+        for line in self.margins or [_NO_MARGIN]:
+            r += 1
+            self._sentence(ws, r, "Buying vs the next-best plan: " + line)
+        r += 1
+        _put(ws, r, 1, "Not modeled:", font=_F_BOLD)
+        for line in NOT_MODELED:
+            r += 1
+            self._sentence(ws, r, "- " + line, font=_F_SUB)
+        return r
 
     def _summary_title(self, ws: Worksheet) -> None:
         plan = self.plan
@@ -1102,6 +1370,50 @@ class _Writer:
             font=_F_SUB,
         )
         ws.row_dimensions[1].height = 22
+
+    def solver(self, cost: _CostRows) -> None:
+        """Solver status and the workbook-vs-solver reconciliation, away from page 1."""
+        ws = self.ws["Solver"]
+        _title(
+            ws, "Solver", "How the solve went, and the workbook's live totals against the solver's."
+        )
+        r = self._summary_solve(ws, HEADER_ROW)
+        self._reconciliation(ws, r + 2, cost)
+        for col, w in zip("ABCDE", (38, 17, 17, 14, 52), strict=True):
+            ws.column_dimensions[col].width = w
+        _print_setup(ws, None, None)
+
+    def _reconciliation(self, ws: Worksheet, top: int, cost: _CostRows) -> None:
+        _section(ws, top, "Reconciliation: workbook (live) vs solver")
+        hdr = ["Item", "Workbook (live)", "Solver", "Difference", "Where the number comes from"]
+        _head_cells(ws, top + 1, hdr)
+        t = self.plan.totals
+        lines = self._cost_lines() + [
+            _CostLine(
+                "Opex (power + hosting + rentals)",
+                F("=B1"),
+                t.power_usd + t.hosting_usd + t.rental_usd,
+                "Power + hosting + rentals",
+                False,
+            )
+        ]
+        rows = [
+            cost.total,
+            cost.capex,
+            cost.power,
+            cost.hosting,
+            cost.rentals,
+            cost.rentals + 1,
+            cost.opex,
+        ]
+        r = top + 1
+        for line, src in zip(lines, rows, strict=True):
+            r += 1
+            _put(ws, r, 1, line.label, border=_BORDER)
+            _put(ws, r, 2, F("=" + _sheet_ref("Summary", f"$B${src}")), USD, border=_BORDER)
+            _put(ws, r, 3, _num(line.solver), USD, border=_BORDER)
+            _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
+            _put(ws, r, 5, line.where, font=_F_SUB, border=_BORDER)
 
     def _summary_solve(self, ws: Worksheet, top: int) -> int:
         """How the solve went; returns the last row."""
@@ -1174,7 +1486,7 @@ class _Writer:
     def _summary_costs(self, ws: Worksheet, top: int) -> _CostRows:
         """Cost over the horizon: workbook vs solver, line by line, then opex."""
         _section(ws, top, "Cost over the horizon")
-        hdr = ["Item", "Workbook (live)", "Solver", "Difference", "Where the number comes from"]
+        hdr = ["Item", "USD (live)", "", "", "Where the number comes from"]
         _head_cells(ws, top + 1, hdr)
         r = top + 1
         rows_at: dict[str, int] = {}
@@ -1186,8 +1498,6 @@ class _Writer:
             label_font = _F_BOLD if line.key else _F_BASE
             _put(ws, r, 1, line.label, font=label_font, fill=fill, border=_BORDER)
             _put(ws, r, 2, line.live, USD, font=font, fill=fill, border=_BORDER)
-            _put(ws, r, 3, _num(line.solver), USD, border=_BORDER)
-            _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
             _put(ws, r, 5, line.where, font=_F_SUB, border=_BORDER)
         cost = _CostRows(
             total=rows_at["Total cost"],
@@ -1201,13 +1511,10 @@ class _Writer:
         return cost
 
     def _opex_line(self, ws: Worksheet, cost: _CostRows) -> None:
-        t = self.plan.totals
         r = cost.opex
         _put(ws, r, 1, "Opex (power + hosting + rentals)", font=_F_BOLD, border=_BORDER)
         live = F(f"=B{cost.power}+B{cost.hosting}+B{cost.rentals}")
         _put(ws, r, 2, live, USD, font=_F_BOLD, border=_BORDER)
-        _put(ws, r, 3, _num(t.power_usd + t.hosting_usd + t.rental_usd), USD, border=_BORDER)
-        _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
         _put(ws, r, 5, "Power + hosting + rentals", font=_F_SUB, border=_BORDER)
 
     def _summary_budget(self, ws: Worksheet, top: int, cost: _CostRows) -> int:
@@ -1240,57 +1547,49 @@ class _Writer:
         return r
 
     def _summary_buy(self, ws: Worksheet, top: int) -> int:
-        """What to buy: one row per GPU type, live over Purchases; returns the last row."""
+        """What to buy: one row per GPU type and month, live over Purchases; the last row."""
         _section(ws, top, "What to buy")
-        _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Nodes", "Capex USD", "Months bought"])
-        bought: dict[str, list[str]] = {}
-        for pch in self.plan.purchases:
-            bought.setdefault(pch.gpu, []).append(pch.month)
+        _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Nodes", "Capex USD", "Month bought"])
+        bought = list(dict.fromkeys((p.gpu, p.month) for p in self.plan.purchases))
         r = top + 1
         if not bought:
             r += 1
             _put(ws, r, 1, "Nothing: no purchases in this plan", border=_BORDER)
-        for g, months in bought.items():
+        for g, month in bought:
             r += 1
-            crit = [(1, f"$A{r}")]
+            crit = [(1, f"$A{r}"), (2, f"$E{r}")]
             _put(ws, r, 1, g, border=_BORDER)
             # GPUs, nodes and extended cost columns of Purchases
             for c, (src, fmt) in enumerate(((4, NUM0), (3, NUM0), (8, USD)), start=2):
                 sumifs = _sumifs("Purchases", src, FIRST_ROW, self.p_last, crit)
                 _put(ws, r, c, F("=" + sumifs), fmt, border=_BORDER)
-            _put(ws, r, 5, ", ".join(dict.fromkeys(months)), border=_BORDER)
+            left = Alignment(horizontal="left")
+            _put(ws, r, 5, _month_value(month), MONTH_FMT, border=_BORDER, align=left)
         return r
 
-    def _offers_by_spend(self) -> dict[str, str]:
-        """Each rented offer and its description, biggest spend first."""
-        offers: dict[str, str] = {}
-        spent: dict[str, float] = {}
-        for x in self.plan.rentals:
-            offers.setdefault(x.offer, f"{x.provider}, {x.gpu}, {x.kind.replace('_', '-')}")
-            spent[x.offer] = spent.get(x.offer, 0.0) + (x.usd if _finite(x.usd) else 0.0)
-        return dict(sorted(offers.items(), key=lambda kv: -spent[kv[0]]))
-
     def _summary_rent(self, ws: Worksheet, top: int) -> int:
-        """What to rent: one row per offer, live over Rentals; returns the last row."""
+        """What to rent: one row per (offer, workload), live over Rentals; the last row."""
         _section(ws, top, "What to rent")
-        hdr = ["Offer", "GPU-hours", "Avg GPUs / month", "Cost USD", "Provider, GPU, kind"]
+        hdr = ["Offer", "GPU-hours", "Workload", "Cost USD", "Provider, GPU, kind, USD/GPU-h"]
         _head_cells(ws, top + 1, hdr)
-        offers = self._offers_by_spend()
         r = top + 1
-        if not offers:
+        if not self.plan.rentals:
             r += 1
             _put(ws, r, 1, "Nothing: no rentals in this plan", border=_BORDER)
-        nm = max(1, len(self.plan.months))
-        for o, desc in offers.items():
+        for (workload, offer), g in rent_groups(self.plan).items():
             r += 1
-            crit = [(2, f"$A{r}")]
+            _put(ws, r, _KEY_COL, _exact(workload))
+            crit = [(2, f"$A{r}"), (6, f"$M{r}")]
             hours = _sumifs("Rentals", 7, FIRST_ROW, self.r_last, crit)
             usd = _sumifs("Rentals", 9, FIRST_ROW, self.r_last, crit)
-            _put(ws, r, 1, o, border=_BORDER)
+            _put(ws, r, 1, offer, border=_BORDER, align=_WRAP)
             _put(ws, r, 2, F("=" + hours), NUM0, border=_BORDER)
-            _put(ws, r, 3, F(f"=B{r}/({self.H}*{nm})"), NUM1, border=_BORDER)
+            _put(ws, r, 3, workload, border=_BORDER, align=_WRAP)
             _put(ws, r, 4, F("=" + usd), USD, border=_BORDER)
+            kind = g.kind.replace("_", "-")
+            desc = f"{g.provider}, {g.gpu}, {kind}, {rate_text(g.rate)}"
             _put(ws, r, 5, desc, border=_BORDER)
+            ws.row_dimensions[r].height = 13 * max(_lines(offer, 38), _lines(workload, 17)) + 2
         return r
 
     def _summary_reserved(self, ws: Worksheet, top: int) -> int:
@@ -1339,33 +1638,59 @@ class _Writer:
         _title(
             ws,
             "Charts",
-            "Monthly spend by kind (Cash flow), fleet by GPU type (Fleet) and cost split (Summary). "
-            "The charts follow every edit of the Assumptions.",
+            "Monthly spend (live over Cash flow), the serving and the training fleet by GPU "
+            "type (owned vs rented GPUs, from the plan), and the cost split (Summary).",
         )
-        ws.add_chart(self._spend_chart(), "A4")
-        ws.add_chart(self._split_chart(cost), "K4")
         top = _FLEET_DATA_ROW
-        ncols, flast = self._fleet_chart_data(ws, top)
-        if self.gpus and self.plan.months:
-            ws.add_chart(self._fleet_chart(ws, top, ncols, flast), "A23")
-        for j in range(ncols):
-            ws.column_dimensions[get_column_letter(1 + j)].width = 10
+        groups = self._chart_data(ws, top)
+        last = top + max(1, len(self.plan.months))
+        ws.add_chart(self._spend_chart(ws, top, last), "A4")
+        ws.add_chart(self._split_chart(cost), "K4")
+        for (first_col, ncols), title, anchor in zip(
+            groups,
+            ("Serving fleet: GPUs at the busiest hours", "Training: GPUs in use"),
+            ("A23", "K23"),
+            strict=True,
+        ):
+            if ncols:  # no chart of a fleet the plan does not have
+                ws.add_chart(self._fleet_chart(ws, top, last, first_col, ncols, title), anchor)
         ws.row_breaks.append(Break(id=top - 2))  # the charts on page 1, their data after
         _print_setup(ws, f"{top}:{top}", None)
         ws.sheet_view.showGridLines = False
 
-    def _spend_chart(self) -> BarChart:
-        cf = self.ws["Cash flow"]
+    def _chart_data(self, ws: Worksheet, top: int) -> list[tuple[int, int]]:
+        """The charts' data below them: month, capex, opex, rentals (live), then the serving
+        and training series. Returns (first column, columns) of the two fleet groups."""
+        _put(ws, top - 1, 1, "Chart data", font=_F_SECTION)
+        serve, train = fleet_series(self.plan, "serve"), fleet_series(self.plan, "train")
+        cols = [_Col("Month", 10, MONTH_FMT), _Col("Capex", 12, USD), _Col("Opex", 12, USD)]
+        cols += [_Col("Rentals", 12, USD)]
+        cols += [_Col(f"Serving: {k}", 12, NUM0, wrap=True) for k in serve]
+        cols += [_Col(f"Training: {k}", 12, NUM0, wrap=True) for k in train]
+        _header(ws, top, cols)
+        ws.row_dimensions[top].height = 13 * max(_lines(c.header, c.width) for c in cols) + 4
+        rows: list[list[Any]] = []
+        for k in range(max(1, len(self.plan.months))):
+            cf = FIRST_ROW + k
+            ref = lambda c, cf=cf: _sheet_ref("Cash flow", f"${c}${cf}")  # noqa: E731
+            row: list[Any] = [F(f"={ref('A')}"), F(f"={ref('B')}"), F(f"={ref('C')}+{ref('D')}")]
+            row.append(F(f"={ref('E')}"))
+            row += [v[k] if k < len(v) else 0 for v in [*serve.values(), *train.values()]]
+            rows.append(row)
+        _rows(ws, top + 1, cols, rows)
+        _widths(ws, cols)
+        return [(5, len(serve)), (5 + len(serve), len(train))]
+
+    def _spend_chart(self, ws: Worksheet, top: int, last: int) -> BarChart:
         spend = BarChart()
         spend.type = "col"
         spend.grouping = "stacked"
         spend.overlap = 100
-        spend.title = "Monthly spend by kind (USD)"
+        spend.title = "Monthly spend: capex, opex, rentals (USD)"
         spend.add_data(
-            Reference(cf, min_col=2, max_col=5, min_row=HEADER_ROW, max_row=self.cf_last),
-            titles_from_data=True,
+            Reference(ws, min_col=2, max_col=4, min_row=top, max_row=last), titles_from_data=True
         )
-        spend.set_categories(Reference(cf, min_col=1, min_row=FIRST_ROW, max_row=self.cf_last))
+        spend.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
         _style_chart(spend, '"$"#,##0', _KIND_COLORS)
         return spend
 
@@ -1387,45 +1712,22 @@ class _Writer:
         split.dataLabels = _value_labels('"$"#,##0')
         return split
 
-    def _fleet_chart_data(self, ws: Worksheet, top: int) -> tuple[int, int]:
-        """The fleet chart's data (live: SUMIFS over Fleet) below the charts.
-
-        Returns the number of columns and the last row.
-        """
-        _put(
-            ws,
-            top - 1,
-            1,
-            "Chart data: fleet by GPU type, owned GPUs and rented (average GPUs in use)",
-            font=_F_SECTION,
-        )
-        fcols = [_Col("Month", 10, MONTH_FMT)]
-        for g in self.gpus:
-            fcols += [_Col(f"{g} owned", 11, NUM1), _Col(f"{g} rented", 11, NUM1)]
-        _header(ws, top, fcols)
-        frows: list[list[Any]] = []
-        for k in range(len(self.plan.months)):
-            r = top + 1 + k
-            row: list[Any] = [F(f"={_sheet_ref('Cash flow', f'$A${FIRST_ROW + k}')}")]
-            for g in self.gpus:
-                crit = [(1, _q(g)), (2, f"$A{r}")]
-                row.append(F("=" + _sumifs("Fleet", 4, FIRST_ROW, self.f_last, crit)))
-                row.append(F("=" + _sumifs("Fleet", 8, FIRST_ROW, self.f_last, crit)))
-            frows.append(row)
-        return len(fcols), _rows(ws, top + 1, fcols, frows)
-
-    def _fleet_chart(self, ws: Worksheet, top: int, ncols: int, last: int) -> BarChart:
+    def _fleet_chart(
+        self, ws: Worksheet, top: int, last: int, first_col: int, ncols: int, title: str
+    ) -> BarChart:
         fleet = BarChart()
         fleet.type = "col"
         fleet.grouping = "stacked"
         fleet.overlap = 100
-        fleet.title = "Fleet: owned vs rented GPUs"
+        fleet.title = title
         fleet.add_data(
-            Reference(ws, min_col=2, max_col=ncols, min_row=top, max_row=last),
+            Reference(
+                ws, min_col=first_col, max_col=first_col + ncols - 1, min_row=top, max_row=last
+            ),
             titles_from_data=True,
         )
         fleet.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-        colors = [c for k in range(len(self.gpus)) for c in _GPU_COLORS[k % len(_GPU_COLORS)]]
+        colors = [c for pair in _GPU_COLORS for c in pair]
         _style_chart(fleet, "#,##0", colors)
         return fleet
 
@@ -1435,9 +1737,11 @@ class _Writer:
         self.rentals()
         self.fleet()
         self.cash_flow()
+        self.allocation()
         self.workloads()
         cost = self.summary()
         self.charts(cost)
+        self.solver(cost)
         self.assumptions()  # last: the other sheets may add derived rows
         wb = self.wb
         wb.calculation.fullCalcOnLoad = True
@@ -1446,7 +1750,7 @@ class _Writer:
         return wb
 
 
-_KIND_COLORS = ["1F4E79", "ED7D31", "A5A5A5", "70AD47"]  # capex, power, hosting, rentals
+_KIND_COLORS = ["1F4E79", "ED7D31", "70AD47"]  # capex, opex, rentals
 _GPU_COLORS = [
     ("1F4E79", "9DC3E6"),
     ("C55A11", "F4B183"),
@@ -1513,18 +1817,21 @@ def _config(cfg: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build_workbook(plan: Plan) -> Workbook:
-    """The report workbook for ``plan`` (in memory)."""
-    return _Writer(plan).build()
+def build_workbook(plan: Plan, margins: Sequence[str] | None = None) -> Workbook:
+    """The report workbook for ``plan`` (in memory).
+
+    ``margins``: lines saying what the plan would cost without each GPU type it buys (from
+    :func:`planner.diagnose.buy_margins`); the report cannot re-solve, so the caller passes them.
+    """
+    return _Writer(plan, margins).build()
 
 
-def write_workbook(plan: Plan, path: str | Path) -> None:
+def write_workbook(plan: Plan, path: str | Path, margins: Sequence[str] | None = None) -> None:
     """Write the report for ``plan`` to ``path`` atomically.
 
     The whole workbook is built in memory first; then it goes to a temporary file beside
     ``path`` that is renamed over it, so a failure at any point leaves the old file intact.
     The file gets ordinary permissions (not the 0600 of a bare temporary file).
     """
-    buf = io.BytesIO()
-    build_workbook(plan).save(buf)
-    atomic_write_bytes(path, buf.getvalue())
+    # every formula's value is stored too: pandas and previews read numbers, not blanks
+    atomic_write_bytes(path, save_with_values(build_workbook(plan, margins)))

@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from planner.plan import Plan, WorkloadResult
+from planner.reports.plan_facts import rate_text
 
 # Short labels for the predicted-vs-target keys of a workload result.
 _TARGET_LABELS = {"wall_hours": "wall h", "p95_ttft_ms": "TTFT ms", "p95_tpot_ms": "TPOT ms"}
@@ -119,29 +120,35 @@ def buy_table(plan: Plan, console: Console, wide: bool) -> Table:
 
 
 def rent_rows(plan: Plan) -> list[list[str]]:
-    """One row per (workload, provider, GPU, kind, price): no blended prices across offers."""
-    agg: dict[tuple[str, str, str, str, float], list[float]] = {}
+    """One row per (provider, offer, workload): the rate shown is the offer's rate as charged
+    (so rate x GPU-hours = cost), never a blend of offers or workloads."""
+    agg: dict[tuple[str, str, str], list[float]] = {}
+    about: dict[str, tuple[str, str, float]] = {}
     for r in plan.rentals:
-        key = (r.workload or "-", r.provider, r.gpu, r.kind, r.usd_per_gpu_hour)
-        a = agg.setdefault(key, [0.0, 0.0])
+        a = agg.setdefault((r.provider, r.offer, r.workload or "-"), [0.0, 0.0])
         a[0] += r.gpu_hours
         a[1] += r.usd
-    return [
-        [
-            escape(w),
-            escape(prov),
-            escape(gpu),
-            kind.replace("_", "-"),
-            f"{rate:.2f}",
-            f"{h:,.0f}",
-            usd(u),
-        ]
-        for (w, prov, gpu, kind, rate), (h, u) in sorted(agg.items())
-    ]
+        about[r.offer] = (r.gpu, r.kind, r.usd_per_gpu_hour)
+    rows = []
+    for (prov, offer, w), (h, u) in sorted(agg.items(), key=lambda kv: (kv[0][2], -kv[1][1])):
+        gpu, kind, rate = about[offer]
+        rows.append(
+            [
+                escape(w),
+                escape(prov),
+                escape(offer),
+                escape(gpu),
+                kind.replace("_", "-"),
+                rate_text(rate).lstrip("$"),
+                f"{h:,.0f}",
+                usd(u),
+            ]
+        )
+    return rows
 
 
 def rent_table(plan: Plan, console: Console, wide: bool) -> Table:
-    cols = [Col("workload"), Col("provider"), Col("gpu"), Col("kind", drop=1)]
+    cols = [Col("workload"), Col("provider"), Col("offer", drop=3), Col("gpu"), Col("kind", drop=1)]
     cols += [Col("$/GPU-h", True), Col("GPU-hours", True, 2), Col("cost", True)]
     return fit_table(console, "Rent", cols, rent_rows(plan), wide)
 

@@ -5,7 +5,6 @@ for reference. Written atomically (temp file beside the target, then ``os.replac
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -18,6 +17,7 @@ from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.plan import atomic_write_bytes
+from planner.reports.xlsx_cache import save_with_values
 
 if TYPE_CHECKING:
     from planner.whatif import ScenarioResult, Vary, WhatIf
@@ -120,6 +120,20 @@ def _scenario_sheet(wb: Workbook, res: WhatIf, note: str | None) -> None:
     _scenario_table(ws, len(cols), r)
     ws.freeze_panes = ws.cell(_HEAD_ROW + 1, 2 + len(keys))
     ws.sheet_view.zoomScale = 90
+    _print_wide(ws, f"{_HEAD_ROW}:{_HEAD_ROW}")
+
+
+def _print_wide(ws: Worksheet, title_rows: str | None) -> None:
+    """Landscape, every column on the page width (pages run down), header rows repeated."""
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_margins.left = ws.page_margins.right = 0.4
+    ws.oddFooter.left.text = "&A"
+    ws.oddFooter.right.text = "Page &P of &N"
+    if title_rows:
+        ws.print_title_rows = title_rows
 
 
 def _scenario_subtitle(res: WhatIf, note: str | None) -> str:
@@ -256,6 +270,7 @@ def _chart_sheet(wb: Workbook, res: WhatIf) -> None:
     ws.column_dimensions["A"].width = 14
     for j in range(2, 2 + max(len(v.values) for v in varies) + 1):
         ws.column_dimensions[get_column_letter(j)].width = 13
+    _print_wide(ws, None)
 
 
 def _charts_against(
@@ -378,7 +393,6 @@ def build_whatif_workbook(res: WhatIf) -> tuple[Workbook, str | None]:
 def write_whatif_workbook(res: WhatIf, path: str | Path) -> str | None:
     """Write the workbook atomically; returns a warning (or None) for the caller to print."""
     wb, warning = build_whatif_workbook(res)
-    buf = io.BytesIO()
-    wb.save(buf)
-    atomic_write_bytes(path, buf.getvalue())
+    # the base plan's sheets are formulas: store their values, as the plan workbook does
+    atomic_write_bytes(path, save_with_values(wb))
     return warning

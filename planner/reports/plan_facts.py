@@ -1,0 +1,274 @@
+"""Facts read off a Plan for the reports: the decision in words, peak GPUs, GPU-hours used.
+
+Pure functions of :class:`planner.plan.Plan` (no workbook, no solver), so the Excel page 1
+and any other report say the same thing, and tests can check them against the plan's rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from planner.plan import Plan
+
+# What the model leaves out: finance must not read the plan as covering these.
+NOT_MODELED = (
+    "Price changes over the horizon: every card price, rental rate and power price is "
+    "today's, held flat.",
+    "Resale or residual value of bought GPUs, depreciation, financing and NPV: capex is cash "
+    "in the month of purchase.",
+    "Spot and on-demand capacity being unavailable when wanted; spot interruptions only as "
+    "a restart overhead on training.",
+    "Staff, software licences, networking beyond the per-GPU server share, taxes.",
+)
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def rate_text(x: float) -> str:
+    """A rate per GPU-hour exactly as charged (up to 4 decimals, at least 2).
+
+    >>> rate_text(1.9156), rate_text(2.0), rate_text(0.12345)
+    ('$1.9156', '$2.00', '$0.1235')
+    """
+    s = f"{x:,.4f}".rstrip("0")
+    return "$" + (s + "0" * (2 - len(s.split(".")[1])))
+
+
+def _span(months: list[str]) -> str:
+    """``2027-01..2027-03`` for a run of months, the month alone for one.
+
+    >>> _span(["2027-02", "2027-01", "2027-03"]), _span(["2027-05"])
+    ('2027-01..2027-03', '2027-05')
+    """
+    ms = sorted(set(months))
+    return ms[0] if len(ms) == 1 else f"{ms[0]}..{ms[-1]}"
+
+
+def buy_sentences(plan: Plan) -> list[str]:
+    """One sentence per purchase (GPU type and month)."""
+    out = []
+    for p in plan.purchases:
+        per_node = p.count // p.nodes if p.nodes else p.count
+        nodes = f"{p.nodes} server{'s' if p.nodes != 1 else ''} of {per_node}x {p.gpu}"
+        out.append(
+            f"Buy {nodes} ({p.count} GPUs) in {p.month} for {_usd(p.total_usd)} "
+            f"({_usd(p.unit_usd)} per GPU with its server share)."
+        )
+    return out
+
+
+@dataclass
+class _RentGroup:
+    provider: str
+    gpu: str
+    kind: str
+    rate: float
+    months: list[str]
+    hours: float = 0.0
+    usd: float = 0.0
+    most_in_a_month: float = 0.0  # GPU-hours of its busiest month
+
+
+def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
+    """Rentals summed per (workload, offer), biggest spend first."""
+    groups: dict[tuple[str, str], _RentGroup] = {}
+    for r in plan.rentals:
+        g = groups.setdefault(
+            (r.workload, r.offer),
+            _RentGroup(r.provider, r.gpu, r.kind, r.usd_per_gpu_hour, []),
+        )
+        g.months.append(r.month)
+        g.hours += r.gpu_hours
+        g.usd += r.usd
+        g.most_in_a_month = max(g.most_in_a_month, r.gpu_hours)
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1].usd))
+
+
+def rent_sentences(plan: Plan) -> list[str]:
+    """One sentence per (workload, offer) rented: how many GPUs at most, when, and the cost."""
+    peak = rented_peak_by_workload(plan)
+    kinds = {w.name: w.kind for w in plan.workloads}
+    out = []
+    for (workload, offer), g in rent_groups(plan).items():
+        if g.kind == "reserved":
+            continue  # said by reserve_sentences
+        # at once, never fewer than the busiest month's average
+        n = max(peak.get((workload, g.gpu), 0.0), g.most_in_a_month / plan.hours_per_month)
+        how = "at peak hours" if kinds.get(workload) == "serve" else "for the run"
+        out.append(
+            f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}) "
+            f"{how} of {workload} in {_span(g.months)}: {g.hours:,.0f} GPU-h at "
+            f"{rate_text(g.rate)}/GPU-h = {_usd(g.usd)}."
+        )
+    return out
+
+
+def reserve_sentences(plan: Plan) -> list[str]:
+    return [
+        f"Reserve {r.gpus} {r.gpu} ({r.provider} {r.offer}) for {r.term_months} months from "
+        f"{r.start_month}: {_usd(r.usd)} in the horizon, paid whether used or not."
+        for r in plan.reservations
+    ]
+
+
+def decision_sentences(plan: Plan) -> list[str]:
+    """The plan in plain words: buy, rent, reserve, then the total."""
+    t = plan.totals
+    lines = buy_sentences(plan) or ["Buy nothing: every GPU-hour is rented."]
+    lines += reserve_sentences(plan)
+    lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
+    opex = t.power_usd + t.hosting_usd + t.rental_usd
+    lines.append(
+        f"Total over {len(plan.months)} months: {_usd(t.total_usd)} "
+        f"(capex {_usd(t.capex_usd)}, opex {_usd(opex)})."
+    )
+    return lines
+
+
+def _slice_hours(plan: Plan) -> dict[str, float]:
+    return {s.name: s.hours_per_month for s in plan.slices}
+
+
+def _reserved_offers(plan: Plan) -> set[str]:
+    return {r.offer for r in plan.reservations}
+
+
+def gpu_hours_used(plan: Plan) -> dict[tuple[str, str], tuple[float, float]]:
+    """(workload, GPU type) -> (owned GPU-hours, reserved GPU-hours) the workload used.
+
+    The solver shares owned and reserved costs among workloads in these proportions.
+    """
+    hours = _slice_hours(plan)
+    reserved = _reserved_offers(plan)
+    out: defaultdict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for a in plan.serve_allocations:
+        gh = a.replicas * a.gpus_per_replica * hours.get(a.slice, 0.0)
+        if a.source == "owned":
+            out[(a.workload, a.gpu)][0] += gh
+        elif a.source in reserved:
+            out[(a.workload, a.gpu)][1] += gh
+    for tr in plan.train_allocations:
+        if tr.source == "owned":
+            out[(tr.workload, tr.gpu)][0] += tr.gpus * tr.wall_hours
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def slices_or_blank(plan: Plan) -> list[str]:
+    return [s.name for s in plan.slices] or [""]
+
+
+def _in_use(plan: Plan) -> defaultdict[tuple[str, str, str, str], float]:
+    """(GPU type, month, slice, 'owned'/'reserved'/'rented') -> GPUs in use at once.
+
+    Training rentals run all their GPUs at once in every slice of their months.
+    """
+    reserved = _reserved_offers(plan)
+    slices = slices_or_blank(plan)
+    use: defaultdict[tuple[str, str, str, str], float] = defaultdict(float)
+    for a in plan.serve_allocations:
+        how = "owned" if a.source == "owned" else "reserved" if a.source in reserved else "rented"
+        use[(a.gpu, a.month, a.slice, how)] += a.replicas * a.gpus_per_replica
+    for tr in plan.train_allocations:
+        if tr.source == "owned":
+            continue  # owned GPUs are counted as owned, busy or not
+        for s in slices if tr.slice is None else [tr.slice]:
+            use[(tr.gpu, tr.month, s, "rented")] += tr.gpus
+    return use
+
+
+@dataclass(frozen=True)
+class PeakGpus:
+    gpu: str
+    owned: int  # most GPUs owned in any month
+    reserved: int  # most GPUs under reservation in any month
+    rented: float  # most GPUs rented at once (any month and slice)
+    total: float  # most GPUs committed at once: owned + reserved + rented in one slice
+
+
+def peak_gpus(plan: Plan) -> list[PeakGpus]:
+    """The peak GPU commitment per type: never an average over the month."""
+    use = _in_use(plan)
+    owned = {(f.gpu, f.month): f.owned for f in plan.fleet}
+    reserved = {(f.gpu, f.month): f.reserved for f in plan.fleet}
+    gpus = list(dict.fromkeys([f.gpu for f in plan.fleet] + [k[0] for k in use]))
+    out = []
+    # GPUs rented at once in a month are at least the month's average (rentals without
+    # allocation rows, e.g. a hand-edited plan, still count)
+    for f in plan.fleet:
+        for s in slices_or_blank(plan):
+            key = (f.gpu, f.month, s, "rented")
+            use[key] = max(use[key], f.rented_gpu_hours / plan.hours_per_month)
+    for g in gpus:
+        rented = [v for (gg, *_rest, how), v in use.items() if gg == g and how == "rented"]
+        at_once = [
+            owned.get((g, m), 0) + reserved.get((g, m), 0) + v
+            for (gg, m, _s, how), v in use.items()
+            if gg == g and how == "rented"
+        ]
+        own = max((v for (gg, _m), v in owned.items() if gg == g), default=0)
+        res = max((v for (gg, _m), v in reserved.items() if gg == g), default=0)
+        out.append(PeakGpus(g, own, res, max(rented, default=0.0), max([*at_once, own + res])))
+    return out
+
+
+def rented_peak_by_workload(plan: Plan) -> dict[tuple[str, str], float]:
+    """(workload, GPU type) -> most GPUs rented at once for that workload (on-demand/spot)."""
+    reserved = _reserved_offers(plan)
+    at: defaultdict[tuple[str, str, str, str], float] = defaultdict(float)
+    for a in plan.serve_allocations:
+        if a.source != "owned" and a.source not in reserved:
+            at[(a.workload, a.gpu, a.month, a.slice)] += a.replicas * a.gpus_per_replica
+    for tr in plan.train_allocations:
+        if tr.source != "owned":
+            at[(tr.workload, tr.gpu, tr.month, "")] += tr.gpus
+    out: dict[tuple[str, str], float] = {}
+    for (w, g, _m, _s), v in at.items():
+        out[(w, g)] = max(out.get((w, g), 0.0), v)
+    return out
+
+
+def years(plan: Plan) -> list[int]:
+    """The calendar years the horizon touches, in order."""
+    return sorted({int(m[:4]) for m in plan.months if m[:4].isdigit()})
+
+
+def _serve_series(plan: Plan) -> dict[tuple[str, str], dict[str, float]]:
+    """(GPU type, 'owned'/'rented') -> month -> serving GPUs in the month's busiest slice."""
+    at: defaultdict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for a in plan.serve_allocations:
+        at[(a.gpu, a.month, a.slice)][0 if a.source == "owned" else 1] += (
+            a.replicas * a.gpus_per_replica
+        )
+    busiest: dict[tuple[str, str], list[float]] = {}
+    for (g, m, _s), v in at.items():
+        if sum(v) > sum(busiest.get((g, m), [0.0, 0.0])):
+            busiest[(g, m)] = v
+    out: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for (g, m), (own, rent) in busiest.items():
+        out[(g, "owned")][m] = own
+        out[(g, "rented")][m] = rent
+    return out
+
+
+def _train_series(plan: Plan) -> dict[tuple[str, str], dict[str, float]]:
+    """(GPU type, 'owned'/'rented') -> month -> GPUs training runs on at once."""
+    out: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for tr in plan.train_allocations:
+        key = (tr.gpu, "owned" if tr.source == "owned" else "rented")
+        out[key][tr.month] = max(out[key].get(tr.month, 0.0), float(tr.gpus))
+    return out
+
+
+def fleet_series(plan: Plan, kind: str) -> dict[str, list[float]]:
+    """``"<gpu> owned"`` / ``"<gpu> rented"`` -> GPUs per month of the horizon, for serving
+    (``kind="serve"``, the busiest slice of each month) or training; all-zero series left out."""
+    raw = _serve_series(plan) if kind == "serve" else _train_series(plan)
+    out: dict[str, list[float]] = {}
+    for (g, how), by_month in sorted(raw.items()):
+        values = [by_month.get(m, 0.0) for m in plan.months]
+        if any(v > 0 for v in values):
+            out[f"{g} {how}"] = values
+    return out
