@@ -254,6 +254,10 @@ def test_more_expensive_colocation_never_adds_kw():
 NOMINAL = Path(__file__).resolve().parent / "fixtures" / "nominal"
 
 
+# The reference problem hosted at $60 per GPU-month before it moved to colocation by the kW.
+OLD_HOSTING = {"2m_budget": 60.0}
+
+
 def _per_gpu_catalog() -> dict:
     """Today's catalog with each card in a server priced as before servers were units: a full
     server of its old node size, chassis = old per-GPU overhead x node, host watts likewise."""
@@ -306,10 +310,13 @@ def test_nominal_settings_give_the_plans_of_before(path):
     """Metamorphic: with no discounting, no resale, hosting per GPU only and servers priced
     as the old per-GPU overhead, every reference plan is the one stored before issue 14."""
     base = load_problem(path).problem
+    site = {"colo_usd_per_kw_month": 0.0}
+    if path.stem in OLD_HOSTING:
+        site["hosting_usd_per_gpu_month"] = OLD_HOSTING[path.stem]
     problem = base.model_copy(
         update={
             "finance": Finance(discount_rate=0, residual="none"),
-            "site": base.site.model_copy(update={"colo_usd_per_kw_month": 0.0}),
+            "site": base.site.model_copy(update=site),
         }
     )
     inputs = resolve(problem, base_dir=path.parent, gpu_catalog=_per_gpu_catalog())
@@ -407,7 +414,7 @@ def test_whatif_aliases_vary_the_finance_figures(tmp_path):
     from tests.test_whatif import SMALL
 
     p = tmp_path / "small.yaml"
-    p.write_text(SMALL)
+    p.write_text(SMALL + "finance: {residual: none}\n")  # so PV = cash at a zero rate
     wi = run_whatif(p, ["discount_rate=0,0.2", "colo_price=0,400"], workers=1, with_base=False)
     rows = {(r.params["discount_rate"], r.params["colo_price"]): r.totals for r in wi.results}
     assert len(rows) == 4 and all(t is not None for t in rows.values())

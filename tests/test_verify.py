@@ -22,7 +22,7 @@ from planner.problem import load_problem, load_problem_text
 from planner.verify import verify_plan, verify_report
 
 ROOT = Path(__file__).resolve().parent.parent
-BUDGET = ROOT / "problems" / "2m_budget.yaml"
+BUDGET = ROOT / "tests" / "fixtures" / "buying.yaml"  # the reference, at a size that buys
 
 RESERVED = """
 name: reserved and on-demand L4s

@@ -300,9 +300,10 @@ def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
         assert set(row["owned_gpu_hours"]) == set(row["rented_gpu_hours"])
         assert sum(p["count"] for p in row["purchases"]) >= 0
     json.dumps(res.to_json())  # plain data
-    # buying pays at high utilization with $2.5/GPU-h rentals: more GPUs bought, less rented
+    # buying pays at high utilization with $2.5/GPU-h rentals: at least as many GPUs bought
+    # (both may fill the same 8-slot server), less rented
     low, high = res.results[0], res.results[2]
-    assert sum(high.bought.values()) > sum(low.bought.values())
+    assert sum(high.bought.values()) >= sum(low.bought.values()) > 0
     assert high.rented_share < low.rented_share
 
     from planner.reports.whatif_excel import write_whatif_workbook
