@@ -278,3 +278,45 @@ def test_workloads_predicted(solved):
     wr = next(w for w in bad.workloads if w.kind == "train")
     wr.predicted["wall_hours"] += 10
     _only(inputs, bad, "workloads", f"training {wr.name}: predicted")
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            lambda p: p.totals.model_copy(update={"npv_usd": p.totals.npv_usd + 100}),
+            "totals.npv_usd",
+        ),
+        (
+            lambda p: p.totals.model_copy(update={"residual_value_usd": 0.0}),
+            "totals.residual_value_usd",
+        ),
+    ],
+)
+def test_money_present_value_and_resale(solved, edit, says):
+    inputs, plan = solved
+    bad = _copy(plan)
+    bad.totals = edit(bad)
+    _only(inputs, bad, "money", says)
+
+
+def test_money_years_and_depreciation(solved):
+    inputs, plan = solved
+    bad = _copy(plan)
+    bad.years[0] = bad.years[0].model_copy(update={"depreciation_usd": 0.0})
+    _only(inputs, bad, "money", "year 1: depreciation")
+    bad = _copy(plan)
+    d = bad.depreciation[0]
+    bad.depreciation[0] = d.model_copy(update={"by_year_usd": [d.capex_usd, *d.by_year_usd[1:]]})
+    _only(inputs, bad, "money", f"depreciation {d.gpu} {d.month}")
+    bad = _copy(plan)
+    bad.discount_rate = 0.0
+    _only(inputs, bad, "money", "plan uses discount rate 0.0")
+
+
+def test_purchases_chassis_price(solved):
+    inputs, plan = solved
+    bad = _copy(plan)
+    pu = bad.purchases[0]
+    bad.purchases[0] = pu.model_copy(update={"chassis_usd": 1.0})
+    _only(inputs, bad, "purchases", "server 1.00")

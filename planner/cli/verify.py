@@ -51,7 +51,8 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
     click.echo(
         f"OK: {plan_json} meets every constraint of {problem} ({rep.checks} checks); "
         f"recomputed total ${rep.total_usd:,.2f} (capex ${rep.capex_usd:,.2f}, power ${rep.power_usd:,.2f}, "
-        f"hosting ${rep.hosting_usd:,.2f}, rental ${rep.rental_usd:,.2f})"
+        f"hosting ${rep.hosting_usd:,.2f}, rental ${rep.rental_usd:,.2f}); present value "
+        f"${rep.npv_usd:,.2f} after ${rep.residual_usd:,.2f} resale value"
     )
 
 

@@ -95,6 +95,8 @@ class VerifyReport:
     hosting_usd: float = 0.0
     rental_usd: float = 0.0
     total_usd: float = 0.0
+    npv_usd: float = 0.0  # present value less resale, at the problem's discount rate
+    residual_usd: float = 0.0
     checks: int = 0  # number of individual checks made
     findings: list[Finding] = field(default_factory=list)  # errors, with their family
 
@@ -123,5 +125,6 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:
     else:
         rep.capex_usd, rep.power_usd = ctx.capex, ctx.power
         rep.hosting_usd, rep.rental_usd, rep.total_usd = ctx.hosting, ctx.rental, ctx.total
+        rep.npv_usd, rep.residual_usd = ctx.npv, ctx.residual
     rep.errors = [f.message for f in rep.findings]
     return rep
