@@ -30,8 +30,21 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader that keeps timestamps/dates as strings (``2027-01`` stays text)."""
 
 
+# libyaml's parser reads the shipped catalogs ~5x faster (offers.yaml: 0.12 s instead of
+# 0.59 s) but recurses in C: a hostile file nested thousands deep crashes the process. So it
+# reads only the files shipped in catalogs/; everything a user hands in goes through the
+# pure-Python parser, whose depth is checked.
+_CBase: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CatalogLoader(_CBase):  # type: ignore[misc, valid-type]
+    """The fast loader for shipped catalogs, with the same resolvers as :class:`_Loader`."""
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
+
 # Dates are parsed by pydantic, so YAML's implicit timestamp resolver is removed.
-_Loader.yaml_implicit_resolvers = {
+_Loader.yaml_implicit_resolvers = _CatalogLoader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
 }
@@ -107,10 +120,12 @@ def _index_lines(
             _index_lines(item, loc + (i,), out, path, count)
 
 
-def parse_yaml_text(text: str, path: Path) -> YamlDoc:
-    """Parse YAML text safely (no Python tags); errors become an InputError with the line."""
+def parse_yaml_text(text: str, path: Path, shipped: bool = False) -> YamlDoc:
+    """Parse YAML text safely (no Python tags); errors become an InputError with the line.
+    ``shipped``: a file of the planner's own catalogs/ (read with libyaml when available)."""
     try:
-        loader = _Loader(text)  # the reader refuses NUL and control characters here
+        # the reader refuses NUL and control characters here
+        loader = _CatalogLoader(text) if shipped else _Loader(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not a YAML text file: {exc}".replace("\n", " ")) from None
     try:
@@ -147,7 +162,8 @@ def parse_yaml_text(text: str, path: Path) -> YamlDoc:
 def load_yaml(path: str | Path) -> YamlDoc:
     """Read and parse a YAML file; a missing, unreadable, special or huge file is an InputError."""
     p = Path(path)
-    return parse_yaml_text(read_text(p, "YAML file"), p)
+    shipped = p.resolve().parent == SHIPPED and not p.is_symlink()
+    return parse_yaml_text(read_text(p, "YAML file"), p, shipped=shipped)
 
 
 MAX_DEPTH = 32  # the deepest real input (offers in a problem's overrides) is under 10

@@ -410,3 +410,18 @@ def test_a_gpu_listed_twice_is_refused(tmp_path):
     p = _reference_with(tmp_path, _set(("gpus",), ["h100-sxm", "h100-sxm"]))
     code, out = run("solve", p, "--no-excel")
     assert code == 2 and "gpus[1]" in out and "listed twice" in out
+
+
+def test_the_fast_catalog_loader_reads_the_same_data_and_lines():
+    """libyaml reads the shipped catalogs (fast); it must see what the checked pure-Python
+    parser sees, to the line, and is never used for a file a user hands in."""
+    from planner.yamlio import SHIPPED
+
+    for path in sorted(SHIPPED.glob("*.yaml")):
+        text = path.read_text()
+        fast = parse_yaml_text(text, path, shipped=True)
+        slow = parse_yaml_text(text, path)
+        assert fast.data == slow.data and fast.lines == slow.lines, path
+    deep = "a: " + "[" * 5000 + "]" * 5000
+    with pytest.raises(InputError, match="nested"):
+        parse_yaml_text(deep, Path("user.yaml"))  # the user's path: checked, no crash
