@@ -268,6 +268,9 @@ class GpuSpec(Strict):
 
     @property
     def node_gpus(self) -> int:
+        """GPUs per purchase unit: a full server's slots, else the card's own node size."""
+        if self.server_spec is not None and self.server_spec.fill == "full":
+            return self.server_spec.slots
         return int(self.node_size.value)
 
     @property
@@ -385,7 +388,7 @@ def load_gpus(
 
 def with_server(gpu: GpuSpec, server: ServerSpec) -> GpuSpec:
     """``gpu`` bought in ``server``: per-GPU chassis and host shares derived (chassis / slots,
-    host watts / slots); a full server's node is its slots.
+    host watts / slots); a full server's slots are its purchase unit (``node_gpus``).
 
     A server must hold whole nodes of the card: ``slots`` a multiple of ``node_size``.
     """
@@ -412,8 +415,6 @@ def with_server(gpu: GpuSpec, server: ServerSpec) -> GpuSpec:
         ),
         "host_w_per_gpu": Sourced(value=h.value / n, source=why + h.source, as_of=h.as_of),
     }
-    if server.fill == "full" and n != node:
-        update["node_size"] = Sourced(value=n, source=f"server {server.id}: full", as_of=c.as_of)
     return gpu.model_copy(update=update)
 
 

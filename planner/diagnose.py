@@ -742,6 +742,11 @@ def buy_margins(inputs: Inputs, plan: Plan, solver: str = "cbc") -> list[str]:
         return []
     opts = inputs.problem.solver
     cands = build_candidates(inputs)
-    rs = _Resolver(plan.totals.total_usd, solver, opts.time_limit_s, opts.gap)
+    rs = _Resolver(
+        plan.objective_usd if plan.objective_usd is not None else plan.totals.total_usd,
+        solver,
+        opts.time_limit_s,
+        opts.gap,
+    )
     used = {p.gpu for p in plan.purchases} | {r.gpu for r in plan.rentals}
     return [_gpu_whatif(inputs, cands, g, used, rs) for g in bought]

@@ -10,8 +10,10 @@ Conventions
   its power, hosting and rentals) is discounted by ``(1 + r) ** (-t / 12)``: annual rate ``r``,
   monthly compounding, start-of-month timing (conservative for costs).
 * The residual value of owned hardware is an inflow at the horizon end (``t = T``).
-* A training run's rented hours are paid in the first month of its window (runs start as soon
-  as they can; the model does not place rented hours in months).
+* Rented hours are paid in the month they are used (the model places a training run's rented
+  hours in the months of its window).
+* ``residual: none`` means the hardware is kept after the horizon: no sale, no resale value; its
+  undepreciated book value stays an asset (``book_value_usd``), not a loss in the P&L.
 """
 
 from __future__ import annotations
@@ -121,16 +123,25 @@ def depreciation_by_year(
     per plan year (12-month blocks from the horizon start) within the horizon; what is left
     at the horizon end is the book value.
 
+    A life that is not a whole number of months ends with a part month: the charges always
+    add up to ``capex`` and agree with :func:`book_value`.
+
     >>> depreciation_by_year(1200.0, 6, 1, 24)
     [600.0, 600.0]
     >>> depreciation_by_year(3600.0, 0, 5, 36)
     [720.0, 720.0, 720.0]
+    >>> sum(depreciation_by_year(1000.0, 0, 1.3, 24))
+    1000.0
     """
     per_month = capex / (12.0 * depreciation_years)
-    life = round(12 * depreciation_years)
     years = [0.0] * ((horizon_months + 11) // 12)
-    for t in range(first_month, min(horizon_months, first_month + life)):
-        years[t // 12] += per_month
+    left = capex
+    for t in range(first_month, horizon_months):
+        charge = min(per_month, left)
+        if charge <= 0:
+            break
+        years[t // 12] += charge
+        left -= charge
     return [round(v, 6) for v in years]
 
 

@@ -1,4 +1,4 @@
-r"""The MILP: buy, own, rent and reserve GPUs to meet every workload at least cost.
+r"""The MILP: buy, own, rent and reserve GPUs to meet every workload at least present cost.
 
 Stage 3 of the flow. Builds a PuLP problem from :class:`~planner.problem.Inputs` (already
 validated) and :class:`~planner.candidates.Candidates` (physics already applied). It never
@@ -7,59 +7,77 @@ reads files and never solves; :mod:`planner.solve` does that.
 Notation
 --------
 =================  ==========================================================================
-``g``              GPU type; ``n_g`` GPUs per purchasable node, ``K_g`` capex per GPU (card +
-                   server/network share), ``P^idle_g``, ``P^busy_g`` watts (idle incl. host
-                   share; busy adds ``tdp - idle``), ``P^max_g = tdp + host`` watts
-``t``              month, ``H = 730`` hours each; ``s`` load slice with ``w_s`` hours/month
+``g``              GPU type, bought in a server type of ``S_g`` slots: *full* (HGX: a server
+                   comes with ``S_g`` cards) or *partial* (PCIe: cards added ``n_g`` at a
+                   time); ``C_g`` chassis price, ``K_g`` card price, ``W^host_g`` host watts
+                   per server, ``P^idle_g``, ``P^tdp_g`` card watts
+``t``              month 0..T-1, ``H = 730`` hours each; ``s`` load slice with ``w_s`` h/month;
+                   ``d_t = (1 + r)^(-t/12)`` the discount factor at the annual rate ``r``
 ``j, c``           training job and its candidate (GPU ``g_c``, ``k_c`` GPUs, ``h_c`` wall
                    hours to finish); window months ``W_j``, window hours ``H_j``
 ``k, r``           serving workload and candidate (GPU ``g_r``, ``m_r`` GPUs per replica,
                    ``mu_r`` req/s per replica within the p95 SLO); demand ``D_kts`` req/s
 ``o``              rental offer: GPU ``g_o``, price ``p_o`` $/GPU-h, kind on-demand, spot or
                    reserved (term ``L_o`` months), cap ``A_o`` GPUs, unit ``u_o``
-``e``              electricity $/kWh x PUE / 1000 (so watts x hours x e = dollars)
+``e``              electricity $/kWh x PUE / 1000 (so watts x hours x e = dollars);
+                   ``colo`` $/kW-month of IT load; ``host`` $/GPU-month
+``rho_g(a)``       resale share of a card of age ``a`` months (:mod:`planner.economics`)
 =================  ==========================================================================
 
 Variables
 ---------
-``buy[g,t]``      integer nodes bought at the start of month t; ``own[g,t] = n_g sum_{tau<=t} buy``
+``buy[g,t]``      integer servers bought at the start of month t
+``cards[g,t]``    partial servers: integer nodes of cards bought (``n_g`` cards each); full
+                  servers: the expression ``S_g buy[g,t]``. ``own[g,t] = sum_{tau<=t} cards``
 ``y[j,c]``        binary, job j runs as candidate c
 ``a[j,c,t]``      binary, the job uses owned GPUs in month t (then ``own >= k_c``)
 ``z[j,c,t,s]``    wall hours of job j on owned GPUs in month t, slice s
-``r[j,c,o]``      wall hours of job j rented from offer o (spot hours progress 1/(1+overhead))
+``r[j,c,o,t]``    wall hours of job j rented from offer o in month t (spot hours progress
+                  1/(1+overhead))
 ``n[k,r,t,s]``    integer replicas of workload k on owned GPUs
 ``q[k,r,o,t,s]``  replicas rented from offer o, continuous: the average over the slice's hours
                   of hourly rentals, with at least one whole replica always up (``serve_floor``)
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
 
-Objective (``total_cost``)
---------------------------
+Objective (``npv_cost``): the present value of all cash less the resale value
+-----------------------------------------------------------------------------
 .. math::
-   \min \sum_{g,t} n_g K_g buy_{gt}
-      + e \sum_{g,t} \big(H P^{idle}_g own_{gt} + (tdp_g - idle_g) busy_{gt}\big)
-      + hosting \sum_{g,t} own_{gt}
-      + \sum_{j,c,o} p_o \lceil k_c/u_o \rceil u_o\, r_{jco}
-      + \sum_{k,r,o\,\notin reserved,t,s} p_o m_r w_s q_{krots}
-      + \sum_{o \in reserved, t} p_o u_o L_o H\, res_{ot}
+   \min \sum_{g,t} \Big[ d_t (C_g buy_{gt} + K_g cards_{gt})
+      + A_t \big(H e (W^{host}_g buy_{gt} + P^{idle}_g cards_{gt})
+                 + colo (W^{host}_g buy_{gt} + P^{tdp}_g cards_{gt}) / 1000
+                 + host\, cards_{gt}\big)
+      - d_T K_g \rho_g(T - t)\, cards_{gt} \Big]
+      + \sum_{g,t} d_t e (P^{tdp}_g - P^{idle}_g) busy_{gt}
+      + \sum_{j,c,o,t} d_t p_o \lceil k_c/u_o \rceil u_o\, r_{jcot}
+      + \sum_{k,r,o\,\notin reserved,t,s} d_t p_o m_r w_s q_{krots}
+      + \sum_{o \in reserved, t} p_o u_o H A^{L_o}_t res_{ot}
 
-with ``busy[g,t] = sum_s w_s sum m_r n[k,r,t,s] + sum k_c z[j,c,t,s]`` (GPU-hours).
+with ``A_t = sum_{tau=t}^{T-1} d_tau`` (a purchase pays its running costs every month to the
+horizon end; ``A^L_t`` over the L months of a term), ``busy[g,t] = sum_s w_s sum m_r
+n[k,r,t,s] + sum k_c z[j,c,t,s]`` (GPU-hours). Under ``residual: straight_line`` the resale is
+the book value of cards and chassis; under ``none`` it is 0. With ``r = 0`` and no resale the
+objective is the undiscounted total (``nominal_total``), which is what the budgets cap.
 
 Constraints (label used for the constraint names)
 -------------------------------------------------
 ``train_assign_<j>``            sum_c y[j,c] = 1
-``train_progress_<j>_<c>``      sum_ts z + sum_o r (1/(1+ovh) for spot) = h_c y[j,c]
-``train_window_<j>_<c>``        sum_ts z + sum_o r <= H_j y[j,c]
+``train_progress_<j>_<c>``      sum_ts z + sum_ot r (1/(1+ovh) for spot) = h_c y[j,c]
+``train_window_<j>_<c>``        sum_ts z + sum_ot r <= H_j y[j,c]
+``train_month_<j>_<c>_<t>``     sum_s z[t,s] + sum_o r[o,t] <= H y[j,c]: one run at a time
 ``train_spot_share_<j>_<c>``    spot progress <= share_j h_c y[j,c]
 ``train_slot_<j>_<c>_<t>_<s>``  z <= w_s a[j,c,t];  ``train_use_<j>_<c>_<t>``: a <= y
 ``train_gpus_<j>_<c>_<t>``      k_c a[j,c,t] <= own[g_c,t]
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) >= D[k,t,s]
 ``serve_floor_<k>_<t>_<s>``     sum_r (n + sum_o q) >= 1: a live service keeps a replica up
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
+``server_slots_<g>_<t>``        partial servers: own[g,t] <= S_g sum_{tau<=t} buy
+``server_used_<g>_<t>``         partial servers: sum_{tau<=t} buy <= own[g,t] (an empty server
+                                is never needed: bought with its first card it costs no more)
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
-``budget_capex``                sum n_g K_g buy <= capex budget
-``budget_total``                total cost <= total budget (when given)
-``power_cap_<t>``               sum_g own[g,t] P^max_g PUE / 1000 <= cap kW
+``budget_capex``                sum (C_g buy + K_g cards) <= capex budget (cash, undiscounted)
+``budget_total``                nominal_total <= total budget (when given)
+``power_cap_<t>``               sum_g (W^host_g servers + P^tdp_g cards owned) PUE/1000 <= cap kW
 ``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them
                                 (renting consumer cards from a provider is allowed)
 
@@ -77,7 +95,8 @@ Variables that no optimal plan needs are not created, and implied bounds are sta
 * ``n``, ``a`` and ``z`` exist only on GPU types that can be owned at all (not a GeForce card
   without ``consumer_gpus_allowed``, one node within the capex budget and the power cap) and
   whose ownership can pay off against renting (:func:`worth_owning`; else ``buy`` is 0).
-* bounds: ``buy[g,t] <= min(capex / (n_g K_g), cap kW / (n_g P^max_g PUE / 1000))`` nodes,
+* bounds: ``buy[g,t] <= min(capex / (C_g + n_g K_g), cap kW / ((W^host_g + n_g P^tdp_g)
+  PUE / 1000))`` servers (the cheapest purchase is one server with one node of cards),
   ``n[k,r,t,s] <= max(1, ceil(D_kts / mu_r))``, ``q[k,r,o,t,s] <= max(1, D_kts / mu_r)``.
 """
 
@@ -327,7 +346,6 @@ def worth_owning(m: PlannerModel) -> dict[str, bool]:
     """
     site = m.inputs.problem.site
     e = site.power_usd_per_kwh * site.pue / 1000.0
-    r = m.inputs.finance.discount_rate
     T = len(m.cands.months)
     value = rent_value_per_gpu_hour(m)
     out: dict[str, bool] = {}
@@ -337,18 +355,27 @@ def worth_owning(m: PlannerModel) -> dict[str, bool]:
             continue
         _, per_busy = power_coefficients(gpu, e)
         hourly = HOURS_PER_MONTH * max(0.0, value[g] - per_busy)
-        out[g] = False
-        for t0 in range(T):
-            k = owned_coefficients(m, gpu, t0)
-            net = [
-                k.pv_capex[i] + k.pv_power[i] + k.pv_hosting[i] - k.pv_residual[i] for i in (0, 1)
-            ]
-            cost = net[0] / gpu.slots + net[1]
-            saving = hourly * economics.annuity_factor(r, t0, T - t0)
-            if saving > cost * (1 - 1e-9):
-                out[g] = True
-                break
+        out[g] = any(_owning_may_pay(m, gpu, t0, hourly) for t0 in range(T))
     return out
+
+
+def _owning_may_pay(m: PlannerModel, gpu: GpuSpec, t0: int, hourly: float) -> bool:
+    """Whether one card bought in month ``t0`` may save more than it costs (see
+    :func:`worth_owning`): in present value, or, when ``budget.total_usd`` caps undiscounted
+    spend, in cash (renting instead must not break that budget)."""
+    k = owned_coefficients(m, gpu, t0)
+    T, r = len(m.cands.months), m.inputs.finance.discount_rate
+
+    def per_card(parts: tuple[tuple[float, float], ...]) -> float:
+        return sum(p[0] for p in parts) / gpu.slots + sum(p[1] for p in parts)
+
+    pv_cost = per_card((k.pv_capex, k.pv_power, k.pv_hosting)) - per_card((k.pv_residual,))
+    if hourly * economics.annuity_factor(r, t0, T - t0) > pv_cost * (1 - 1e-9):
+        return True
+    if m.inputs.problem.budget.total_usd is None:
+        return False
+    cash_cost = per_card((k.capex, k.power, k.hosting))
+    return hourly * (T - t0) > cash_cost * (1 - 1e-9)
 
 
 def add_purchase_variables(m: PlannerModel) -> None:
@@ -363,10 +390,11 @@ def add_purchase_variables(m: PlannerModel) -> None:
         for t in range(T):
             v = m.var(nid("buy", g, m.cands.months[t]), 0, up, pulp.LpInteger)
             m.buy[(g, t)] = v
-            if gpu.partial_fill:
-                card_up = None if up is None else up * gpu.slots
+            if gpu.partial_fill:  # cards come in whole nodes of the card (usually 1)
+                node = gpu.node_gpus
+                card_up = None if up is None else up * (gpu.slots // node)
                 c = m.var(nid("cards", g, m.cands.months[t]), 0, card_up, pulp.LpInteger)
-                m.cards[(g, t)] = pulp.LpAffineExpression([(c, 1)])
+                m.cards[(g, t)] = pulp.LpAffineExpression([(c, node)])
             else:
                 m.cards[(g, t)] = pulp.LpAffineExpression([(v, gpu.node_gpus)])
             for x, coef in m.cards[(g, t)].items():

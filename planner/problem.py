@@ -518,16 +518,9 @@ def _rehouse(gpu: GpuSpec, server_id: str) -> GpuSpec:
             f"unknown server type {server_id!r}; {did_you_mean(server_id, servers.keys())}"
         )
     try:
-        return with_server(gpu.model_copy(update={"node_size": _node_of(gpu)}), servers[server_id])
+        return with_server(gpu, servers[server_id])
     except ValueError as exc:
         raise _OverrideError(str(exc)) from None
-
-
-def _node_of(gpu: GpuSpec) -> Sourced:
-    """The card's own purchase unit (a full server's slots replaced it on load)."""
-    if gpu.server_spec is not None and gpu.server_spec.fill == "full":
-        return Sourced(value=gpu.node_size.value, source=gpu.node_size.source, as_of="catalog")
-    return gpu.node_size
 
 
 class _OverrideError(ValueError):

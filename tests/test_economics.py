@@ -422,3 +422,37 @@ def test_whatif_aliases_vary_the_finance_figures(tmp_path):
     assert rows[(0.2, 0)]["npv_usd"] < rows[(0.2, 0)]["total_usd"]
     # colocation is paid only on owned hardware: it can only raise the total
     assert rows[(0, 400)]["total_usd"] >= rows[(0, 0)]["total_usd"] - 1e-6
+
+
+# ------------------------------------------------------------------ found in review
+
+
+def test_a_total_budget_can_require_owning_what_loses_on_present_value():
+    """Renting for 36 months costs $22,948 in present value but $26,280 in cash; buying the
+    $24,000 card loses on present value, yet it is the only plan within a $25,000 total
+    budget (which caps cash). The size reduction must not drop the GPU type."""
+    inputs = problem(
+        months=36,
+        total=25_000,
+        gpus=[gpu(price=24_000)],
+        offers=[offer("cloud-g1", "g1", 1.0)],
+        serve=[serve_workload(rps=1.0)],
+        finance={"discount_rate": 0.10, "residual": "none"},
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    assert res.status == "optimal"
+    assert [(x.month, x.count) for x in plan.purchases] == [("2027-01", 1)]
+    assert res.objective == pytest.approx(24_000)
+
+
+def test_partial_servers_take_cards_in_whole_nodes():
+    # a card sold in pairs (node 2) in a 4-slot chassis: one replica needs a whole pair
+    inputs = problem(
+        months=12,
+        gpus=[gpu(price=1_000, node=2, server={"slots": 4, "fill": "partial", "chassis": 100})],
+        offers=[offer("cloud-g1", "g1", 10.0)],
+        serve=[serve_workload(rps=1.0)],
+    )
+    res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
+    assert [(x.count, x.nodes) for x in plan.purchases] == [(2, 1)]
+    assert res.objective == pytest.approx(2_100)
