@@ -408,3 +408,48 @@ def make_plan(
         ],
         assumptions=assumptions,
     )
+
+
+def server_plan(residual: str = "curve") -> Plan:
+    """A solved tiny plan (about a second) with the finance of issue 14: a partly filled PCIe
+    server (3 cards, then single cards added in later months), two full 8-GPU HGX servers,
+    rentals, resale curves, colocation by the kW, 10 %/year discounting, 3-year depreciation,
+    14 months (two plan years, the second short)."""
+    from planner.extract import extract_plan
+    from planner.model import build_model
+    from planner.solve import solve_model
+    from tests.factories import candidates, gpu, offer, problem, serve_workload
+
+    pcie = gpu(
+        "pc",
+        price=10_000.0,
+        tdp=300.0,
+        idle=50.0,
+        server={"slots": 8, "fill": "partial", "chassis": 20_000.0, "host_w": 1000.0},
+        residual=[(12, 0.7), (36, 0.4)],
+    )
+    hgx = gpu(
+        "hx",
+        price=25_000.0,
+        node=8,
+        tdp=700.0,
+        idle=90.0,
+        server={"slots": 8, "fill": "full", "chassis": 60_000.0, "host_w": 4600.0},
+        residual=[(12, 0.6), (24, 0.45)],
+    )
+    chat = serve_workload("chat", rps=3.0)
+    chat["traffic"]["growth_per_month"] = 0.1  # more cards month by month
+    inputs = problem(
+        months=14,
+        gpus=[pcie, hgx],
+        power_price=0.12,
+        pue=1.3,
+        hosting=10.0,
+        colo=195.0,
+        offers=[offer("rent-pc", "pc", 3.0), offer("rent-hx", "hx", 6.0)],
+        serve=[chat, serve_workload("batch", rps=2.0)],
+        finance={"discount_rate": 0.10, "residual": residual, "depreciation_years": 3},
+    )
+    cands = candidates(inputs, serve={"chat": [("pc", 1, 1.0)], "batch": [("hx", 8, 1.0)]})
+    m = build_model(inputs, cands)
+    return extract_plan(m, solve_model(m, time_limit=60, gap=1e-9))
