@@ -165,10 +165,15 @@ def total_sentence(plan: Plan) -> str:
     if t.npv_usd is None:  # a plan from before present values
         return text + "."
     text += f"; present value {_usd(t.npv_usd)} at {plan.discount_rate:.1%} a year"
-    if t.residual_value_usd or plan.residual_mode != "none":
+    book = f"book value {_usd(t.book_value_usd)}"
+    if not plan.purchases:
+        pass  # nothing owned: nothing to resell
+    elif plan.residual_mode == "none":
+        text += f", with no resale of the owned hardware assumed ({book} at the horizon end)"
+    else:
         text += (
             f", net of {_usd(t.residual_value_usd)} resale value of the owned hardware at the "
-            f"horizon end (book value {_usd(t.book_value_usd)})"
+            f"horizon end ({book})"
         )
     return text + "."
 
