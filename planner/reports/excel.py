@@ -4,20 +4,31 @@ Every cost in the workbook is a live formula that reproduces the solver's cost d
 from the figures on the ``Assumptions`` sheet, so finance can change a power price or a unit
 price in ONE cell and every total follows:
 
-* ``Purchases``: extended cost = GPUs x (card + server/network share per GPU); the two prices
-  reference ``Assumptions`` (``gpu:<id>`` / ``purchase_usd``, ``server_overhead_usd_per_gpu``).
+* ``Purchases``: extended cost = servers x chassis price + GPUs x card price; both prices
+  reference ``Assumptions`` (``gpu:<id>`` / ``chassis_usd``, ``purchase_usd``). A partly
+  filled server gets more cards in later rows with 0 servers.
 * ``Rentals``: cost = GPU-hours x rate (the rate references ``offer:<id>`` /
   ``usd_per_gpu_hour``). Reserved commitments are rows of kind ``reserved``.
-* ``Fleet``: power = pue x usd/kWh x (owned x H x (idle_w + host_w) + busy GPU-h x
-  (tdp_w - idle_w)) / 1000 and hosting = owned x usd/GPU-month, per GPU type and month.
-* ``Cash flow``: one row per month, SUMIFS over the three detail sheets, total, running total
-  and capex budget headroom; ``Summary`` references its total row.
+* ``Fleet``: IT kW = (owned x tdp_w + servers x host_w) / 1000; power = pue x usd/kWh x
+  (H x (servers x host_w + owned x idle_w) + busy GPU-h x (tdp_w - idle_w)) / 1000; hosting =
+  owned x usd/GPU-month + IT kW x colocation usd/kW-month, per GPU type and month.
+* ``Cash flow``: one row per month, SUMIFS over the three detail sheets, total, running total,
+  capex budget headroom, and the month's discount factor ``1/(1+rate)^(t/12)`` and present
+  value; ``Summary`` references its total row.
+* ``P&L``: per plan year (12 months from the horizon start) the cash view (capex, opex,
+  resale inflow at the horizon end, present value) beside the P&L view (straight-line
+  depreciation + power + hosting + rentals - gain on sale), and a schedule per purchase:
+  age at the horizon end, resale share (a formula over the resale mode and the GPU's curve
+  points on ``Assumptions``), resale value, book value, depreciation per year. Discount rate,
+  depreciation years, resale mode and curve points are yellow inputs. ``Summary`` shows the
+  present value (NPV), resale value and book value from here.
 
 Months are written as real dates (first day of the month, shown ``yyyy-mm``) so that SUMIFS
 matches them exactly in Excel and LibreOffice alike. Text from the problem (workload names,
 sources, ids) is always written as text, never as a formula.
 
-The workbook-level names ``total_cost_usd`` and ``capex_usd`` point at the two headline cells.
+The workbook-level names ``total_cost_usd``, ``capex_usd``, ``npv_usd``, ``residual_value_usd``
+and ``book_value_usd`` point at the headline cells on Summary.
 """
 
 from __future__ import annotations
@@ -1264,7 +1275,8 @@ class _Writer:
 
     def _depreciation_table(self, ws: Worksheet, top: int, n_years: int) -> None:
         _section(ws, top - 1, "Depreciation, book value and resale value per purchase")
-        cols = [*_SCHEDULE_COLS]
+        gpus = [p.gpu for p in self.plan.purchases]
+        cols = [_Col("GPU", _fit(7, gpus, 30)), *_SCHEDULE_COLS[1:]]
         cols += [_Col(f"Depreciation year {y} USD", 14, USD) for y in range(1, n_years + 1)]
         cols.append(_Col("Resale share source", 40, None, wrap=True))
         _header(ws, top, cols)
