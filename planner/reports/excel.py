@@ -2086,7 +2086,8 @@ class _Writer:
             r,
             1,
             "Every figure above is a live formula over the detail sheets; the inputs (prices, power, "
-            "PUE, hosting, budget) live on the Assumptions sheet. 'Solver' is the plan's own figure.",
+            "PUE, hosting, colocation, budget, discount rate, depreciation years, resale curves) "
+            "live on the Assumptions sheet. 'Solver' is the plan's own figure.",
             font=_F_SUB,
         )
         return r
