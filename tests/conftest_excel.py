@@ -3,10 +3,15 @@
 The costs are computed here with the solver's definitions, so the workbook's live formulas
 must reproduce them exactly:
 
-* capex per purchase = count x (gpu_usd + overhead_usd)
+* capex per purchase = servers x chassis_usd + count x gpu_usd
 * rental usd = gpu_hours x usd_per_gpu_hour (reserved: one row per month of the term)
-* power per fleet row = pue x usd/kWh x (owned x H x (idle_w + host_w) + busy x (tdp_w - idle_w)) / 1000
-* hosting per fleet row = owned x hosting_usd_per_gpu_month
+* power per fleet row = pue x usd/kWh x (H x (servers x host_w + owned x idle_w)
+  + busy x (tdp_w - idle_w)) / 1000
+* hosting per fleet row = owned x hosting_usd_per_gpu_month + it_kw x colo_usd_per_kw_month,
+  it_kw = (owned x tdp_w + servers x host_w) / 1000
+
+``servers=False`` builds a plan as written before server types (no slots, chassis or host
+watts per server; a server share per GPU): old plan JSONs must still give a valid workbook.
 """
 
 from __future__ import annotations
@@ -29,6 +34,24 @@ from planner.plan import (
 
 H = 730.0
 SITE = {"power_usd_per_kwh": 0.12, "pue": 1.3, "hosting_usd_per_gpu_month": 150.0}
+COLO = 120.0  # USD per kW-month of IT load
+# server type per GPU: slots, fill, chassis USD (= slots x the per-GPU share), host W per server
+SERVERS = {
+    "h100-sxm": {
+        "server": "hgx-8",
+        "slots": 8,
+        "fill": "full",
+        "chassis": 50_000.0,
+        "host_w": 2000.0,
+    },
+    "l40s": {
+        "server": "pcie-4",
+        "slots": 4,
+        "fill": "partial",
+        "chassis": 8_000.0,
+        "host_w": 480.0,
+    },
+}
 CAPEX_BUDGET = 2_000_000.0
 GPUS = {
     "h100-sxm": {
@@ -56,39 +79,86 @@ OFFERS = {
 SERVE_NAME = "chat-api"
 
 
-def power_usd(gpu: str, owned: int, busy: float) -> float:
+def host_watts(gpu: str, owned: int, servers: int, with_servers: bool) -> float:
+    """Host watts of the owned fleet: per server, or per GPU in a plan from before servers."""
+    if with_servers:
+        return servers * SERVERS[gpu]["host_w"]
+    return owned * GPUS[gpu]["host_w_per_gpu"]
+
+
+def power_usd(gpu: str, owned: int, busy: float, host_w: float) -> float:
     g = GPUS[gpu]
-    return (
-        SITE["pue"]
-        * SITE["power_usd_per_kwh"]
-        * (owned * H * (g["idle_w"] + g["host_w_per_gpu"]) + busy * (g["tdp_w"] - g["idle_w"]))
-        / 1000
+    energy_wh = H * (host_w + owned * g["idle_w"]) + busy * (g["tdp_w"] - g["idle_w"])
+    return SITE["pue"] * SITE["power_usd_per_kwh"] * energy_wh / 1000
+
+
+def it_kw(gpu: str, owned: int, host_w: float) -> float:
+    return (owned * GPUS[gpu]["tdp_w"] + host_w) / 1000
+
+
+def _purchase(gpu: str, month: str, count: int, with_servers: bool) -> Purchase:
+    g, sv = GPUS[gpu], SERVERS[gpu]
+    servers = -(-count // sv["slots"])
+    if not with_servers:  # as written before server types: a server share per GPU
+        unit = g["purchase_usd"] + g["server_overhead_usd_per_gpu"]
+        return Purchase(
+            gpu=gpu,
+            month=month,
+            count=count,
+            nodes=int(count // g["node_size"]),
+            unit_usd=unit,
+            gpu_usd=g["purchase_usd"],
+            overhead_usd=g["server_overhead_usd_per_gpu"],
+            total_usd=count * unit,
+        )
+    total = servers * sv["chassis"] + count * g["purchase_usd"]
+    return Purchase(
+        gpu=gpu,
+        month=month,
+        count=count,
+        nodes=servers,
+        unit_usd=total / count,
+        gpu_usd=g["purchase_usd"],
+        overhead_usd=servers * sv["chassis"] / count,
+        total_usd=total,
+        server=sv["server"],
+        slots=sv["slots"],
+        chassis_usd=sv["chassis"],
     )
 
 
-def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str = "lambda") -> Plan:
-    """2 GPU types, 4 months, 2 slices, 2 purchases, on-demand/spot/reserved rentals."""
+def _server_assumptions() -> list[Assumption]:
+    out = [Assumption(group="site", key="colo_usd_per_kw_month", value=COLO, unit="USD/kW-month")]
+    for gpu, sv in SERVERS.items():
+        for key, value, unit in (
+            ("server_slots", sv["slots"], "GPUs"),
+            ("server_fill", sv["fill"], ""),
+            ("chassis_usd", sv["chassis"], "USD/server"),
+            ("host_w", sv["host_w"], "W/server"),
+        ):
+            out.append(
+                Assumption(group=f"gpu:{gpu}", key=key, value=value, unit=unit, source="test")
+            )
+    return out
+
+
+def make_plan(
+    serve_name: str = SERVE_NAME,
+    empty: bool = False,
+    provider: str = "lambda",
+    servers: bool = True,
+) -> Plan:
+    """2 GPU types, 4 months, 2 slices, 2 purchases (an 8-GPU server full, a 4-slot one with
+    3 cards), on-demand/spot/reserved rentals."""
     months = ["2027-01", "2027-02", "2027-03", "2027-04"]
     purchases: list[Purchase] = []
     rentals: list[Rental] = []
     reservations: list[Reservation] = []
     fleet: list[FleetMonth] = []
     if not empty:
-        for gpu, month, count in (("h100-sxm", "2027-01", 8), ("l40s", "2027-02", 4)):
-            g = GPUS[gpu]
-            unit = g["purchase_usd"] + g["server_overhead_usd_per_gpu"]
-            purchases.append(
-                Purchase(
-                    gpu=gpu,
-                    month=month,
-                    count=count,
-                    nodes=int(count // g["node_size"]),
-                    unit_usd=unit,
-                    gpu_usd=g["purchase_usd"],
-                    overhead_usd=g["server_overhead_usd_per_gpu"],
-                    total_usd=count * unit,
-                )
-            )
+        l40s = 3 if servers else 4  # a partly filled server; old plans bought whole nodes
+        for gpu, month, count in (("h100-sxm", "2027-01", 8), ("l40s", "2027-02", l40s)):
+            purchases.append(_purchase(gpu, month, count, servers))
 
         def rent(offer: str, month: str, workload: str, hours: float) -> Rental:
             prov, gpu, kind, rate = OFFERS[offer]
@@ -126,17 +196,18 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
                 usd=3 * 2 * H * 0.80,
             )
         )
-        owned = {"h100-sxm": [8, 8, 8, 8], "l40s": [0, 4, 4, 4]}
+        owned = {"h100-sxm": [8, 8, 8, 8], "l40s": [0, l40s, l40s, l40s]}
         busy = {
             "h100-sxm": [5_000.0, 5_840.0, 4_321.25, 1_000.0],
-            "l40s": [0.0, 2_000.0, 2_500.0, 1_750.5],
+            "l40s": [0.0, 1_500.0, 2_000.0, 1_750.5],
         }
         rented = {"h100-sxm": [0.0, 1_200.0, 640.5, 0.0], "l40s": [0.0, 1_460.0, 1_760.0, 1_460.0]}
         for gpu in GPUS:
             for t, m in enumerate(months):
                 o = owned[gpu][t]
                 bought = sum(p.count for p in purchases if p.gpu == gpu and p.month == m)
-                g = GPUS[gpu]
+                n = sum(p.nodes for p in purchases if p.gpu == gpu and p.month <= m)
+                host_w = host_watts(gpu, o, n, servers)
                 fleet.append(
                     FleetMonth(
                         gpu=gpu,
@@ -147,7 +218,9 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
                         owned_busy_gpu_hours=busy[gpu][t],
                         rented_gpu_hours=rented[gpu][t],
                         owned_utilization=busy[gpu][t] / (o * H) if o else 0.0,
-                        power_kw=o * (g["tdp_w"] + g["host_w_per_gpu"]) * SITE["pue"] / 1000,
+                        power_kw=it_kw(gpu, o, host_w) * SITE["pue"],
+                        servers=n if servers else 0,
+                        it_kw=it_kw(gpu, o, host_w),
                     )
                 )
 
@@ -155,10 +228,18 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
     cum = 0.0
     for m in months:
         capex = sum(p.total_usd for p in purchases if p.month == m)
+        here = [f for f in fleet if f.month == m]
         power = sum(
-            power_usd(f.gpu, f.owned, f.owned_busy_gpu_hours) for f in fleet if f.month == m
+            power_usd(
+                f.gpu,
+                f.owned,
+                f.owned_busy_gpu_hours,
+                host_watts(f.gpu, f.owned, f.servers, servers),
+            )
+            for f in here
         )
-        hosting = sum(f.owned * SITE["hosting_usd_per_gpu_month"] for f in fleet if f.month == m)
+        colo = COLO if servers else 0.0
+        hosting = sum(f.owned * SITE["hosting_usd_per_gpu_month"] + f.it_kw * colo for f in here)
         rental = sum(r.usd for r in rentals if r.month == m)
         total = capex + power + hosting + rental
         cum += total
@@ -186,6 +267,8 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
         Assumption(group="site", key=k, value=v, unit=u, source="problem file", as_of="problem")
         for (k, v), u in zip(SITE.items(), ["USD/kWh", "", "USD/GPU-month"], strict=True)
     ]
+    if servers:
+        assumptions += _server_assumptions()
     assumptions.append(
         Assumption(
             group="budget",
@@ -325,3 +408,48 @@ def make_plan(serve_name: str = SERVE_NAME, empty: bool = False, provider: str =
         ],
         assumptions=assumptions,
     )
+
+
+def server_plan(residual: str = "curve") -> Plan:
+    """A solved tiny plan (about a second) with the finance of issue 14: a partly filled PCIe
+    server (3 cards, then single cards added in later months), two full 8-GPU HGX servers,
+    rentals, resale curves, colocation by the kW, 10 %/year discounting, 3-year depreciation,
+    14 months (two plan years, the second short)."""
+    from planner.extract import extract_plan
+    from planner.model import build_model
+    from planner.solve import solve_model
+    from tests.factories import candidates, gpu, offer, problem, serve_workload
+
+    pcie = gpu(
+        "pc",
+        price=10_000.0,
+        tdp=300.0,
+        idle=50.0,
+        server={"slots": 8, "fill": "partial", "chassis": 20_000.0, "host_w": 1000.0},
+        residual=[(12, 0.7), (36, 0.4)],
+    )
+    hgx = gpu(
+        "hx",
+        price=25_000.0,
+        node=8,
+        tdp=700.0,
+        idle=90.0,
+        server={"slots": 8, "fill": "full", "chassis": 60_000.0, "host_w": 4600.0},
+        residual=[(12, 0.6), (24, 0.45)],
+    )
+    chat = serve_workload("chat", rps=3.0)
+    chat["traffic"]["growth_per_month"] = 0.1  # more cards month by month
+    inputs = problem(
+        months=14,
+        gpus=[pcie, hgx],
+        power_price=0.12,
+        pue=1.3,
+        hosting=10.0,
+        colo=195.0,
+        offers=[offer("rent-pc", "pc", 3.0), offer("rent-hx", "hx", 6.0)],
+        serve=[chat, serve_workload("batch", rps=2.0)],
+        finance={"discount_rate": 0.10, "residual": residual, "depreciation_years": 3},
+    )
+    cands = candidates(inputs, serve={"chat": [("pc", 1, 1.0)], "batch": [("hx", 8, 1.0)]})
+    m = build_model(inputs, cands)
+    return extract_plan(m, solve_model(m, time_limit=60, gap=1e-9))

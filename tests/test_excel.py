@@ -48,13 +48,14 @@ def defined_cell(wb, name: str):
 
 
 def test_sheets_in_order(book):
-    assert book.sheetnames[:8] == [
+    assert book.sheetnames[:9] == [
         "Summary",
         "Purchases",
         "Rentals",
         "Workloads",
         "Allocation",
         "Cash flow",
+        "P&L",
         "Fleet",
         "Assumptions",
     ]
@@ -86,9 +87,8 @@ def test_totals_are_formulas_not_numbers(book, plan):
     pur = book["Purchases"]
     for r in range(5, 5 + len(plan.purchases)):
         assert pur[f"E{r}"].value.startswith("=Assumptions!$C$")  # card price
-        assert pur[f"F{r}"].value.startswith("=Assumptions!$C$")  # server/network share
-        assert pur[f"G{r}"].value == f"=E{r}+F{r}"
-        assert pur[f"H{r}"].value == f"=D{r}*G{r}"
+        assert pur[f"F{r}"].value.startswith("=Assumptions!$C$")  # chassis price per server
+        assert pur[f"H{r}"].value == f"=C{r}*F{r}+D{r}*E{r}"  # servers x chassis + cards x card
 
     ren = book["Rentals"]
     for r in range(5, 5 + len(plan.rentals)):
@@ -99,10 +99,12 @@ def test_totals_are_formulas_not_numbers(book, plan):
     h = headers(fl)
     for r in range(5, 5 + len(plan.fleet)):
         power = fl.cell(r, h["Power USD"]).value
-        assert (
-            power.startswith("=") and power.count("Assumptions!") == 7
-        )  # pue, kWh, H, idle x2, host, tdp
-        assert re.fullmatch(r"=D\d+\*Assumptions!\$C\$\d+", fl.cell(r, h["Hosting USD"]).value)
+        # pue, kWh, H, host W per server (x servers), idle x2, tdp
+        assert power.startswith("=") and power.count("Assumptions!") == 7
+        assert f"E{r}*Assumptions!" in power
+        # owned x USD per GPU-month + IT kW x USD per kW-month
+        hosting = fl.cell(r, h["Hosting USD"]).value
+        assert re.fullmatch(rf"=D{r}\*Assumptions!\$C\$\d+\+K{r}\*Assumptions!\$C\$\d+", hosting)
 
 
 def test_formulas_reference_the_right_assumptions(book):
@@ -114,19 +116,28 @@ def test_formulas_reference_the_right_assumptions(book):
     assert pur["E5"].value == f"=Assumptions!$C${r}"
     r = where[("offer:lambda-h100-od", "usd_per_gpu_hour")]
     assert book["Rentals"]["H5"].value == f"=Assumptions!$C${r}"
-    power = book["Fleet"]["K5"].value
+    r = where[("gpu:h100-sxm", "chassis_usd")]
+    assert pur["F5"].value == f"=Assumptions!$C${r}"
+    power = book["Fleet"]["M5"].value
     for key in (
         ("site", "pue"),
         ("site", "power_usd_per_kwh"),
         ("gpu:h100-sxm", "tdp_w"),
         ("gpu:h100-sxm", "idle_w"),
-        ("gpu:h100-sxm", "host_w_per_gpu"),
+        ("gpu:h100-sxm", "host_w"),
     ):
         assert f"Assumptions!$C${where[key]}" in power, key
+    assert f"Assumptions!$C${where[('site', 'colo_usd_per_kw_month')]}" in book["Fleet"]["N5"].value
+    # the per-GPU server figures are derived from the server: an edited chassis shows in them
+    r = where[("gpu:h100-sxm", "server_overhead_usd_per_gpu")]
+    chassis, slots = where[("gpu:h100-sxm", "chassis_usd")], where[("gpu:h100-sxm", "server_slots")]
+    assert a.cell(r, 3).value == f"=$C${chassis}/$C${slots}"
 
 
-def test_assumptions_sheet_lists_everything(book, plan):
-    a = book["Assumptions"]
+def test_assumptions_sheet_lists_everything(book, plan, tmp_path):
+    path = tmp_path / "values.xlsx"
+    write_workbook(plan, path)
+    a = load_workbook(path, data_only=True)["Assumptions"]  # derived rows are formulas
     assert [c.value for c in a[4]][:6] == ["Group", "Key", "Value", "Unit", "Source", "As of"]
     rows = {
         (a.cell(r, 1).value, a.cell(r, 2).value): [a.cell(r, c).value for c in range(3, 7)]
@@ -264,7 +275,7 @@ def test_price_differing_from_assumptions_is_kept(tmp_path, plan):
     write_workbook(plan.model_copy(update={"purchases": [odd, *plan.purchases[1:]]}), path)
     ws = load_workbook(path)["Purchases"]
     assert ws["E5"].value == 30_000  # the solver's figure, not the catalog's
-    assert "differs" in ws["J5"].value
+    assert "differs" in ws["K5"].value
 
 
 def test_atomic_write_keeps_old_file_when_save_fails(tmp_path, plan, monkeypatch):

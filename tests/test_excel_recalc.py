@@ -196,12 +196,14 @@ def test_detail_rows_match_plan(books):
     pur = wb["Purchases"]
     for r, p in enumerate(plan.purchases, start=5):
         assert close(pur[f"G{r}"].value, p.unit_usd) and close(pur[f"H{r}"].value, p.total_usd)
+        assert (pur[f"C{r}"].value, pur[f"D{r}"].value) == (p.nodes, p.count)
     ren = wb["Rentals"]
     for r, x in enumerate(plan.rentals, start=5):
         assert close(ren[f"I{r}"].value, x.usd)
     fl = wb["Fleet"]
     for r, f in enumerate(plan.fleet, start=5):
-        assert close(fl[f"I{r}"].value, f.owned_utilization)
+        assert close(fl[f"J{r}"].value, f.owned_utilization)
+        assert close(fl[f"K{r}"].value, f.it_kw)
     ws = wb["Workloads"]
     serve = next(i for i, w in enumerate(plan.workloads) if w.kind == "serve")
     # USD per 1M tokens follows the live cost (the hand-built plan's cost split is not the
@@ -409,5 +411,12 @@ def test_pdf_page_one_is_the_decision(tmp_path):
     for year in sorted({m[:4] for m in plan.months}):
         assert year in flat
     assert "Share of spend on spot" in flat and "Not modeled" in flat
-    assert "Buying vs the next-best plan: without" in flat
+    # the margins name each GPU type bought; a plan that buys nothing has none to name
+    margin = "Buying vs the next-best plan: " + ("without" if plan.purchases else "")
+    assert margin in flat
+    # the cash total with its present value and resale value beside it
+    t = plan.totals
+    assert f"present value ${t.npv_usd:,.0f}" in flat, flat
+    if plan.purchases:
+        assert f"${t.residual_value_usd:,.0f} resale value" in flat
     assert "Optimality gap" not in flat  # the solver's details are on their own sheet

@@ -4,20 +4,31 @@ Every cost in the workbook is a live formula that reproduces the solver's cost d
 from the figures on the ``Assumptions`` sheet, so finance can change a power price or a unit
 price in ONE cell and every total follows:
 
-* ``Purchases``: extended cost = GPUs x (card + server/network share per GPU); the two prices
-  reference ``Assumptions`` (``gpu:<id>`` / ``purchase_usd``, ``server_overhead_usd_per_gpu``).
+* ``Purchases``: extended cost = servers x chassis price + GPUs x card price; both prices
+  reference ``Assumptions`` (``gpu:<id>`` / ``chassis_usd``, ``purchase_usd``). A partly
+  filled server gets more cards in later rows with 0 servers.
 * ``Rentals``: cost = GPU-hours x rate (the rate references ``offer:<id>`` /
   ``usd_per_gpu_hour``). Reserved commitments are rows of kind ``reserved``.
-* ``Fleet``: power = pue x usd/kWh x (owned x H x (idle_w + host_w) + busy GPU-h x
-  (tdp_w - idle_w)) / 1000 and hosting = owned x usd/GPU-month, per GPU type and month.
-* ``Cash flow``: one row per month, SUMIFS over the three detail sheets, total, running total
-  and capex budget headroom; ``Summary`` references its total row.
+* ``Fleet``: IT kW = (owned x tdp_w + servers x host_w) / 1000; power = pue x usd/kWh x
+  (H x (servers x host_w + owned x idle_w) + busy GPU-h x (tdp_w - idle_w)) / 1000; hosting =
+  owned x usd/GPU-month + IT kW x colocation usd/kW-month, per GPU type and month.
+* ``Cash flow``: one row per month, SUMIFS over the three detail sheets, total, running total,
+  capex budget headroom, and the month's discount factor ``1/(1+rate)^(t/12)`` and present
+  value; ``Summary`` references its total row.
+* ``P&L``: per plan year (12 months from the horizon start) the cash view (capex, opex,
+  resale inflow at the horizon end, present value) beside the P&L view (straight-line
+  depreciation + power + hosting + rentals - gain on sale), and a schedule per purchase:
+  age at the horizon end, resale share (a formula over the resale mode and the GPU's curve
+  points on ``Assumptions``), resale value, book value, depreciation per year. Discount rate,
+  depreciation years, resale mode and curve points are yellow inputs. ``Summary`` shows the
+  present value (NPV), resale value and book value from here.
 
 Months are written as real dates (first day of the month, shown ``yyyy-mm``) so that SUMIFS
 matches them exactly in Excel and LibreOffice alike. Text from the problem (workload names,
 sources, ids) is always written as text, never as a formula.
 
-The workbook-level names ``total_cost_usd`` and ``capex_usd`` point at the two headline cells.
+The workbook-level names ``total_cost_usd``, ``capex_usd``, ``npv_usd``, ``residual_value_usd``
+and ``book_value_usd`` point at the headline cells on Summary.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.fileio import atomic_write_bytes
-from planner.plan import Plan, WorkloadResult
+from planner.plan import Plan, Purchase, WorkloadResult
 from planner.reports.plan_facts import (
     NOT_MODELED,
     decision_sentences,
@@ -64,6 +75,7 @@ SHEETS = (
     "Workloads",
     "Allocation",
     "Cash flow",
+    "P&L",
     "Fleet",
     "Assumptions",
     "Charts",
@@ -285,6 +297,13 @@ class _Assumptions:
                 )
                 self.missing.append(f"{group} / {keys[0]}")
         return self.cell(i)
+
+    def ref_text(self, group: str, key: str, fallback: str, source: str) -> str:
+        """The cell of a text input (such as the resale mode); adds a derived row if absent."""
+        for i, r in enumerate(self.rows):
+            if r.group == group and r.key == key and isinstance(r.value, str):
+                return self.cell(i)
+        return self.cell(self.add(_ARow(group, key, fallback, "", source, note="derived")))
 
     def ref_equal(self, group: str, key: str, value: float, unit: str, source: str) -> str | None:
         """The cell of ``group/key`` if it holds ``value`` (adding it if absent); None if it differs."""
@@ -509,6 +528,19 @@ def _q(s: str) -> str:
 
 _OWN_FIGURE = "this row (differs from Assumptions: solver's figure)"
 
+# columns of the Purchases sheet other sheets read (1-based)
+P_SERVERS, P_GPUS, P_CARD, P_CHASSIS, P_EXTENDED, P_SOLVER = 3, 4, 5, 6, 8, 9
+# columns of the Fleet sheet other sheets read
+FL_POWER, FL_HOSTING = 13, 14
+# columns of the Cash flow sheet the P&L reads: capex, power, hosting, rentals, plan year, PV
+CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS, CF_PLAN_YEAR, CF_PV = 2, 3, 4, 5, 14, 16
+
+
+def _server_text(p: Purchase) -> str:
+    """``pcie-8 (8 slots)``; a plan from before server types has none."""
+    return f"{p.server} ({p.slots} slots)" if p.slots else p.server
+
+
 _CASH_FLOW_COLS = (
     _Col("Month", 10, MONTH_FMT),
     _Col("Capex USD", 14, USD),
@@ -522,6 +554,10 @@ _CASH_FLOW_COLS = (
     _Col("Solver's total USD", 14, USD),
     _Col("Workbook - solver USD", 13, USD_CENTS),
     _Col("Year", 7, "0"),
+    _Col("Month index", 8, "0"),
+    _Col("Plan year", 7, "0"),
+    _Col("Discount factor", 10, "0.0000"),
+    _Col("Present value USD", 15, USD),
 )
 
 _ALLOC_COLS = (
@@ -549,15 +585,24 @@ _FLEET_DATA_ROW = 44  # header row of the fleet chart's data on Charts: below th
 
 def _no_months_row() -> list[Any]:
     r = FIRST_ROW
-    return ["(no months)", 0, 0, 0, 0, F(f"=SUM(B{r}:E{r})"), 0, 0, "n/a", 0, F(f"=F{r}-J{r}"), 0]
+    return [
+        "(no months)",
+        *(0, 0, 0, 0),
+        F(f"=SUM(B{r}:E{r})"),
+        *(0, 0, "n/a", 0),
+        F(f"=F{r}-J{r}"),
+        *(0, 0, 1, 1),
+        F(f"=F{r}*O{r}"),
+    ]
 
 
 def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> None:
     """The total row of Cash flow: running and cumulative columns have no meaningful sum."""
     _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
-    for c in range(2, 13):
+    for c in range(2, len(_CASH_FLOW_COLS) + 1):
         L = get_column_letter(c)
-        v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in (2, 3, 4, 5, 6, 10) else None
+        summed = (2, 3, 4, 5, 6, 10, CF_PV)
+        v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in summed else None
         if c == 11:
             v = F(f"=F{tr}-J{tr}")
         if c == 9 and budget:
@@ -640,8 +685,23 @@ class _CostRows(NamedTuple):
     rentals: int
     opex: int
 
+    @property
+    def npv(self) -> int:  # the finance lines follow opex: rate, NPV, resale, book value
+        return self.opex + 2
+
+    @property
+    def residual(self) -> int:
+        return self.opex + 3
+
+    @property
+    def book(self) -> int:
+        return self.opex + 4
+
 
 _RENTALS_LINE = "Rentals (on-demand, spot, reserved)"
+_NPV_LINE = "Present value (NPV) of the cash, net of resale"
+_RESIDUAL_LINE = "Resale value at the horizon end"
+_BOOK_LINE = "Book value at the horizon end"
 
 
 _SUMMARY_COLS = 5
@@ -650,6 +710,141 @@ _NO_MARGIN = (
     "not computed for this workbook (rebuilt from a plan JSON); `planner explain PROBLEM` "
     "prints what the plan would cost without each GPU type it buys."
 )
+
+
+@dataclass(frozen=True)
+class _FinanceCells:
+    """The Assumptions cells of the finance inputs the discounting and the P&L read."""
+
+    rate: str  # annual discount rate
+    years: str  # straight-line depreciation life
+    mode: str  # resale mode: curve | straight_line | none
+
+
+def _finance_cells(a: _Assumptions, plan: Plan) -> _FinanceCells:
+    """The finance inputs; a plan without them (written before issue 14) gets derived rows
+    from its own fields: its discount rate, its resale mode, its depreciation life."""
+    life = plan.depreciation[0].years if plan.depreciation else 5.0
+    return _FinanceCells(
+        rate=a.ref(
+            "finance",
+            ["discount_rate"],
+            fallback=plan.discount_rate,
+            unit="per year",
+            source="plan.discount_rate",
+        ),
+        years=a.ref(
+            "finance",
+            ["depreciation_years"],
+            fallback=life,
+            unit="years",
+            source="plan depreciation schedule (5 years if none)",
+        ),
+        mode=a.ref_text("finance", "residual", plan.residual_mode, "plan.residual_mode"),
+    )
+
+
+class _PnlRows(NamedTuple):
+    """Rows of the P&L sheet other sheets read: the year table's total, the schedule's rows."""
+
+    year_total: int
+    s_first: int
+    s_last: int
+
+    @property
+    def s_total(self) -> int:
+        return self.s_last + 1
+
+
+_PNL_YEAR_COLS = (
+    _Col("Plan year", 7, "0"),
+    _Col("First month", 10, MONTH_FMT),
+    _Col("Last month", 10, MONTH_FMT),
+    _Col("Capex USD", 14, USD),
+    _Col("Power USD", 13, USD),
+    _Col("Hosting USD", 13, USD),
+    _Col("Rentals USD", 13, USD),
+    _Col("Resale at horizon end USD (inflow)", 15, USD),
+    _Col("Cash USD", 14, USD),
+    _Col("Present value USD", 14, USD),
+    _Col("Depreciation USD", 14, USD),
+    _Col("Gain on sale USD", 13, USD),
+    _Col("P&L cost USD", 14, USD),
+    _Col("Solver's P&L cost USD", 14, USD),
+    _Col("Workbook - solver USD", 13, USD_CENTS),
+)
+
+_SCHEDULE_COLS = (
+    _Col("GPU", 7),
+    _Col("Month", 10, MONTH_FMT),
+    _Col("Month index", 10, "0"),
+    _Col("Capex USD", 14, USD),
+    _Col("Age at horizon end (months)", 13, "0"),
+    _Col("Card resale share", 10, PCT),
+    _Col("Chassis resale share", 10, PCT),
+    _Col("Resale value USD", 15, USD),
+    _Col("Book value at horizon end USD", 14, USD),
+)
+_S_CARD_SHARE = 6
+_S_FIRST_YEAR = len(_SCHEDULE_COLS) + 1
+
+
+def _no_year_row() -> list[Any]:
+    return ["(no months)", None, None, *([0] * 10), "n/a", "n/a"]
+
+
+_CURVE_KEY = re.compile(r"residual_share_(\d+)m")
+
+
+def _curve_points(a: _Assumptions, gpu: str) -> list[tuple[int, int]]:
+    """(age in months, Assumptions row) of each point of a GPU's resale curve, by age."""
+    out = []
+    for i, r in enumerate(a.rows):
+        m = _CURVE_KEY.fullmatch(r.key)
+        if r.group == f"gpu:{gpu}" and m and _finite(r.value):
+            out.append((int(m[1]), i))
+    return sorted(out)
+
+
+def _curve_segment(points: list[tuple[int, int]], age: int) -> int:
+    """Index k of the segment (xs[k-1], xs[k]) of ``[0] + ages`` the share at ``age`` is read
+    on: the one around the age, the last one past the last point (as ResidualCurve.share_at)."""
+    xs = [0] + [x for x, _ in points]
+    if len(xs) == 2 or age <= xs[-1]:
+        return max(1, next((j for j, x in enumerate(xs) if x >= age), len(xs) - 1))
+    return len(xs) - 1
+
+
+def _curve_value(a: _Assumptions, points: list[tuple[int, int]], age: int) -> float:
+    """The curve's share at ``age`` from the figures on Assumptions (0 without a curve)."""
+    if not points:
+        return 0.0
+    k = _curve_segment(points, age)
+    xs = [0] + [x for x, _ in points]
+    ys = [1.0] + [float(a.rows[i].value) for _, i in points]
+    value = ys[k - 1] + (ys[k] - ys[k - 1]) * (age - xs[k - 1]) / (xs[k] - xs[k - 1])
+    return min(1.0, max(0.0, value))
+
+
+def _curve_formula(a: _Assumptions, points: list[tuple[int, int]], age: int, age_cell: str) -> str:
+    """The curve's share at ``age`` as a formula over its points: linear between the two
+    points around the age, from (0, 100 %), the last segment continued past the last point,
+    between 0 and 1 (planner.catalog.ResidualCurve.share_at)."""
+    if not points:
+        return "0"
+    k = _curve_segment(points, age)
+    xs = [0] + [x for x, _ in points]
+    y0 = "1" if k == 1 else a.cell(points[k - 2][1])
+    y1 = a.cell(points[k - 1][1])
+    x0, x1 = xs[k - 1], xs[k]
+    return f"MAX(0,MIN(1,{y0}+({y1}-{y0})*({age_cell}-{x0})/{x1 - x0}))"
+
+
+def _curve_source(gpu: str, points: list[tuple[int, int]]) -> str:
+    if not points:
+        return f"no resale curve for {gpu} on Assumptions: 0 under 'curve'"
+    ages = ", ".join(f"{x}" for x, _ in points)
+    return f"resale mode on Assumptions; curve gpu:{gpu} residual_share at {ages} months"
 
 
 class _Writer:
@@ -670,9 +865,11 @@ class _Writer:
             if r.key == "hours_per_month" and _same(r.value, plan.hours_per_month)
         ]
         self.H = self.a.cell(h[0])  # _build_assumptions guarantees one
+        self.finance = _finance_cells(self.a, plan)
         # last data row of each detail table (at least FIRST_ROW: a placeholder row if empty)
         self.p_last = self.r_last = self.f_last = self.cf_last = self.al_last = FIRST_ROW
         self.cf_total_row = 0
+        self.pl = _PnlRows(0, 0, 0)  # set by pnl()
 
     def _gpu_ids(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -729,18 +926,20 @@ class _Writer:
         _title(
             ws,
             "Purchases",
-            "Extended cost = GPUs x unit price; unit price = card + server/network "
-            "share per GPU. Yellow prices on the Assumptions sheet drive every total.",
+            "Extended cost = servers x chassis price + GPUs x card price (a partly filled server "
+            "gets more cards in a later row with 0 servers). Yellow prices on the Assumptions "
+            "sheet drive every total.",
         )
         cols = self._purchase_cols()
         _header(ws, HEADER_ROW, cols)
         self.p_last = _rows(ws, FIRST_ROW, cols, self._purchase_rows())
         # a price typed into the row (the solver's, differing from Assumptions) is an input too
         for r in range(FIRST_ROW, self.p_last + 1):
-            for c in (5, 6):
+            for c in (P_CARD, P_CHASSIS):
                 if ws.cell(r, c).data_type != "f":
                     ws.cell(r, c).fill = _FILL_INPUT
-        _total_row(ws, self.p_last + 1, self.p_last, [(4, NUM0), (8, USD), (9, USD)])
+        sums = [(P_SERVERS, NUM0), (P_GPUS, NUM0), (P_EXTENDED, USD), (P_SOLVER, USD)]
+        _total_row(ws, self.p_last + 1, self.p_last, sums)
         _table(ws, "tblPurchases", 1, len(cols), HEADER_ROW, self.p_last)
         _widths(ws, cols)
         _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
@@ -749,15 +948,28 @@ class _Writer:
         return [
             _Col("GPU", _fit(10, [p.gpu for p in self.plan.purchases], 30)),
             _Col("Month", 10, MONTH_FMT),
-            _Col("Nodes", 8, NUM0),
+            _Col("Servers", 8, NUM0),
             _Col("GPUs", 8, NUM0),
             _Col("Card USD / GPU", 14, USD),
-            _Col("Server + network USD / GPU", 16, USD),
+            _Col("Chassis USD / server", 15, USD),
             _Col("Unit price USD / GPU", 14, USD),
             _Col("Extended cost USD", 16, USD),
             _Col("Solver's cost USD", 16, USD),
+            _Col("Server type", _fit(14, [_server_text(p) for p in self.plan.purchases], 30)),
             _Col("Price source", 36, None, wrap=True),
         ]
+
+    def _chassis_price(self, p: Purchase) -> tuple[str | None, float]:
+        """The chassis price cell on Assumptions (None if the row's figure differs) and the
+        row's own figure; a plan from before servers were units (no slots) carries its server
+        share per GPU, which becomes the row's chassis price per server."""
+        if p.slots:
+            cell = self.a.ref_equal(
+                f"gpu:{p.gpu}", "chassis_usd", p.chassis_usd, "USD/server", "plan purchase row"
+            )
+            return cell, p.chassis_usd
+        per_server = (p.total_usd - p.count * p.gpu_usd) / p.nodes if p.nodes else 0.0
+        return None, per_server
 
     def _purchase_rows(self) -> list[list[Any]]:
         rows: list[list[Any]] = []
@@ -765,13 +977,7 @@ class _Writer:
             card = self.a.ref_equal(
                 f"gpu:{p.gpu}", "purchase_usd", p.gpu_usd, "USD/GPU", "plan purchase row"
             )
-            over = self.a.ref_equal(
-                f"gpu:{p.gpu}",
-                "server_overhead_usd_per_gpu",
-                p.overhead_usd,
-                "USD/GPU",
-                "plan purchase row",
-            )
+            chassis, own_chassis = self._chassis_price(p)
             rows.append(
                 [
                     p.gpu,
@@ -779,17 +985,30 @@ class _Writer:
                     p.nodes,
                     p.count,
                     F(f"={card}") if card else p.gpu_usd,
-                    F(f"={over}") if over else p.overhead_usd,
-                    F(f"=E{r}+F{r}"),
-                    F(f"=D{r}*G{r}"),
+                    F(f"={chassis}") if chassis else own_chassis,
+                    F(f"=IF(D{r}>0,H{r}/D{r},H{r})"),
+                    F(f"=C{r}*F{r}+D{r}*E{r}"),
                     p.total_usd,
-                    "Assumptions" if card and over else _OWN_FIGURE,
+                    _server_text(p),
+                    "Assumptions" if card and chassis else _OWN_FIGURE,
                 ]
             )
         if not rows:
             r = FIRST_ROW
             rows.append(
-                ["(no purchases)", None, 0, 0, 0, 0, F(f"=E{r}+F{r}"), F(f"=D{r}*G{r}"), 0, ""]
+                [
+                    "(no purchases)",
+                    None,
+                    0,
+                    0,
+                    0,
+                    0,
+                    F(f"=IF(D{r}>0,H{r}/D{r},H{r})"),
+                    F(f"=C{r}*F{r}+D{r}*E{r}"),
+                    0,
+                    "",
+                    "",
+                ]
             )
         return rows
 
@@ -860,13 +1079,14 @@ class _Writer:
         _title(
             ws,
             "Fleet by GPU type and month",
-            "Power USD = PUE x USD/kWh x (owned x H x (idle W + host W) "
-            "+ busy GPU-h x (TDP W - idle W)) / 1000.  Hosting USD = owned x USD per GPU-month.",
+            "IT kW = (owned x TDP W + servers x host W) / 1000.  Power USD = PUE x USD/kWh x "
+            "(H x (servers x host W + owned x idle W) + busy GPU-h x (TDP W - idle W)) / 1000.  "
+            "Hosting USD = owned x USD per GPU-month + IT kW x colocation USD per kW-month.",
         )
         cols = self._fleet_cols()
         _header(ws, HEADER_ROW, cols)
         self.f_last = _rows(ws, FIRST_ROW, cols, self._fleet_rows())
-        sums = [(3, NUM0), (6, NUM0), (7, NUM0), (11, USD), (12, USD)]
+        sums = [(3, NUM0), (7, NUM0), (8, NUM0), (FL_POWER, USD), (FL_HOSTING, USD)]
         _total_row(ws, self.f_last + 1, self.f_last, sums)
         _table(ws, "tblFleet", 1, len(cols), HEADER_ROW, self.f_last)
         _widths(ws, cols)
@@ -878,44 +1098,63 @@ class _Writer:
             _Col("Month", 10, MONTH_FMT),
             _Col("Bought", 8, NUM0),
             _Col("Owned", 8, NUM0),
+            _Col("Servers", 8, NUM0),
             _Col("Reserved", 9, NUM0),
             _Col("Owned busy GPU-h", 14, NUM0),
             _Col("Rented GPU-h", 12, NUM0),
             _Col("Rented (avg GPUs)", 10, NUM1),
             _Col("Owned utilization", 11, PCT),
+            _Col("IT kW (GPUs + hosts)", 11, NUM1),
             _Col("Peak kW at meter (solver)", 12, NUM1),
             _Col("Power USD", 13, USD),
             _Col("Hosting USD", 13, USD),
         ]
 
+    def _host_watts(self, gpu: str, r: int) -> str:
+        """Host watts of row ``r`` in the energy and the kW terms: servers x host W per server;
+        a plan from before server types (no ``host_w`` on Assumptions) counts host watts per
+        owned GPU."""
+        if self.a.find([f"gpu:{gpu}"], ["host_w"]) is not None:
+            return f"E{r}*{self.gpu_in(gpu, 'host_w', 'W/server')}"
+        return f"D{r}*{self.gpu_in(gpu, 'host_w_per_gpu', 'W')}"
+
     def _fleet_rows(self) -> list[list[Any]]:
         pue = self.site(["pue"], "")
         kwh = self.site(["power_usd_per_kwh"], "USD/kWh")
         host = self.site(["hosting_usd_per_gpu_month"], "USD/GPU-month")
+        colo = self.a.ref(
+            "site",
+            ["colo_usd_per_kw_month"],
+            fallback=0.0,
+            unit="USD/kW-month",
+            source="not in the plan: no colocation charge by the kW",
+        )
         H = self.H
         rows: list[list[Any]] = []
         for r, f in enumerate(self.plan.fleet, start=FIRST_ROW):
             tdp = self.gpu_in(f.gpu, "tdp_w", "W")
             idle = self.gpu_in(f.gpu, "idle_w", "W")
-            hw = self.gpu_in(f.gpu, "host_w_per_gpu", "W")
+            host_w = self._host_watts(f.gpu, r)
             rows.append(
                 [
                     f.gpu,
                     _month_value(f.month),
                     f.bought,
                     f.owned,
+                    f.servers,
                     f.reserved,
                     f.owned_busy_gpu_hours,
                     f.rented_gpu_hours,
-                    F(f"=G{r}/{H}"),
-                    F(f"=IF(D{r}*{H}>0,F{r}/(D{r}*{H}),0)"),
+                    F(f"=H{r}/{H}"),
+                    F(f"=IF(D{r}*{H}>0,G{r}/(D{r}*{H}),0)"),
+                    F(f"=(D{r}*{tdp}+{host_w})/1000"),
                     f.power_kw,
-                    F(f"={pue}*{kwh}*(D{r}*{H}*({idle}+{hw})+F{r}*({tdp}-{idle}))/1000"),
-                    F(f"=D{r}*{host}"),
+                    F(f"={pue}*{kwh}*({H}*({host_w}+D{r}*{idle})+G{r}*({tdp}-{idle}))/1000"),
+                    F(f"=D{r}*{host}+K{r}*{colo}"),
                 ]
             )
         if not rows:
-            rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+            rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
         return rows
 
     # -- Cash flow --------------------------------------------------------------------
@@ -943,17 +1182,18 @@ class _Writer:
     def _cash_flow_rows(self, budget: str | None) -> list[list[Any]]:
         solver_month = {m.month: m.total_usd for m in self.plan.cash_flow}
         pl, rl, fl = self.p_last, self.r_last, self.f_last
+        rate = self.finance.rate
         rows: list[list[Any]] = []
-        for r, m in enumerate(self.plan.months, start=FIRST_ROW):
+        for t, (r, m) in enumerate(enumerate(self.plan.months, start=FIRST_ROW)):
             crit = f"$A{r}"
             prev_run = f"G{r - 1}+" if r > FIRST_ROW else ""
             prev_cap = f"H{r - 1}+" if r > FIRST_ROW else ""
             rows.append(
                 [
                     _month_value(m),
-                    F("=" + _sumifs("Purchases", 8, FIRST_ROW, pl, [(2, crit)])),
-                    F("=" + _sumifs("Fleet", 11, FIRST_ROW, fl, [(2, crit)])),
-                    F("=" + _sumifs("Fleet", 12, FIRST_ROW, fl, [(2, crit)])),
+                    F("=" + _sumifs("Purchases", P_EXTENDED, FIRST_ROW, pl, [(2, crit)])),
+                    F("=" + _sumifs("Fleet", FL_POWER, FIRST_ROW, fl, [(2, crit)])),
+                    F("=" + _sumifs("Fleet", FL_HOSTING, FIRST_ROW, fl, [(2, crit)])),
                     F("=" + _sumifs("Rentals", 9, FIRST_ROW, rl, [(5, crit)])),
                     F(f"=SUM(B{r}:E{r})"),
                     F(f"={prev_run}F{r}"),
@@ -963,9 +1203,155 @@ class _Writer:
                     F(f"=F{r}-J{r}"),
                     # the calendar year, for the per-year totals on Summary (SUMIFS)
                     int(m[:4]) if month_date(m) else 0,
+                    # months from the horizon start, and the 12-month block the P&L sums by
+                    t,
+                    t // 12 + 1,
+                    # start-of-month cash at an annual rate, compounded monthly
+                    F(f"=1/(1+{rate})^(M{r}/12)"),
+                    F(f"=F{r}*O{r}"),
                 ]
             )
         return rows
+
+    # -- P&L --------------------------------------------------------------------------
+    def pnl(self) -> None:
+        """Per plan year the cash view and the P&L view side by side, then each purchase's
+        depreciation, book value and resale value; all live over Cash flow, Purchases and
+        the finance inputs on Assumptions."""
+        ws = self.ws["P&L"]
+        _title(
+            ws,
+            "P&L and present value by plan year",
+            "Plan year = 12 months from the horizon start. Cash = capex + power + hosting + "
+            "rentals - resale at the horizon end; present value discounts each month at the "
+            "discount rate. P&L cost = depreciation + power + hosting + rentals - gain on sale.",
+        )
+        n_years = max(1, (len(self.plan.months) + 11) // 12)
+        year_total = FIRST_ROW + n_years
+        s_head = year_total + 3
+        self.pl = _PnlRows(year_total, s_head + 1, s_head + max(1, len(self.plan.purchases)))
+        cols = _PNL_YEAR_COLS
+        _header(ws, HEADER_ROW, cols)
+        last = _rows(ws, FIRST_ROW, cols, self._pnl_year_rows() or [_no_year_row()])
+        sums = [(c, USD) for c in range(4, 15)]
+        _total_row(ws, last + 1, last, sums)
+        _put(ws, last + 1, 15, F(f"=M{last + 1}-N{last + 1}"), USD_CENTS, _F_BOLD, _FILL_TOTAL)
+        _table(ws, "tblPnL", 1, len(cols), HEADER_ROW, last)
+        self._depreciation_table(ws, s_head, n_years)
+        _widths(ws, cols)
+        _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"B{FIRST_ROW}")
+
+    def _pnl_year_rows(self) -> list[list[Any]]:
+        fin, pl, T = self.finance, self.pl, len(self.plan.months)
+        solver = {y.year: y.pnl_cost_usd for y in self.plan.years}
+        rows: list[list[Any]] = []
+        for k in range(0, T, 12):
+            r, y = FIRST_ROW + k // 12, k // 12 + 1
+            last = k + 12 >= T
+            crit = [(CF_PLAN_YEAR, f"$A{r}")]
+
+            def cf(col: int, crit: list[tuple[int, str]] = crit) -> F:
+                return F("=" + _sumifs("Cash flow", col, FIRST_ROW, self.cf_last, crit))
+
+            dep_col = get_column_letter(_S_FIRST_YEAR + y - 1)
+            sol = solver.get(y)
+            rows.append(
+                [
+                    y,
+                    _month_value(self.plan.months[k]),
+                    _month_value(self.plan.months[min(T, k + 12) - 1]),
+                    *(cf(c) for c in (CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS)),
+                    F(f"=$H${pl.s_total}") if last else 0,
+                    F(f"=D{r}+E{r}+F{r}+G{r}-H{r}"),
+                    F(f"={cf(CF_PV).text[1:]}-H{r}/(1+{fin.rate})^({T}/12)"),
+                    F(f"=SUM({dep_col}{pl.s_first}:{dep_col}{pl.s_last})"),
+                    F(f'=IF({fin.mode}="none",0,H{r}-$I${pl.s_total})') if last else 0,
+                    F(f"=K{r}+E{r}+F{r}+G{r}-L{r}"),
+                    _num(sol) if sol is not None else "n/a",
+                    F(f"=M{r}-N{r}") if sol is not None else "n/a",
+                ]
+            )
+        return rows
+
+    def _depreciation_table(self, ws: Worksheet, top: int, n_years: int) -> None:
+        _section(ws, top - 1, "Depreciation, book value and resale value per purchase")
+        gpus = [p.gpu for p in self.plan.purchases]
+        cols = [_Col("GPU", _fit(7, gpus, 30)), *_SCHEDULE_COLS[1:]]
+        cols += [_Col(f"Depreciation year {y} USD", 14, USD) for y in range(1, n_years + 1)]
+        cols.append(_Col("Resale share source", 40, None, wrap=True))
+        _header(ws, top, cols)
+        rows = [self._schedule_row(i, p, n_years) for i, p in enumerate(self.plan.purchases)]
+        if not rows:
+            rows = [["(no purchases)", None, 0, *([0] * (len(cols) - 4)), ""]]
+        last = _rows(ws, top + 1, cols, rows)
+        for r in range(top + 1, last + 1):
+            if ws.cell(r, _S_CARD_SHARE).data_type != "f":
+                ws.cell(r, _S_CARD_SHARE).fill = _FILL_INPUT
+        sums = [(4, USD), (8, USD), (9, USD)]
+        sums += [(_S_FIRST_YEAR + k, USD) for k in range(n_years)]
+        _put(ws, last + 1, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL)
+        for c, fmt in sums:
+            L = get_column_letter(c)
+            _put(ws, last + 1, c, F(f"=SUM({L}{top + 1}:{L}{last})"), fmt, _F_BOLD, _FILL_TOTAL)
+        _table(ws, "tblDepreciation", 1, len(cols), top, last)
+        _widths(ws, cols)
+
+    def _schedule_row(self, i: int, p: Purchase, n_years: int) -> list[Any]:
+        """One purchase: capex, age at the horizon end, resale shares (card: the resale mode's
+        share; chassis: book value under straight_line, else 0), resale and book value, and
+        straight-line depreciation per plan year (12 x life months from the purchase)."""
+        fin, T = self.finance, len(self.plan.months)
+        s, pr = self.pl.s_first + i, FIRST_ROW + i
+        t = self.plan.months.index(p.month) if p.month in self.plan.months else 0
+        pur = lambda c: _sheet_ref("Purchases", f"${c}${pr}")  # noqa: E731
+        sl = f"MAX(0,1-E{s}/(12*{fin.years}))"
+        card, source = self._card_share(i, p, T - t, f"E{s}", sl)
+        life = f"C{s}+ROUND(12*{fin.years},0)"
+        deps = [
+            F(f"=D{s}/(12*{fin.years})*MAX(0,MIN({min(T, k + 12)},{life})-MAX({k},C{s}))")
+            for k in range(0, 12 * n_years, 12)
+        ]
+        return [
+            p.gpu,
+            _month_value(p.month),
+            t,
+            F(f"={pur('H')}"),
+            F(f"={T}-C{s}"),
+            card,
+            F(f'=IF({fin.mode}="straight_line",{sl},0)'),
+            F(f"={pur('D')}*{pur('E')}*F{s}+{pur('C')}*{pur('F')}*G{s}"),
+            F(f"=D{s}*{sl}"),
+            *deps,
+            source,
+        ]
+
+    def _card_share(self, i: int, p: Purchase, age: int, age_cell: str, sl: str) -> tuple[Any, str]:
+        """A card's resale share at the horizon end: a formula over the resale mode and the
+        GPU's curve points on Assumptions; where that does not give the plan's resale value
+        (a plan without the curve), the plan's share as a yellow input of this row."""
+        fin = self.finance
+        points = _curve_points(self.a, p.gpu)
+        source = _curve_source(p.gpu, points)
+
+        def formula() -> F:
+            curve = _curve_formula(self.a, points, age, age_cell)
+            return F(f'=IF({fin.mode}="none",0,IF({fin.mode}="straight_line",{sl},{curve}))')
+
+        dep = self.plan.depreciation[i] if i < len(self.plan.depreciation) else None
+        if dep is None or dep.gpu != p.gpu or dep.month != p.month:
+            return formula(), source
+        life = dep.years
+        sl_value = max(0.0, 1.0 - age / (12.0 * life)) if life > 0 else 0.0
+        mode = self.plan.residual_mode
+        card = {"none": 0.0, "straight_line": sl_value}.get(mode, _curve_value(self.a, points, age))
+        chassis = sl_value if mode == "straight_line" else 0.0
+        _, chassis_usd = self._chassis_price(p)
+        want = dep.residual_value_usd
+        got = p.count * p.gpu_usd * card + p.nodes * chassis_usd * chassis
+        if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-6) or not p.count * p.gpu_usd:
+            return formula(), source
+        share = (want - p.nodes * chassis_usd * chassis) / (p.count * p.gpu_usd)
+        return share, "the plan's resale share (not from the curve on Assumptions): edit here"
 
     # -- Workloads --------------------------------------------------------------------
     def workloads(self) -> None:
@@ -1068,9 +1454,9 @@ class _Writer:
             same_gpu_res = f"SUMIFS($G${FIRST_ROW}:$G${last},$B${FIRST_ROW}:$B${last},$B{r})"
             owned_cost = "+".join(
                 [
-                    _sumifs("Purchases", 8, FIRST_ROW, pl, crit),
-                    _sumifs("Fleet", 11, FIRST_ROW, fl, crit),
-                    _sumifs("Fleet", 12, FIRST_ROW, fl, crit),
+                    _sumifs("Purchases", P_EXTENDED, FIRST_ROW, pl, crit),
+                    _sumifs("Fleet", FL_POWER, FIRST_ROW, fl, crit),
+                    _sumifs("Fleet", FL_HOSTING, FIRST_ROW, fl, crit),
                 ]
             )
             reserved_cost = _sumifs("Rentals", 9, FIRST_ROW, rl, [(3, f"$B{r}"), (4, '"reserved"')])
@@ -1175,7 +1561,28 @@ class _Writer:
         note = {"derived": "from the plan", "missing": "MISSING", "meta": ""}.get(r.note, "")
         if i in self.a.used:
             note = f"{note}; formula input" if note else "formula input"
-        return [r.group, r.key, _cell_value(r.value), r.unit, r.source, r.as_of, note]
+        value: Any = _cell_value(r.value)
+        derived = self._per_gpu_share(r)
+        if derived is not None:
+            value, note = derived
+        return [r.group, r.key, value, r.unit, r.source, r.as_of, note]
+
+    def _per_gpu_share(self, r: _ARow) -> tuple[F, str] | None:
+        """The per-GPU server figures are derived from the server (price or host watts / slots):
+        a formula, so an edited chassis price shows in them too. None for a plan whose per-GPU
+        figure is not that share (a plan from before server types)."""
+        of = {"server_overhead_usd_per_gpu": "chassis_usd", "host_w_per_gpu": "host_w"}
+        if r.key not in of or not _finite(r.value):
+            return None
+        whole = self.a.find([r.group], [of[r.key]])
+        slots = self.a.find([r.group], ["server_slots"])
+        if whole is None or slots is None or not self.a.rows[slots].value:
+            return None
+        share = float(self.a.rows[whole].value) / float(self.a.rows[slots].value)
+        if not math.isclose(share, float(r.value), rel_tol=1e-9, abs_tol=1e-9):
+            return None
+        formula = F(f"=$C${FIRST_ROW + whole}/$C${FIRST_ROW + slots}")
+        return formula, f"derived: {of[r.key]} / server_slots"
 
     def _style_assumption(self, ws: Worksheet, row: int, i: int, r: _ARow) -> None:
         c = ws.cell(row, 3)
@@ -1206,7 +1613,7 @@ class _Writer:
         r = self._summary_risks(ws, r + 2)
         ws.row_breaks.append(Break(id=r + 1))
         cost = self._summary_costs(ws, r + 3)
-        r = self._summary_budget(ws, cost.opex + 2, cost)
+        r = self._summary_budget(ws, cost.book + 2, cost)
         r = self._summary_buy(ws, r + 2)
         r = self._summary_rent(ws, r + 2)
         if self.plan.reservations:
@@ -1214,7 +1621,13 @@ class _Writer:
         self._summary_notes(ws, r)
         for col, w in zip("ABCDE", (38, 17, 17, 14, 52), strict=True):
             ws.column_dimensions[col].width = w
-        for name, row in (("total_cost_usd", cost.total), ("capex_usd", cost.capex)):
+        for name, row in (
+            ("total_cost_usd", cost.total),
+            ("capex_usd", cost.capex),
+            ("npv_usd", cost.npv),
+            ("residual_value_usd", cost.residual),
+            ("book_value_usd", cost.book),
+        ):
             self.wb.defined_names[name] = DefinedName(
                 name, attr_text=_sheet_ref("Summary", f"$B${row}")
             )
@@ -1388,32 +1801,49 @@ class _Writer:
         hdr = ["Item", "Workbook (live)", "Solver", "Difference", "Where the number comes from"]
         _head_cells(ws, top + 1, hdr)
         t = self.plan.totals
-        lines = self._cost_lines() + [
-            _CostLine(
-                "Opex (power + hosting + rentals)",
-                F("=B1"),
-                t.power_usd + t.hosting_usd + t.rental_usd,
-                "Power + hosting + rentals",
-                False,
-            )
+        opex = t.power_usd + t.hosting_usd + t.rental_usd
+        rows = [cost.total, cost.capex, cost.power, cost.hosting, cost.rentals, cost.rentals + 1]
+        lines = [
+            (line.label, src, line.solver, line.where)
+            for line, src in zip(self._cost_lines(), rows, strict=True)
         ]
-        rows = [
-            cost.total,
-            cost.capex,
-            cost.power,
-            cost.hosting,
-            cost.rentals,
-            cost.rentals + 1,
-            cost.opex,
+        lines += [
+            ("Opex (power + hosting + rentals)", cost.opex, opex, "Power + hosting + rentals"),
+            *(
+                (label, row, solver, where)
+                for label, row, solver, where in self._finance_lines(cost)
+            ),
         ]
         r = top + 1
-        for line, src in zip(lines, rows, strict=True):
+        for label, src, solver, where in lines:
             r += 1
-            _put(ws, r, 1, line.label, border=_BORDER)
+            _put(ws, r, 1, label, border=_BORDER)
             _put(ws, r, 2, F("=" + _sheet_ref("Summary", f"$B${src}")), USD, border=_BORDER)
-            _put(ws, r, 3, _num(line.solver), USD, border=_BORDER)
-            _put(ws, r, 4, F(f"=B{r}-C{r}"), USD_CENTS, border=_BORDER)
-            _put(ws, r, 5, line.where, font=_F_SUB, border=_BORDER)
+            _put(ws, r, 3, _num(solver) if solver is not None else "n/a", USD, border=_BORDER)
+            diff = F(f"=B{r}-C{r}") if solver is not None else "n/a"
+            _put(ws, r, 4, diff, USD_CENTS, border=_BORDER)
+            _put(ws, r, 5, where, font=_F_SUB, border=_BORDER)
+
+    def _finance_lines(self, cost: _CostRows) -> list[tuple[str, int, float | None, str]]:
+        """(label, Summary row, solver's figure, where) of the present value, resale value and
+        book value lines."""
+        t = self.plan.totals
+        legacy = t.npv_usd is None  # a plan from before issue 14 has no finance figures
+        return [
+            (_NPV_LINE, cost.npv, t.npv_usd, "P&L: present value of every month's cash"),
+            (
+                _RESIDUAL_LINE,
+                cost.residual,
+                None if legacy else t.residual_value_usd,
+                "P&L schedule: cards x price x resale share (+ chassis under straight_line)",
+            ),
+            (
+                _BOOK_LINE,
+                cost.book,
+                None if legacy else t.book_value_usd,
+                "P&L schedule: capex less straight-line depreciation",
+            ),
+        ]
 
     def _summary_solve(self, ws: Worksheet, top: int) -> int:
         """How the solve went; returns the last row."""
@@ -1456,7 +1886,7 @@ class _Writer:
                 "Capex (purchases)",
                 total("B"),
                 t.capex_usd,
-                "Purchases: GPUs x (card + server/network)",
+                "Purchases: servers x chassis price + GPUs x card price",
                 True,
             ),
             _CostLine(
@@ -1470,7 +1900,7 @@ class _Writer:
                 "Hosting",
                 total("D"),
                 t.hosting_usd,
-                "Fleet: owned GPUs x hosting USD per GPU-month",
+                "Fleet: owned GPUs x USD per GPU-month + IT kW x colocation USD per kW-month",
                 False,
             ),
             _CostLine(_RENTALS_LINE, total("E"), t.rental_usd, "Rentals: GPU-hours x rate", False),
@@ -1508,7 +1938,36 @@ class _Writer:
             opex=r + 1,
         )
         self._opex_line(ws, cost)
+        self._summary_finance(ws, cost)
         return cost
+
+    def _summary_finance(self, ws: Worksheet, cost: _CostRows) -> None:
+        """Discount rate, present value, resale value and book value, live over the P&L."""
+        r = cost.opex + 1
+        _put(ws, r, 1, "Discount rate (per year)", border=_BORDER)
+        _put(ws, r, 2, F(f"={self.finance.rate}"), PCT, border=_BORDER)
+        _put(ws, r, 5, "Assumptions: finance / discount_rate (yellow)", font=_F_SUB, border=_BORDER)
+        pnl = self.pl
+        live = {
+            cost.npv: F("=" + _sheet_ref("P&L", f"$J${pnl.year_total}")),
+            cost.residual: F("=" + _sheet_ref("P&L", f"$H${pnl.year_total}")),
+            cost.book: F("=" + _sheet_ref("P&L", f"$I${pnl.s_total}")),
+        }
+        for label, row, _solver, where in self._finance_lines(cost):
+            key = row == cost.npv
+            fill = _FILL_KEY if key else None
+            _put(ws, row, 1, label, font=_F_BOLD if key else _F_BASE, fill=fill, border=_BORDER)
+            _put(
+                ws,
+                row,
+                2,
+                live[row],
+                USD,
+                font=_F_BIG if key else _F_BASE,
+                fill=fill,
+                border=_BORDER,
+            )
+            _put(ws, row, 5, where, font=_F_SUB, border=_BORDER)
 
     def _opex_line(self, ws: Worksheet, cost: _CostRows) -> None:
         r = cost.opex
@@ -1549,7 +2008,7 @@ class _Writer:
     def _summary_buy(self, ws: Worksheet, top: int) -> int:
         """What to buy: one row per GPU type and month, live over Purchases; the last row."""
         _section(ws, top, "What to buy")
-        _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Nodes", "Capex USD", "Month bought"])
+        _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Servers", "Capex USD", "Month bought"])
         bought = list(dict.fromkeys((p.gpu, p.month) for p in self.plan.purchases))
         r = top + 1
         if not bought:
@@ -1627,7 +2086,8 @@ class _Writer:
             r,
             1,
             "Every figure above is a live formula over the detail sheets; the inputs (prices, power, "
-            "PUE, hosting, budget) live on the Assumptions sheet. 'Solver' is the plan's own figure.",
+            "PUE, hosting, colocation, budget, discount rate, depreciation years, resale curves) "
+            "live on the Assumptions sheet. 'Solver' is the plan's own figure.",
             font=_F_SUB,
         )
         return r
@@ -1737,6 +2197,7 @@ class _Writer:
         self.rentals()
         self.fleet()
         self.cash_flow()
+        self.pnl()
         self.allocation()
         self.workloads()
         cost = self.summary()

@@ -2,7 +2,7 @@
 
 openpyxl saves a formula without its result, so pandas, mail previews and file viewers see
 blanks until a spreadsheet program recalculates. The report writes a small, closed set of
-formulas (references, ``+ - * /``, comparisons, ``SUM``, ``SUMIFS``, ``IF``, ``MAX``,
+formulas (references, ``+ - * / ^``, comparisons, ``SUM``, ``SUMIFS``, ``IF``, ``MAX``,
 ``MIN``); this module evaluates exactly that set over an in-memory openpyxl workbook and
 raises :class:`UnsupportedFormula` for anything else, so a new kind of formula fails the
 tests instead of shipping without a value. :mod:`planner.reports.xlsx_cache` then stores the
@@ -307,6 +307,7 @@ _BINARY = {  # precedence, as in Excel
     "-": 3,
     "*": 4,
     "/": 4,
+    "^": 5,
 }
 
 
@@ -408,9 +409,27 @@ class _Parser:
             return x - y
         if op == "*":
             return x * y
+        if op == "^":
+            return _power(x, y)
         if y == 0:
             return XlError("#DIV/0!")
         return x / y
+
+
+def _power(x: float, y: float) -> float | XlError:
+    """``x ^ y`` as Excel computes it: an error where the result is not a real number.
+
+    >>> _power(1.1, -0.5) == 1.1 ** -0.5, _power(-8.0, 0.5), _power(0.0, -1.0)
+    (True, XlError(code='#NUM!'), XlError(code='#DIV/0!'))
+    """
+    if x == 0 and y < 0:
+        return XlError("#DIV/0!")
+    if x < 0 and not float(y).is_integer():
+        return XlError("#NUM!")
+    try:
+        return float(x**y)
+    except OverflowError:
+        return XlError("#NUM!")
 
 
 def evaluate_all(wb: Workbook) -> dict[str, dict[str, Any]]:

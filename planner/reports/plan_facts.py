@@ -15,8 +15,8 @@ from planner.plan import Plan
 NOT_MODELED = (
     "Price changes over the horizon: every card price, rental rate and power price is "
     "today's, held flat.",
-    "Resale or residual value of bought GPUs, depreciation, financing and NPV: capex is cash "
-    "in the month of purchase.",
+    "Financing (loans, leases) and taxes: capex is paid in cash in the month of purchase; "
+    "resale at the horizon end is assumed at the resale curve's price, with no selling cost.",
     "Spot and on-demand capacity being unavailable when wanted; spot interruptions only as "
     "a restart overhead on training.",
     "Staff, software licences, networking beyond the per-GPU server share, taxes.",
@@ -47,16 +47,47 @@ def _span(months: list[str]) -> str:
     return ms[0] if len(ms) == 1 else f"{ms[0]}..{ms[-1]}"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _fills(plan: Plan) -> dict[str, str]:
+    """GPU type -> how its server is filled (``full`` / ``partial``), from the assumptions."""
+    return {
+        a.group.removeprefix("gpu:"): str(a.value)
+        for a in plan.assumptions
+        if a.key == "server_fill" and a.group.startswith("gpu:")
+    }
+
+
 def buy_sentences(plan: Plan) -> list[str]:
-    """One sentence per purchase (GPU type and month)."""
+    """One sentence per purchase (GPU type and month): whole servers and the cards in them."""
+    fills = _fills(plan)
     out = []
     for p in plan.purchases:
-        per_node = p.count // p.nodes if p.nodes else p.count
-        nodes = f"{p.nodes} server{'s' if p.nodes != 1 else ''} of {per_node}x {p.gpu}"
-        out.append(
-            f"Buy {nodes} ({p.count} GPUs) in {p.month} for {_usd(p.total_usd)} "
-            f"({_usd(p.unit_usd)} per GPU with its server share)."
-        )
+        when = f"in {p.month} for {_usd(p.total_usd)}"
+        partial = fills.get(p.gpu) == "partial" or (p.slots and p.count != p.nodes * p.slots)
+        if not p.slots:  # a plan from before server types: nodes with a server share per GPU
+            per_node = p.count // p.nodes if p.nodes else p.count
+            nodes = f"{_plural(p.nodes, 'server')} of {per_node}x {p.gpu}"
+            text = f"Buy {nodes} ({p.count} GPUs) {when} ({_usd(p.unit_usd)} per GPU with its server share)."
+        elif not p.nodes:
+            text = (
+                f"Add {_plural(p.count, p.gpu + ' card')} to the {p.server} servers already "
+                f"bought {when} ({_usd(p.gpu_usd)} per card)."
+            )
+        elif partial:
+            text = (
+                f"Buy {_plural(p.nodes, 'server')} of {p.slots}-slot {p.server} with "
+                f"{p.count}x {p.gpu} {when} ({_usd(p.chassis_usd)} per server + "
+                f"{_usd(p.gpu_usd)} per card)."
+            )
+        else:
+            text = (
+                f"Buy {_plural(p.nodes, 'server')} of {p.slots}x {p.gpu} ({p.server}, {p.count} "
+                f"GPUs) {when} ({_usd(p.unit_usd)} per GPU with its server share)."
+            )
+        out.append(text)
     return out
 
 
@@ -116,16 +147,35 @@ def reserve_sentences(plan: Plan) -> list[str]:
 
 def decision_sentences(plan: Plan) -> list[str]:
     """The plan in plain words: buy, rent, reserve, then the total."""
-    t = plan.totals
     lines = buy_sentences(plan) or ["Buy nothing: every GPU-hour is rented."]
     lines += reserve_sentences(plan)
     lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
-    opex = t.power_usd + t.hosting_usd + t.rental_usd
-    lines.append(
-        f"Total over {len(plan.months)} months: {_usd(t.total_usd)} "
-        f"(capex {_usd(t.capex_usd)}, opex {_usd(opex)})."
-    )
+    lines.append(total_sentence(plan))
     return lines
+
+
+def total_sentence(plan: Plan) -> str:
+    """The cash total, then its present value and the resale value it counts (if known)."""
+    t = plan.totals
+    opex = t.power_usd + t.hosting_usd + t.rental_usd
+    text = (
+        f"Total over {len(plan.months)} months: {_usd(t.total_usd)} cash "
+        f"(capex {_usd(t.capex_usd)}, opex {_usd(opex)})"
+    )
+    if t.npv_usd is None:  # a plan from before present values
+        return text + "."
+    text += f"; present value {_usd(t.npv_usd)} at {plan.discount_rate:.1%} a year"
+    book = f"book value {_usd(t.book_value_usd)}"
+    if not plan.purchases:
+        pass  # nothing owned: nothing to resell
+    elif plan.residual_mode == "none":
+        text += f", with no resale of the owned hardware assumed ({book} at the horizon end)"
+    else:
+        text += (
+            f", net of {_usd(t.residual_value_usd)} resale value of the owned hardware at the "
+            f"horizon end ({book})"
+        )
+    return text + "."
 
 
 def _slice_hours(plan: Plan) -> dict[str, float]:
