@@ -712,6 +712,12 @@ _NO_MARGIN = (
 )
 
 
+_NO_BUY = (
+    "the plan buys nothing; renting beat owning every GPU type at these prices (`planner "
+    "explain PROBLEM` shows what each limit and GPU type is worth)."
+)
+
+
 @dataclass(frozen=True)
 class _FinanceCells:
     """The Assumptions cells of the finance inputs the discounting and the P&L read."""
@@ -1755,7 +1761,7 @@ class _Writer:
             _put(ws, r, 1, label)
             _put(ws, r, 2, F(f'=IF({total}>0,SUMIFS({usd},{kind},"{k}")/{total},0)'), PCT, _F_BOLD)
             _put(ws, r, 3, why, font=_F_SUB)
-        for line in self.margins or [_NO_MARGIN]:
+        for line in self.margins or [_NO_BUY if not self.plan.purchases else _NO_MARGIN]:
             r += 1
             self._sentence(ws, r, "Buying vs the next-best plan: " + line)
         r += 1
