@@ -221,16 +221,23 @@ class Evaluator:
         return fn(self, args)
 
 
-def _fn_sum(ev: Evaluator, args: list[Any]) -> Any:
-    total = 0.0
+def _numbers(ev: Evaluator, args: list[Any]) -> list[float] | XlError:
+    """The numbers among ``args`` (ranges expanded, text and booleans skipped, as SUM, MIN
+    and MAX do), or the first error value met."""
+    nums: list[float] = []
     for a in args:
         vals = ev.values(a) if isinstance(a, _Range) else [_num(a)]
         for v in vals:
             if isinstance(v, XlError):
                 return v
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                total += v
-    return total
+                nums.append(float(v))
+    return nums
+
+
+def _fn_sum(ev: Evaluator, args: list[Any]) -> Any:
+    nums = _numbers(ev, args)
+    return nums if isinstance(nums, XlError) else sum(nums, 0.0)
 
 
 def _fn_sumifs(ev: Evaluator, args: list[Any]) -> Any:
@@ -262,14 +269,9 @@ def _fn_if(ev: Evaluator, args: list[Any]) -> Any:
 
 def _extreme(pick: Callable[[list[float]], float]) -> Callable[[Evaluator, list[Any]], Any]:
     def fn(ev: Evaluator, args: list[Any]) -> Any:
-        nums: list[float] = []
-        for a in args:
-            vals = ev.values(a) if isinstance(a, _Range) else [_num(a)]
-            for v in vals:
-                if isinstance(v, XlError):
-                    return v
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    nums.append(float(v))
+        nums = _numbers(ev, args)
+        if isinstance(nums, XlError):
+            return nums
         return pick(nums) if nums else 0.0
 
     return fn

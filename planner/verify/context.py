@@ -24,7 +24,7 @@ from planner.demand import (
     mean_request_rate,
     peak_request_rate,
 )
-from planner.economics import chassis_residual_share, discount_factor, residual_share
+from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
@@ -448,7 +448,7 @@ class VerifyContext:
                     HOURS_PER_MONTH * (servers * gpu.host_w + own * gpu.idle_w.value)
                     + self.busy.get((g, t), 0.0) * (gpu.tdp_w.value - gpu.idle_w.value)
                 )
-                kw = (own * gpu.tdp_w.value + servers * gpu.host_w) / 1000
+                kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w)
                 hs = own * site.hosting_usd_per_gpu_month + kw * colo
                 self.power += pw
                 self.hosting += hs
