@@ -10,6 +10,7 @@ plus capped offers cheaper than it (a dearer offer never needs a variable).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from planner.errors import InfeasibleError, InputError
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import spot_overhead
 from planner.physics.serve import ReplicaCapacity, replica_capacity
-from planner.physics.train import TrainEstimate, estimate_train
+from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Dropped
 from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
 
@@ -44,12 +45,21 @@ class TrainCandidate:
     job: str
     gpu: str
     gpus: int
-    wall_hours: float
+    wall_hours: float  # planned, on the catalog's fabric for the GPU class (an owned cluster)
     estimate: TrainEstimate
+    # planned wall hours across rented instances, per fabric speed (GB/s per GPU) on offer
+    fabric_hours: tuple[tuple[float, float], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.gpu}_x{self.gpus}"
+
+    def hours_on(self, gbs: float | None) -> float | None:
+        """Planned wall hours over a fabric of ``gbs`` GB/s per GPU; None: not computed
+        (``None`` fabric: the job cannot span instances of that offer)."""
+        if gbs is None:
+            return None
+        return next((h for g, h in self.fabric_hours if g == gbs), None)
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,90 @@ class Candidates:
     serve_loads: dict[str, list[float]] = field(default_factory=dict)
     offers: dict[str, Offer] = field(default_factory=dict)
     dropped: list[Dropped] = field(default_factory=list)
+
+
+def fabric_gbs(offer: Offer, ethernet_ok: bool, calib: Calibration) -> float | None:
+    """GB/s per GPU between the offer's instances for a training job spanning several of
+    them; None when it may not span them: no fabric made for training, unless the job opts
+    into Ethernet (``ethernet: true``), which also covers offers whose fabric is not stated,
+    at the offer's Ethernet figure or the calibrated default (never guessed silently).
+
+    >>> from types import SimpleNamespace as NS
+    >>> from planner.catalog import MULTI_NODE_FABRICS
+    >>> ib = NS(fabric="infiniband", fabric_gbps_per_gpu=400.0, multi_node=True)
+    >>> unknown = NS(fabric=None, fabric_gbps_per_gpu=None, multi_node=False)
+    >>> cal = default_calibration()
+    >>> fabric_gbs(ib, False, cal), fabric_gbs(unknown, False, cal), fabric_gbs(unknown, True, cal)
+    (50.0, None, 1.5625)
+    """
+    if offer.multi_node:
+        return offer.fabric_gbps_per_gpu / 8
+    if ethernet_ok and offer.fabric in ("ethernet", None):
+        return (offer.fabric_gbps_per_gpu or calib.links.ethernet_gbps_per_gpu.value) / 8
+    return None
+
+
+def spans_instances(gpus: int, offer: Offer) -> bool:
+    """A job of ``gpus`` GPUs needs more than one of the offer's instances."""
+    return gpus > offer.gpus_per_instance
+
+
+def offer_wall_hours(c: TrainCandidate, job: TrainJob, offer: Offer) -> float | None:
+    """Planned wall hours of candidate ``c`` on ``offer`` (before any spot overhead): its own
+    hours inside one instance, else over the offer's fabric; None if it cannot run there."""
+    if not spans_instances(c.gpus, offer):
+        return c.wall_hours
+    return c.hours_on(fabric_gbs(offer, job.ethernet, default_calibration()))
+
+
+def progress_per_wall_hour(c: TrainCandidate, job: TrainJob, offer: Offer) -> float | None:
+    """Hours of planned progress per rented wall hour of candidate ``c`` on ``offer``: below
+    1 on a slower fabric than an owned cluster's, and on spot by its restart overhead;
+    None if the job cannot run on the offer's fabric.
+
+    ``f = h_c / h_{c,o} / (1 + overhead_o)``.
+    """
+    hours = offer_wall_hours(c, job, offer)
+    if hours is None or hours <= 0:
+        return None
+    ovh = spot_overhead_for(job, offer, c.gpus) if offer.kind == "spot" else 0.0
+    return c.wall_hours / hours / (1.0 + ovh)
+
+
+@functools.lru_cache(maxsize=256)
+def _fabric_calibration(calib: Calibration, gbs: float) -> Calibration:
+    return with_inter_node_gbs(calib, gbs)
+
+
+def _fabric_hours(
+    job: TrainJob, inputs: Inputs, calib: Calibration, gid: str, k: int
+) -> tuple[tuple[float, float], ...]:
+    """Planned wall hours of ``k`` x ``gid`` on each fabric speed its offers have."""
+    speeds = sorted(
+        {
+            gbs
+            for o in inputs.offers.values()
+            if o.gpu == gid and spans_instances(k, o)
+            for gbs in [fabric_gbs(o, job.ethernet, calib)]
+            if gbs is not None
+        }
+    )
+    model, gpu = inputs.models[job.model], inputs.gpus[gid]
+    out = []
+    for gbs in speeds:
+        est = estimate_train(
+            model,
+            gpu,
+            k,
+            job.tokens,
+            job.method,
+            _fabric_calibration(calib, gbs),
+            seq_len=job.seq_len,
+            stack=job.stack,
+        )
+        if est.fits:
+            out.append((gbs, planned_wall_hours(est, job)))
+    return tuple(out)
 
 
 def train_window(job: TrainJob, horizon_start: str) -> list[int]:
@@ -111,7 +205,9 @@ def train_candidates(
                     f"{window_hours:,.0f} h in the window"
                 )
                 continue
-            cand = TrainCandidate(job.name, gid, k, hours, est)
+            cand = TrainCandidate(
+                job.name, gid, k, hours, est, _fabric_hours(job, inputs, calib, gid, k)
+            )
             if first is None:
                 first = cand
                 out.append(cand)
@@ -165,26 +261,35 @@ def serve_candidates(
 
 
 def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
-    """Keep, per (gpu, kind, GPUs per instance), the cheapest uncapped offer and capped
-    offers cheaper than it; the rest can never be chosen by a cost-minimizing plan.
+    """Keep, per (gpu, kind, GPUs per instance, provider, fabric), the cheapest unrestricted
+    offer and restricted ones (a cap, a minimum term or block) cheaper than it; the rest can
+    never be chosen by a cost-minimizing plan.
 
     Instance size is part of the key because it decides eligibility (a 4-GPU tensor-parallel
-    replica needs a 4+-GPU instance). Reserved offers are all kept (their terms differ).
+    replica needs a 4+-GPU instance), the provider because a training run stays with one, the
+    fabric because it decides how fast a multi-node run goes. Reserved offers are all kept
+    (their terms differ).
     """
     keep: dict[str, Offer] = {}
-    groups: dict[tuple[str, str, int], list[Offer]] = {}
+    groups: dict[tuple, list[Offer]] = {}
     for o in offers.values():
         if o.kind == "reserved":
             keep[o.id] = o
         else:
-            groups.setdefault((o.gpu, o.kind, o.gpus_per_instance), []).append(o)
+            key = (o.gpu, o.kind, o.gpus_per_instance, o.provider, o.fabric, o.fabric_gbps_per_gpu)
+            groups.setdefault(key, []).append(o)
     for group in groups.values():
         group.sort(key=lambda o: (o.usd_per_gpu_hour, o.id))
         for o in group:
             keep[o.id] = o
-            if o.max_gpus is None:
+            if not offer_restricted(o):
                 break
     return dict(sorted(keep.items()))
+
+
+def offer_restricted(o: Offer) -> bool:
+    """An offer whose use is limited beyond its price: a cap, a minimum term or block."""
+    return o.max_gpus is not None or bool(o.min_term_days) or bool(o.min_gpus)
 
 
 def serve_rental_pairs(
@@ -207,14 +312,15 @@ def serve_rental_pairs(
     >>> from types import SimpleNamespace as NS
     >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
     >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
-    ...                                    gpus_per_instance=u, max_gpus=cap)
+    ...                                    gpus_per_instance=u, max_gpus=cap, cluster=False)
     >>> pairs = lambda cs, os: [(c.key, o.id) for c, o in serve_rental_pairs(cs, os, False)]
     >>> pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)])
     [('g_tp1', 'c'), ('g_tp1', 'd'), ('g_tp1', 'a'), ('g_tp2', 'd'), ('g_tp2', 'b')]
     >>> pairs([c1, NS(gpu="g", tp=1, rate_rps=0.5, key="slow")], [o("a", 1.0)])
     [('g_tp1', 'a')]
     """
-    offers = [o for o in offers if o.kind != "spot" or spot_ok]
+    # cluster products are multi-node training blocks, not serving capacity
+    offers = [o for o in offers if (o.kind != "spot" or spot_ok) and not o.cluster]
     kept: list[tuple[ServeCandidate, Offer]] = []
     for c in cands:
         if c.rate_rps <= 0:
@@ -262,7 +368,8 @@ def rental_gpus(k: int, offer: Offer) -> int:
     16
     """
     unit = offer.gpus_per_instance
-    return math.ceil(k / unit) * unit
+    least = getattr(offer, "min_gpus", None) or 0  # a cluster product's smallest block
+    return max(math.ceil(k / unit), math.ceil(least / unit)) * unit
 
 
 # Physics for many workloads runs in worker processes (each workload's candidates are

@@ -299,6 +299,13 @@ class ModelArch(Strict):
         return self.hidden // self.heads
 
 
+# Fabrics between rented instances. `ethernet` is a plain VPC network (no RDMA); `none` means
+# the offer is sold as single instances with no inter-instance network worth training over.
+FABRICS = ("infiniband", "roce", "efa", "tcpx", "ethernet", "none")
+MULTI_NODE_FABRICS = ("infiniband", "roce", "efa", "tcpx")
+Fabric = Literal["infiniband", "roce", "efa", "tcpx", "ethernet", "none"]
+
+
 class Offer(Strict):
     id: str
     provider: str
@@ -314,6 +321,18 @@ class Offer(Strict):
     marketplace: bool = False
     region: str | None = None
     instance_type: str | None = None
+    # Networking between instances. None = not stated by the source: the planner never assumes
+    # a multi-node fabric it was not told about (a job may opt into Ethernet, see TrainJob).
+    fabric: Annotated[Fabric, CaseInsensitive] | None = None
+    fabric_gbps_per_gpu: float | None = Field(
+        None, gt=0, le=10_000, description="inter-instance bandwidth per GPU, Gb/s"
+    )
+    # Cluster products: multi-node capacity sold as a block (1-click clusters, capacity blocks).
+    cluster: bool = Field(False, description="a multi-node cluster product (training only)")
+    min_gpus: int | None = Field(None, ge=1, le=10_000_000, description="smallest block rented")
+    min_term_days: float | None = Field(
+        None, gt=0, le=3660, description="shortest rental paid for, days (cluster products)"
+    )
     source: str
     as_of: str
 
@@ -321,7 +340,44 @@ class Offer(Strict):
     def _term(self) -> Offer:
         if self.kind == "reserved" and self.term_months is None:
             raise ValueError("a reserved offer needs term_months")
+        if self.max_gpus is not None and self.max_gpus < self.gpus_per_instance:
+            raise ValueError(
+                f"max_gpus {self.max_gpus} is below gpus_per_instance {self.gpus_per_instance}: "
+                "not even one instance could be rented; raise max_gpus or drop it"
+            )
+        if self.min_gpus is not None and self.max_gpus is not None and self.min_gpus > self.max_gpus:
+            raise ValueError(f"min_gpus {self.min_gpus} is above max_gpus {self.max_gpus}")
+        self._check_fabric()
         return self
+
+    def _check_fabric(self) -> None:
+        if self.fabric is None or self.fabric == "none":
+            if self.fabric_gbps_per_gpu is not None:
+                raise ValueError(
+                    f"fabric_gbps_per_gpu is given but fabric is {self.fabric or 'not stated'}; "
+                    f"name the fabric ({', '.join(FABRICS)})"
+                )
+            if self.cluster:
+                raise ValueError(
+                    "a cluster product needs its fabric and fabric_gbps_per_gpu "
+                    f"({', '.join(MULTI_NODE_FABRICS)})"
+                )
+        elif self.fabric_gbps_per_gpu is None:
+            raise ValueError(
+                f"fabric {self.fabric!r} needs fabric_gbps_per_gpu (Gb/s per GPU between "
+                "instances, e.g. 400 for one 400 Gb/s InfiniBand NIC per GPU, 3200/8 for EFA on p5)"
+            )
+        if self.cluster and self.fabric == "ethernet":
+            raise ValueError("a cluster product needs a multi-node fabric, not plain ethernet")
+
+    @property
+    def multi_node(self) -> bool:
+        """Instances are joined by a fabric made for multi-node training."""
+        return self.fabric in MULTI_NODE_FABRICS
+
+    @property
+    def min_term_hours(self) -> float:
+        return 24.0 * (self.min_term_days or 0.0)
 
 
 class GpuCatalogFile(Strict):

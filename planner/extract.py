@@ -21,7 +21,7 @@ from typing import Any
 import pulp
 
 from planner import __version__, economics
-from planner.candidates import Candidates, ServeCandidate, rental_gpus, spot_overhead_for
+from planner.candidates import Candidates, ServeCandidate, progress_per_wall_hour, rental_gpus
 from planner.catalog import GpuSpec, Sourced, SourcedRange
 from planner.demand import HOURS_PER_MONTH, LoadSlice
 from planner.economics import it_kw
@@ -399,7 +399,7 @@ def _place_rented_training(
         if jj != job or kk != key or take <= EPS:
             continue
         o = cands.offers[oid]
-        ovh = spot_overhead_for(job_spec, o, c.gpus) if o.kind == "spot" else 0.0
+        rate = progress_per_wall_hour(c, job_spec, o) or 0.0
         out.wall[job] += take
         out.allocations.append(
             TrainAllocation(
@@ -410,7 +410,7 @@ def _place_rented_training(
                 gpus=c.gpus,
                 source=oid,
                 wall_hours=take,
-                progress_hours=take / (1.0 + ovh),
+                progress_hours=take * rate,
             )
         )
         usage.rent_hours[(oid, job, t)] += take * rental_gpus(c.gpus, o)

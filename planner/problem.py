@@ -19,6 +19,7 @@ from planner.catalog import (
     GPU_RANGES,
     GpuSpec,
     ModelArch,
+    Fabric,
     Offer,
     Sourced,
     SourcedRange,
@@ -157,6 +158,8 @@ class GpuOverride(Strict):
 class OfferOverride(Strict):
     usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
     max_gpus: int | None = Field(None, ge=1, le=10_000_000)
+    fabric: Annotated[Fabric, CaseInsensitive] | None = None
+    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
     source: str = "problem file override"
 
 
@@ -228,6 +231,12 @@ class TrainJob(Strict):
     stack: Annotated[Literal["mature", "typical", "first-run"], CaseInsensitive] = "typical"
     # Plan the hours of this quantile: the deadline holds with this probability under the model.
     confidence: float = Field(0.8, gt=0, lt=1)
+    # Where the run lives: one provider (or the team's own GPUs) for the whole run, since its
+    # checkpoints, data and network setup would otherwise move mid-run; `split` allows hops.
+    providers: Annotated[Literal["single", "split"], CaseInsensitive] = "single"
+    # Multi-node runs need a training fabric (InfiniBand, RoCE, EFA, TCPX); `true` also allows
+    # plain Ethernet and offers whose fabric is not stated, at Ethernet bandwidth.
+    ethernet: bool = False
 
 
 class Traffic(Strict):
@@ -242,9 +251,20 @@ class TokenShape(Strict):
     output: int = Field(gt=0, le=1_000_000)
 
 
+# Serving headroom defaults (sources: catalogs/NOTES.md, "Serving headroom").
+DEFAULT_MAX_LOAD = 0.8
+DEFAULT_REDUNDANCY = 1
+
+
 class Slo(Strict):
     p95_ttft_ms: float = Field(gt=0, le=3_600_000, description="at most an hour")
     p95_tpot_ms: float = Field(gt=0, le=60_000, description="at most a minute per token")
+    max_load: float = Field(
+        DEFAULT_MAX_LOAD,
+        gt=0,
+        le=1,
+        description="share of the fleet's SLO capacity used at peak (the rest is headroom)",
+    )
 
 
 class ServeWorkload(Strict):
@@ -256,6 +276,12 @@ class ServeWorkload(Strict):
     traffic: Traffic
     tokens: TokenShape
     slo: Slo
+    redundancy: int = Field(
+        DEFAULT_REDUNDANCY,
+        ge=0,
+        le=100,
+        description="spare replicas: the SLO holds at peak with this many replicas down",
+    )
 
     _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
 
@@ -593,7 +619,14 @@ def _override_offers(problem: Problem, offers: dict[str, Offer], errors: _Errors
             )
             continue
         upd = {k: v for k, v in ov.model_dump(exclude={"source"}).items() if v is not None}
-        offers[oid] = offers[oid].model_copy(update={**upd, "source": ov.source})
+        if upd.get("fabric") == "none":
+            upd["fabric_gbps_per_gpu"] = None
+        data = {**offers[oid].model_dump(), **upd, "source": ov.source}
+        try:  # re-validate: an override must leave a consistent offer
+            offers[oid] = Offer.model_validate(data)
+        except ValidationError as exc:
+            why = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            errors.add(("overrides", "offers", oid), f"the overridden offer is not valid: {why}")
 
 
 def _check_providers(problem: Problem, offers: dict[str, Offer], errors: _Errors) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import signal
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ class SolveResult:
     seconds: float
     solver: str
     message: str = ""
+    repair_usd: float = 0.0  # present value added by rounding rented replicas up to whole ones
 
     @property
     def has_solution(self) -> bool:
@@ -122,45 +125,85 @@ class _BulkHiGHS(pulp.HiGHS):
 def rental_start(m: PlannerModel) -> bool:
     """Set every variable to an all-rental plan (a MIP start); False if there is none to hand.
 
-    Nothing is bought; each serving month-slice rents ``max(1, D / mu)`` replicas of its
-    cheapest uncapped non-reserved pair, each training job runs its first candidate with an
-    on-demand offer entirely on it. CBC on large models may find no plan of its own within the
-    time limit; with this start it always has one (it checks the start and drops it if a
-    budget makes it infeasible).
+    Nothing is bought; each serving workload rents one cheapest uncapped non-reserved pair
+    (per req/s) in every month-slice, ``max(1 + R, ceil((D / max_load + R mu) / mu))``
+    replicas of it; each training job runs its first candidate on an unrestricted on-demand
+    offer, a month at a time from its window's start. CBC on large models may find no plan of
+    its own within the time limit; with this start it always has one (it checks the start and
+    drops it if a budget makes it infeasible).
     """
-    offers = m.cands.offers
-    serve_opts: dict[str, list[tuple[str, str, float, float]]] = {}
-    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
-    for w, key, oid, t, s in m.q:
-        if t != m.cands.active[w][0] or s != 0:
-            continue
-        o = offers[oid]
-        if o.kind != "reserved" and o.max_gpus is None:
-            c = index[(w, key)]
-            serve_opts.setdefault(w, []).append((key, oid, c.rate_rps, o.usd_per_gpu_hour * c.tp))
-    if any(w not in serve_opts for w in m.cands.serve):
-        return False
-    train_pick: dict[str, tuple[str, str]] = {}
-    for job, key, oid, _t in m.r:
-        if job not in train_pick and offers[oid].kind == "on_demand":
-            train_pick[job] = (key, oid)
-    if any(job not in train_pick for job, cl in m.cands.train.items() if cl):
+    serve = _serve_start_pairs(m)
+    train = _train_start_offers(m)
+    if serve is None or train is None:
         return False
     for v in m.prob.variables():
         v.varValue = 0.0
-    for w, opts in serve_opts.items():
+    specs = {w.name: w for w in m.inputs.problem.workloads.serve}
+    for w, (c, oid) in serve.items():
+        R, load = specs[w].redundancy, specs[w].slo.max_load
         for t in m.cands.active[w]:
+            if R:
+                _start_largest(m, w, c, t)
             for s in range(len(m.cands.slices)):
-                d = max(0.0, m.cands.demand[(w, t, s)])
-                key, oid, mu, _ = min(opts, key=lambda x: (x[3] * max(1.0, d / x[2]), x[0], x[1]))
-                m.q[(w, key, oid, t, s)].varValue = max(1.0, d / mu)
-    for job, (key, oid) in train_pick.items():
+                need = max(0.0, m.cands.demand[(w, t, s)]) / load + R * c.rate_rps
+                count = max(1 + R, math.ceil(need / c.rate_rps * (1 + 1e-9)))
+                m.q[(w, c.key, oid, t, s)].varValue = float(count)
+    for job, (key, oid, f) in train.items():
         m.y[(job, key)].varValue = 1.0
-        left = m.train_cand(job, key).wall_hours
+        if (job, m.cands.offers[oid].provider) in m.loc:
+            m.loc[(job, m.cands.offers[oid].provider)].varValue = 1.0
+        left = m.train_cand(job, key).wall_hours / f  # wall hours to rent
         for t in m.cands.window[job]:  # from the window's start, a month at a time
             m.r[(job, key, oid, t)].varValue = min(left, HOURS_PER_MONTH)
             left -= min(left, HOURS_PER_MONTH)
     return True
+
+
+def _serve_start_pairs(m: PlannerModel) -> dict | None:
+    """Per serving workload, its cheapest (candidate, offer) per req/s among the pairs with a
+    continuous ``q`` (uncapped, not reserved); None if a workload has none."""
+    offers = m.cands.offers
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
+    best: dict[str, tuple[float, str, str]] = {}
+    for w, key, oid, t, s in m.q:
+        o = offers[oid]
+        if t != m.cands.active[w][0] or s != 0 or o.kind == "reserved" or o.max_gpus is not None:
+            continue
+        c = index[(w, key)]
+        cand = (o.usd_per_gpu_hour * c.tp / c.rate_rps, key, oid)
+        if w not in best or cand < best[w]:
+            best[w] = cand
+    if any(w not in best for w in m.cands.serve):
+        return None
+    return {w: (index[(w, key)], oid) for w, (_, key, oid) in best.items()}
+
+
+def _start_largest(m: PlannerModel, w: str, c, t: int) -> None:
+    """The start's spare term: the one replica type in use is the largest."""
+    if (w, t) in m.largest:
+        m.largest[(w, t)].varValue = c.rate_rps
+    if (w, c.key, t) in m.on:
+        m.on[(w, c.key, t)].varValue = 1.0
+
+
+def _train_start_offers(m: PlannerModel) -> dict | None:
+    """Per training job: (first candidate, an unrestricted on-demand offer, its progress per
+    wall hour) whose run fits in the window; None if a job has none."""
+    from planner.candidates import offer_restricted, progress_per_wall_hour
+
+    specs = {j.name: j for j in m.inputs.problem.workloads.train}
+    out = {}
+    for job, key, oid, _t in m.r:
+        o = m.cands.offers[oid]
+        if job in out or o.kind != "on_demand" or offer_restricted(o):
+            continue
+        c = m.train_cand(job, key)
+        f = progress_per_wall_hour(c, specs[job], o)
+        if f and c.wall_hours / f <= m.cands.window_hours[job]:
+            out[job] = (key, oid, f)
+    if any(job not in out for job, cl in m.cands.train.items() if cl):
+        return None
+    return out
 
 
 def _status(prob: pulp.LpProblem, elapsed: float, limit: float) -> str:
@@ -293,6 +336,13 @@ def solve_model(
         if model is not None and objective is not None:
             info = model.getInfo()
             rel_gap = max(0.0, float(info.mip_gap)) if info.mip_gap < 1e30 else 0.0
+    repair = 0.0
+    if objective is not None:
+        repair = whole_replicas(m, min(time_limit, 30.0), threads)
+        if repair > 0:
+            bound = objective * (1 - (rel_gap or 0.0))
+            objective = pulp.value(m.prob.objective)
+            rel_gap = max(0.0, 1 - bound / objective) if objective else rel_gap
     if status == "optimal" and rel_gap is not None and rel_gap > gap + 1e-9:
         status = "feasible"
     message = {
@@ -303,4 +353,127 @@ def solve_model(
         "time_limit": f"no feasible plan found within {time_limit:g} s",
         "error": "the solver ended without a usable answer",
     }[status]
-    return SolveResult(status, objective, rel_gap, elapsed, solver, message)
+    if repair > 0:
+        message += (
+            f"; rented replicas rounded up to whole ones per load slice (+${repair:,.0f} present "
+            "value, included in the gap)"
+        )
+    return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair)
+
+
+def whole_replicas(m: PlannerModel, time_limit: float, threads: int) -> float:
+    """The repair step: whole rented replicas in every load slice; returns the present value
+    it added to the solver's plan.
+
+    Every integer decision of the plan (purchases, owned replicas, runs, flags) is fixed, the
+    continuous rentals become integer and HiGHS re-solves what is left, a small problem of
+    one knapsack per (workload, month, slice) that takes well under a second; if that fails
+    :func:`round_up_replicas` rounds up instead. The model's bounds and categories are
+    restored afterwards.
+    """
+    frac = [
+        v
+        for v in m.q.values()
+        if v.cat == pulp.LpContinuous
+        and v.varValue is not None
+        and abs(v.varValue - round(v.varValue)) > 1e-6
+    ]
+    if not frac:
+        return round_up_replicas(m)  # snaps near-whole values
+    before = pulp.value(m.prob.objective) or 0.0
+    values = {v.name: v.varValue for v in m.prob.variables()}
+    fixed = [v for v in m.prob.variables() if v.cat == pulp.LpInteger and v.varValue is not None]
+    bounds = [(v, v.lowBound, v.upBound) for v in fixed]
+    rented = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
+    try:
+        for v in fixed:
+            v.lowBound = v.upBound = float(round(v.varValue))
+        for v in rented:
+            v.cat = pulp.LpInteger
+        m.prob.solve(_BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=1e-4, threads=threads))
+        ok = pulp.LpStatus[m.prob.status] == "Optimal" and m.prob.sol_status in (1, 2)
+    except pulp.PulpSolverError:
+        ok = False
+    finally:
+        for v, lo, up in bounds:
+            v.lowBound, v.upBound = lo, up
+        for v in rented:
+            v.cat = pulp.LpContinuous
+    if not ok:
+        for v in m.prob.variables():
+            v.varValue = values.get(v.name)
+        return round_up_replicas(m)
+    return max(0.0, (pulp.value(m.prob.objective) or 0.0) - before)
+
+
+def round_up_replicas(m: PlannerModel) -> float:
+    """Make every continuous rented replica count whole (the repair step); returns the
+    present value it added.
+
+    Only uncapped, non-reserved rentals are continuous in the model. Per (workload, month,
+    slice) the whole counts are re-chosen with everything else fixed: cover the same
+    capacity (req/s) and the same number of replicas at least cost with the cell's one or two
+    rental pairs in use, or one of them with the cheapest pair per req/s, exactly by
+    enumeration; with more pairs each count is rounded up. Either way only capacity is added
+    and no cap exists to break, so every constraint still holds; the cost added is at most
+    one replica-slice per fractional pair, ``sum d_t p_o m_r w_s``.
+    """
+    before = pulp.value(m.prob.objective) or 0.0
+    cells: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
+    on: dict[str, pulp.LpVariable | None] = {}
+    for (w, key, _oid, t, s), v in m.q.items():
+        if v.cat == pulp.LpContinuous and v.varValue is not None:
+            cells[(w, t, s)].append((v, m.serve_cand(w, key).rate_rps))
+            on[v.name] = m.on.get((w, key, t))
+    cost = m.prob.objective
+    changed = False
+    for vs in cells.values():
+        if all(abs(v.varValue - round(v.varValue)) <= 1e-6 for v, _ in vs):
+            for v, _ in vs:
+                v.varValue = float(round(v.varValue))
+            continue
+        changed = True
+        _whole_cell(vs, cost, on)
+    return max(0.0, (pulp.value(m.prob.objective) or 0.0) - before) if changed else 0.0
+
+
+def _whole_cell(vs: list, objective, on: dict[str, pulp.LpVariable | None]) -> None:
+    """Whole rented replicas for one cell, as :func:`round_up_replicas` describes."""
+    rps = sum(mu * v.varValue for v, mu in vs) - 1e-9
+    count = sum(v.varValue for v, _ in vs) - 1e-9
+    price = {v.name: objective.get(v, 0.0) for v, _ in vs}
+    used = [(v, mu) for v, mu in vs if v.varValue > 1e-9]
+    # a replica type whose in-use flag is off stays unused (the spare did not cover it)
+    pool = [p for p in vs if on[p[0].name] is None or (on[p[0].name].varValue or 0.0) > 0.5]
+    options: list[dict[str, int]] = []
+    if len(used) <= 2:
+        cheapest = min(pool, key=lambda p: (price[p[0].name] / p[1], p[0].name), default=None)
+        pairs = [used] + ([[u, cheapest] for u in used] if cheapest is not None else [])
+        options = [_cover(list(dict.fromkeys(p)), rps, count, price) for p in pairs if p]
+    options.append({v.name: max(0, math.ceil(v.varValue - 1e-6)) for v, _ in vs})
+    best = min(options, key=lambda o: (sum(price[k] * n for k, n in o.items()), sorted(o.items())))
+    for v, _ in vs:
+        v.varValue = float(best.get(v.name, 0))
+
+
+def _cover(pairs: list, rps: float, count: float, price: dict[str, float]) -> dict[str, int]:
+    """Cheapest whole counts of one or two replica types with at least ``rps`` req/s and
+    ``count`` replicas: enumerate the first type's count, fill with the second.
+
+    >>> from types import SimpleNamespace as NS
+    >>> a, b = NS(name="a"), NS(name="b")
+    >>> _cover([(a, 10.0), (b, 3.0)], 23.0, 1.0, {"a": 10.0, "b": 3.5})
+    {'a': 2, 'b': 1}
+    >>> _cover([(a, 10.0)], 23.0, 4.0, {"a": 10.0})
+    {'a': 4}
+    """
+    (a, mu_a), (b, mu_b) = pairs[0], pairs[-1]
+    if a is b:
+        return {a.name: max(math.ceil(rps / mu_a), math.ceil(count), 0)}
+    best: tuple[float, dict[str, int]] | None = None
+    for na in range(max(math.ceil(rps / mu_a), math.ceil(count), 0) + 1):
+        nb = max(math.ceil(max(rps - na * mu_a, 0.0) / mu_b), math.ceil(count) - na, 0)
+        total = na * price[a.name] + nb * price[b.name]
+        if best is None or total < best[0] - 1e-12:
+            best = (total, {a.name: na, b.name: nb})
+    return best[1] if best is not None else {}

@@ -72,6 +72,7 @@ class LinkCalibration(Strict):
     inter_node_gbs_pcie: Sourced
     inter_node_gbs_consumer: Sourced
     inter_node_latency_us: Sourced
+    ethernet_gbps_per_gpu: Sourced
     pcie_node_gpus: Sourced
 
 

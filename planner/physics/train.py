@@ -204,6 +204,24 @@ def inter_node_link(gpu: GpuSpec, calib: Calibration) -> tuple[float, float]:
     return bw, lk.inter_node_latency_us.value * 1e-6
 
 
+def with_inter_node_gbs(calib: Calibration, gbs_per_gpu: float) -> Calibration:
+    """``calib`` with every inter-node link at ``gbs_per_gpu`` GB/s per GPU: a rented
+    cluster's fabric replaces the catalog's assumption for the GPU's class (an owned cluster).
+    Gb/s as offers publish them / 8 = GB/s.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> c = with_inter_node_gbs(default_calibration(), 400 / 8)
+    >>> inter_node_link(_toy_gpu(), c)[0]
+    50.0
+    """
+    lk = calib.links
+    upd = {
+        name: getattr(lk, name).model_copy(update={"value": gbs_per_gpu})
+        for name in ("inter_node_gbs_sxm", "inter_node_gbs_pcie", "inter_node_gbs_consumer")
+    }
+    return calib.model_copy(update={"links": lk.model_copy(update=upd)})
+
+
 def allreduce_s(nbytes: float, group: int, bw_gbs: float, latency_s: float) -> float:
     """Ring all-reduce time: ``latency + 2 (g-1)/g x bytes / bandwidth`` (s).
 

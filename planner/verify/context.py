@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.candidates import spot_overhead_for
-from planner.catalog import Offer
+from planner.candidates import planned_wall_hours, spot_overhead_for
+from planner.catalog import MULTI_NODE_FABRICS, Offer
 from planner.demand import (
     HOURS_PER_MONTH,
     LoadSlice,
@@ -26,7 +26,8 @@ from planner.demand import (
 )
 from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
 from planner.physics.serve import ReplicaCapacity, replica_capacity
-from planner.physics.train import TrainEstimate, estimate_train
+from planner.physics.calibration_values import default_calibration
+from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
 
@@ -69,6 +70,19 @@ class ServeState:
     rows: list[ServeRow] = field(default_factory=list)
     offered: defaultdict[Cell, float] = field(default_factory=lambda: defaultdict(float))
     replicas_up: defaultdict[Cell, float] = field(default_factory=lambda: defaultdict(float))
+    # per cell: (req/s per replica, replicas) of every row, to take the R largest out
+    replica_rates: defaultdict[Cell, list] = field(default_factory=lambda: defaultdict(list))
+
+    def spare_rps(self, cell: Cell) -> float:
+        """Req/s lost when the ``redundancy`` fastest replicas of the cell are down."""
+        left, lost = self.w.redundancy, 0.0
+        for rate, count in sorted(self.replica_rates.get(cell, []), reverse=True):
+            take = min(float(left), count)
+            lost += take * rate
+            left -= take
+            if left <= 0:
+                break
+        return lost
 
 
 @dataclass
@@ -81,8 +95,9 @@ class TrainRow:
     hours_ok: bool = False  # wall_hours is a finite number >= 0
     slice_ok: bool = False  # owned: a known slice, and the hours fit in it
     offer: Offer | None = None  # rented rows whose offer the problem trusts
-    paid: int = 0  # rented: GPUs billed (whole instances)
-    progress: float = 0.0  # rented: progress hours recomputed (spot restarts cost some)
+    paid: int = 0  # rented: GPUs billed (whole instances, at least a cluster's block)
+    progress: float = 0.0  # rented: progress hours recomputed (fabric speed, spot restarts)
+    fabric_ok: bool = True  # rented: one instance, or a fabric the job may span
 
     @property
     def counted(self) -> bool:
@@ -108,6 +123,8 @@ class TrainState:
     progress: float = 0.0
     spot: float = 0.0  # progress hours made on spot
     per_month: defaultdict[int, float] = field(default_factory=lambda: defaultdict(float))
+    per_offer: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    places: set[str] = field(default_factory=set)  # "owned" or the providers rented from
 
 
 @dataclass
@@ -173,6 +190,8 @@ class VerifyContext:
     capped_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
     train: list[TrainState] = field(default_factory=list)
     train_rent: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
+    # (capped offer, job, month) -> GPUs the job's block holds from the offer that month
+    train_capped: dict[tuple[str, str, int], int] = field(default_factory=dict)
     train_wall: dict[str, float] = field(default_factory=dict)
     # reservations: GPUs committed and GPU-hours billed per (offer, t)
     reservations: list[ReservationRow] = field(default_factory=list)
@@ -297,6 +316,7 @@ class VerifyContext:
         # a rate above the physics' does not serve more: the serving family flags it
         state.offered[(t, al.slice)] += al.replicas * min(row.rate, al.rate_rps_per_replica)
         state.replicas_up[(t, al.slice)] += al.replicas
+        state.replica_rates[(t, al.slice)].append((row.rate, al.replicas))
         gpus = al.replicas * al.gpus_per_replica
         if al.source == "owned":
             self.use[(al.gpu, t, al.slice)] += gpus
@@ -368,6 +388,9 @@ class VerifyContext:
             return row
         state.wall += al.wall_hours
         state.per_month[t] += al.wall_hours
+        if al.wall_hours > ABS:
+            o = self.inputs.offers.get(al.source)
+            state.places.add(o.provider if o is not None else al.source)
         if al.source == "owned":
             state.progress += al.wall_hours
             row.slice_ok = (
@@ -381,15 +404,48 @@ class VerifyContext:
         o = row.offer = self.inputs.offers.get(al.source)
         if o is None:
             return row
-        row.paid = -(-k // o.gpus_per_instance) * o.gpus_per_instance
+        u = o.gpus_per_instance
+        row.paid = max(-(-k // u), -(-(o.min_gpus or 0) // u)) * u
+        speed = self._fabric_speed(state, o)
+        row.fabric_ok = speed is not None
+        row.progress = al.wall_hours * (speed or 0.0)
         if o.kind == "spot":
-            row.progress = al.wall_hours / (1 + spot_overhead_for(state.job, o, k))
+            row.progress /= 1 + spot_overhead_for(state.job, o, k)
             state.spot += row.progress
-        else:
-            row.progress = al.wall_hours
         state.progress += row.progress
+        state.per_offer[o.id] += al.wall_hours
         self.train_rent[(o.id, state.job.name, t)] += al.wall_hours * row.paid
+        if o.max_gpus is not None and al.wall_hours > ABS:
+            self.train_capped[(o.id, state.job.name, t)] = row.paid
         return row
+
+    def _fabric_speed(self, state: TrainState, o: Offer) -> float | None:
+        """Hours of the physics' progress per wall hour on ``o``: 1 inside one instance, else
+        the ratio of planned hours on the owned cluster's network and on the offer's fabric
+        (recomputed from the physics); None when the job may not span its instances."""
+        j, k = state.job, state.k
+        if k <= o.gpus_per_instance:
+            return 1.0
+        calib = default_calibration()
+        if o.fabric in MULTI_NODE_FABRICS and o.fabric_gbps_per_gpu:
+            gbs = o.fabric_gbps_per_gpu / 8
+        elif j.ethernet and o.fabric in ("ethernet", None):
+            gbs = (o.fabric_gbps_per_gpu or calib.links.ethernet_gbps_per_gpu.value) / 8
+        else:
+            return None
+        est = estimate_train(
+            self.inputs.models[j.model],
+            self.inputs.gpus[state.gpu],
+            k,
+            j.tokens,
+            j.method,
+            with_inter_node_gbs(calib, gbs),
+            seq_len=j.seq_len,
+            stack=j.stack,
+        )
+        if not est.fits or state.est is None:
+            return None
+        return planned_wall_hours(state.est, j) / planned_wall_hours(est, j)
 
     def _add_reservations(self) -> None:
         for rv in self.plan.reservations:

@@ -251,12 +251,13 @@ def _check_serve_row(
         f"replica, physics says {row.rate:.4f}",
         group=("rate", row.key, al.rate_rps_per_replica),
     )
-    if al.source == "owned":
-        chk.check(
-            abs(al.replicas - round(al.replicas)) <= 1e-6,
-            f"{what}: {al.replicas} owned replicas is not a whole number",
-        )
-    else:
+    chk.check(
+        abs(al.replicas - round(al.replicas)) <= 1e-6,
+        f"{what}: {al.replicas} replicas is not a whole number (owned and rented replicas are "
+        "whole in every load slice)",
+        group=("whole", w.name),
+    )
+    if al.source != "owned":
         _check_serve_offer(chk, ctx, row, what)
 
 
@@ -290,22 +291,28 @@ def _check_serve_offer(chk: Checker, ctx: VerifyContext, row: ServeRow, what: st
         o.kind != "spot" or ctx.problem.offers.spot_for_serving,
         f"{what}: spot offer {o.id} used but offers.spot_for_serving is false",
     )
+    chk.check(not o.cluster, f"{what}: {o.id} is a cluster product, rented for training only")
 
 
 def _check_serve_cover(chk: Checker, ctx: VerifyContext, state: ServeState) -> None:
     name = state.w.name
+    R, load = state.w.redundancy, state.w.slo.max_load
     for (t, s), need in state.demand.items():
         have = state.offered.get((t, s), 0.0)
+        spare = state.spare_rps((t, s))
         up = state.replicas_up.get((t, s), 0.0)
         chk.check(
-            have >= need * (1 - REL) - 1e-9,
-            f"serving {name} {ctx.months[t]} {s}: capacity {have:.3f} req/s < demand {need:.3f} req/s",
+            (have - spare) * load >= need * (1 - REL) - 1e-9,
+            f"serving {name} {ctx.months[t]} {s}: capacity {have:.3f} req/s"
+            + (f", {have - spare:.3f} with the {R} fastest replica(s) down," if R else "")
+            + f" at max_load {load:.0%} serves {(have - spare) * load:.3f} req/s < demand "
+            f"{need:.3f} req/s",
             group=("demand", name),
         )
         chk.check(
-            up >= 1 - 1e-6,
+            up >= 1 + R - 1e-6,
             f"serving {name} {ctx.months[t]} {s}: {up:.3f} replicas up; a live "
-            "service keeps at least one whole replica up (serve_floor)",
+            f"service keeps one whole replica up plus redundancy {R} (serve_floor)",
             group=("floor", name),
         )
 
@@ -368,6 +375,27 @@ def _check_train_job(chk: Checker, ctx: VerifyContext, state: TrainState) -> Non
             h <= H * (1 + REL) + ABS,
             f"training {j.name} {ctx.months[t]}: {h:,.1f} wall hours in a {H:.0f}-hour month",
         )
+    _check_train_terms(chk, ctx, state)
+
+
+def _check_train_terms(chk: Checker, ctx: VerifyContext, state: TrainState) -> None:
+    """One place per run (unless ``providers: split``) and every minimum term paid."""
+    j = state.job
+    if j.providers == "single":
+        chk.check(
+            len(state.places) <= 1,
+            f"training {j.name}: runs in {len(state.places)} places {sorted(state.places)}; "
+            "providers: single keeps a run with one provider (or on owned GPUs)",
+        )
+    for oid, hours in sorted(state.per_offer.items()):
+        o = ctx.inputs.offers.get(oid)
+        if o is None or not o.min_term_days or hours <= ABS:
+            continue
+        chk.check(
+            hours >= o.min_term_hours * (1 - REL) - ABS,
+            f"training {j.name}: {hours:,.1f} h on {oid}, below its minimum term of "
+            f"{o.min_term_days:g} days ({o.min_term_hours:,.0f} h), which is paid in full",
+        )
 
 
 def _check_train_row(chk: Checker, ctx: VerifyContext, state: TrainState, row: TrainRow) -> None:
@@ -419,6 +447,12 @@ def _check_train_offer(chk: Checker, state: TrainState, row: TrainRow, what: str
         o.max_gpus is None or row.paid <= o.max_gpus,
         f"{what}: needs {row.paid} GPUs from {o.id}, which offers at most {o.max_gpus}",
     )
+    chk.check(
+        row.fabric_ok,
+        f"{what}: {k} GPUs span {o.id}'s {o.gpus_per_instance}-GPU instances, whose fabric "
+        f"({o.fabric or 'not stated'}) is not made for multi-node training"
+        + ("" if j.ethernet else " (a job may opt into Ethernet with ethernet: true)"),
+    )
     if o.kind == "spot":
         chk.check(
             j.spot.allowed and j.spot.max_share > 0,
@@ -458,7 +492,11 @@ def check_caps(ctx: VerifyContext) -> Findings:
             gpus <= committed * (1 + REL) + ABS,
             f"{ctx.months[t]} {s}: {gpus:.1f} GPUs used on reserved {oid} > {committed:.0f} committed",
         )
-    for (oid, t, s), gpus in sorted(ctx.capped_use.items()):
+    capped = defaultdict(float, ctx.capped_use)
+    for (oid, _, t), gpus in ctx.train_capped.items():
+        for s in ctx.sl_hours:  # a training block holds its GPUs the whole month
+            capped[(oid, t, s)] += gpus
+    for (oid, t, s), gpus in sorted(capped.items()):
         cap = ctx.inputs.offers[oid].max_gpus
         chk.check(
             cap is None or gpus <= cap * (1 + REL) + ABS,
