@@ -463,7 +463,7 @@ def add_training_constraints(m: PlannerModel) -> None:
             where[OWNED].extend((z, 1.0) for z in owned)
             rented, progress, spot, monthly = _add_rented_training(m, spec, c, where)
             own_terms = [(z, 1.0) for z in owned]
-            m.add([*own_terms, *progress, (y, -c.wall_hours)], GE, 0, nid("train_progress", job, c.key))
+            m.add([*own_terms, *progress, (y, -c.wall_hours)], EQ, 0, nid("train_progress", job, c.key))
             m.add(
                 [*own_terms, *rented, (y, -m.cands.window_hours[job])],
                 LE,
@@ -517,9 +517,10 @@ def _add_rented_training(
     where: dict[str, list[tuple[pulp.LpVariable, float]]],
 ) -> tuple[list, list, list, dict[int, list]]:
     """``r`` of one candidate per eligible offer and month: (wall terms, progress terms, spot
-    progress terms, wall terms per month). Restricted offers get a binary ``use``: the job's block counts against
-    the cap in every month of its window (train_offer_use) and pays the minimum term
-    (train_min_term)."""
+    progress terms, wall terms per month). Restricted offers get a binary ``use``: the job's
+    block counts against the cap in every month of its window (train_offer_use), and a run
+    on an offer with a minimum term lasts at least that term (train_min_term; a shorter run
+    does not use the offer: the plan never pays for idle cluster time)."""
     job, months = spec.name, m.cands.months
     window_h = m.cands.window_hours[job]
     rented, progress, spot = [], [], []
@@ -592,6 +593,7 @@ def add_serving_constraints(m: PlannerModel) -> None:
         (t, s): nid(months[t], sl.name) for t in range(len(months)) for s, sl in enumerate(slices)
     }
     specs = {w.name: w for w in m.inputs.problem.workloads.serve}
+    exact = _rental_cells(m) <= EXACT_RENTAL_CELLS
     for w, cands in m.cands.serve.items():
         spec = specs[w]
         R, load = spec.redundancy, spec.slo.max_load
@@ -618,7 +620,7 @@ def add_serving_constraints(m: PlannerModel) -> None:
                 terms = []
                 for c, o, name in options:
                     up = max(1 + R, math.ceil((need + R * mu_max) / c.rate_rps * (1 + 1e-9)))
-                    x = m.var(f"{name}_{ts}", 0, up, _replica_category(o))
+                    x = m.var(f"{name}_{ts}", 0, up, _replica_category(o, exact))
                     if o is None:
                         m.n[(w, c.key, t, s)] = x
                     else:
@@ -630,13 +632,29 @@ def add_serving_constraints(m: PlannerModel) -> None:
                 m.add([(v, 1.0) for v, _ in terms], GE, 1.0 + R, f"{floor_name}_{ts}")
 
 
-def _replica_category(o: Offer | None) -> str:
-    """Owned replicas and those on capped or reserved offers are integer in the model; the
-    rest are solved as continuous and rounded up to whole replicas after the solve
-    (:func:`planner.solve.round_up_replicas`): rounding up an uncapped rental keeps every
-    constraint (more capacity, no cap to break) and costs at most one replica per slice.
-    Integer rentals everywhere made CBC and HiGHS stall at a 2-25 % gap on the reference."""
-    if o is None or o.kind == "reserved" or o.max_gpus is not None:
+# Up to this many rented (pair, month, slice) cells every rented replica is an integer of
+# the model (the exact optimum); above it, uncapped rentals are solved as continuous and made
+# whole afterwards (the repair step, :func:`planner.solve.whole_replicas`). Integer rentals
+# everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells).
+EXACT_RENTAL_CELLS = 300
+
+
+def _rental_cells(m: PlannerModel) -> int:
+    spot_ok = m.inputs.problem.offers.spot_for_serving
+    per_month = len(m.cands.slices)
+    return sum(
+        len(serve_rental_pairs(cands, m.cands.offers.values(), spot_ok))
+        * len(m.cands.active[w])
+        * per_month
+        for w, cands in m.cands.serve.items()
+    )
+
+
+def _replica_category(o: Offer | None, exact: bool) -> str:
+    """Owned replicas and those on capped or reserved offers are always integer; the rest are
+    integer in a small model, else continuous and made whole after the solve (rounding up an
+    uncapped rental keeps every constraint: more capacity, no cap to break)."""
+    if exact or o is None or o.kind == "reserved" or o.max_gpus is not None:
         return pulp.LpInteger
     return pulp.LpContinuous
 

@@ -157,8 +157,15 @@ def problem(
 
 
 def serve_workload(
-    name: str = "chat", start: str = "2027-01", rps: float = 1.0, util: float = 1.0
+    name: str = "chat",
+    start: str = "2027-01",
+    rps: float = 1.0,
+    util: float = 1.0,
+    max_load: float = 1.0,
+    redundancy: int = 0,
 ) -> dict:
+    """A serving workload; no headroom and no spare replica unless asked (tests of the
+    mechanics state them; the problem file's defaults are max_load 0.8, redundancy 1)."""
     # daily_active_users x requests/day / 86400 = rps (mean); peak = mean / util
     return {
         "name": name,
@@ -170,7 +177,8 @@ def serve_workload(
             "utilization": util,
         },
         "tokens": {"prompt": 100, "output": 100},
-        "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100},
+        "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100, "max_load": max_load},
+        "redundancy": redundancy,
     }
 
 

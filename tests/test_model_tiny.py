@@ -29,7 +29,7 @@ def solve(inputs, cands, solver="cbc"):
 def test_buy_or_rent_constant_demand(price, rate, months, demand):
     """Constant demand D (utilization 1): buy b GPUs at month 0 and rent the rest.
 
-    Rented replicas are an hourly average, with at least one replica up: R = max(D, 1) and
+    Replicas are whole, owned or rented, with at least one up: R = max(ceil(D), 1) and
     cost(b) = b * price + max(0, R - b) * rate * H * months; the optimum is min over b.
     """
     inputs = problem(
@@ -40,7 +40,7 @@ def test_buy_or_rent_constant_demand(price, rate, months, demand):
     )
     m, res = solve(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
     expected = min(
-        b * price + max(0.0, max(demand, 1.0) - b) * rate * H * months
+        b * price + max(0, max(math.ceil(demand), 1) - b) * rate * H * months
         for b in range(0, math.ceil(demand) + 1)
     )
     assert res.status == "optimal"
@@ -117,12 +117,34 @@ def test_training_spot_share_and_overhead():
     inputs = problem(
         months=1,
         gpus=[gpu(price=1e7)],
-        offers=[offer("od-g1", "g1", 4.0), offer("spot-g1", "g1", 1.0, kind="spot")],
+        offers=[offer("cloud-g1-od", "g1", 4.0), offer("cloud-g1-spot", "g1", 1.0, kind="spot")],
         train=[train_job(spot={"allowed": True, "max_share": 0.5, "overhead": 0.25})],
     )
     m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 1, 100.0)]}))
     # 50 h of progress on-demand (50 x 4) + 50 h of progress on spot = 62.5 h billed x 1.
     assert res.objective == pytest.approx(50 * 4.0 + 62.5 * 1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("providers,expected", [("single", 100 * 3.0), ("split", 50 * 3.0 + 62.5)])
+def test_one_provider_per_run(providers, expected):
+    """Spot on another provider: a run that stays with one provider cannot mix them (it runs
+    on the cheaper on-demand offer alone: 100 h x 3.0 < 50 h x 4 + 62.5 h x 1.0 is false
+    for 'split', which takes the mix: 50 x 3.0 + 62.5 x 1.0)."""
+    inputs = problem(
+        months=1,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("a-g1-od", "g1", 3.0), offer("b-g1-spot", "g1", 1.0, kind="spot")],
+        train=[
+            train_job(
+                spot={"allowed": True, "max_share": 0.5, "overhead": 0.25}, providers=providers
+            )
+        ],
+    )
+    m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 1, 100.0)]}))
+    assert res.objective == pytest.approx(expected, rel=1e-6)
+    plan = extract_plan(m, res)
+    places = {a.source.split("-")[0] for a in plan.train_allocations}
+    assert len(places) == (1 if providers == "single" else 2)
 
 
 def test_training_deadline_makes_owned_gpus_needed_early():
