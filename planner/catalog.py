@@ -6,6 +6,7 @@ Every figure in a catalog is *sourced*: it carries ``source`` and ``as_of``. Pri
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -380,6 +381,21 @@ class Offer(Strict):
         return 24.0 * (self.min_term_days or 0.0)
 
 
+class FabricEntry(Strict):
+    """The fabric of a provider's instance types (catalogs/fabrics.yaml)."""
+
+    provider: str
+    instance_types: list[str] = Field(min_length=1)
+    fabric: Annotated[Fabric, CaseInsensitive]
+    gbps_per_gpu: float = Field(gt=0, le=10_000)
+    source: str = Field(min_length=1)
+    as_of: str
+
+
+class FabricFile(Strict):
+    fabrics: list[FabricEntry]
+
+
 class GpuCatalogFile(Strict):
     gpus: list[GpuSpec]
 
@@ -479,10 +495,35 @@ def load_models(path: str | Path = CATALOG_DIR / "models.yaml") -> dict[str, Mod
     return _unique(validate(ModelCatalogFile, doc, "model catalog").models, "model", doc.path)
 
 
+@functools.cache
+def load_fabrics(path: Path = CATALOG_DIR / "fabrics.yaml") -> dict[tuple[str, str], FabricEntry]:
+    """(provider, instance type) -> its fabric, from catalogs/fabrics.yaml."""
+    doc = load_yaml(path)
+    entries = validate(FabricFile, doc, "fabrics file").fabrics
+    return {(e.provider, it): e for e in entries for it in e.instance_types}
+
+
+def with_fabric(o: Offer, fabrics: dict[tuple[str, str], FabricEntry]) -> Offer:
+    """The offer with the catalog's fabric for its instance type when it states none."""
+    e = fabrics.get((o.provider, o.instance_type or ""))
+    if o.fabric is not None or e is None:
+        return o
+    return o.model_copy(
+        update={
+            "fabric": e.fabric,
+            "fabric_gbps_per_gpu": e.gbps_per_gpu,
+            "source": f"{o.source}; fabric: {e.source}",
+        }
+    )
+
+
 def load_offers(path: str | Path, gpus: dict[str, GpuSpec] | None = None) -> dict[str, Offer]:
-    """Load an offers file; offers for GPUs missing from ``gpus`` are an error naming them."""
+    """Load an offers file, filling fabrics from catalogs/fabrics.yaml where an offer states
+    none; offers for GPUs missing from ``gpus`` are an error naming them."""
     doc = load_yaml(path)
     offers = _unique(validate(OfferFile, doc, "offers file").offers, "offer", doc.path)
+    fabrics = load_fabrics()
+    offers = {k: with_fabric(o, fabrics) for k, o in offers.items()}
     if gpus is not None:
         for i, o in enumerate(offers.values()):
             if o.gpu not in gpus:
