@@ -13,7 +13,7 @@ from planner.solve import SolveResult, solve_model
 
 def solve_inputs(
     inputs: Inputs,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
     cands: Candidates | None = None,
@@ -33,7 +33,7 @@ def solve_inputs(
 
 def plan_problem(
     inputs: Inputs,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
     diagnose: bool = True,

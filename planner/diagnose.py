@@ -30,7 +30,13 @@ from collections.abc import Callable
 
 import pulp
 
-from planner.candidates import Candidates, TrainCandidate, build_candidates, rental_gpus
+from planner.candidates import (
+    Candidates,
+    TrainCandidate,
+    build_candidates,
+    offer_wall_hours,
+    rental_gpus,
+)
 from planner.catalog import GpuSpec, Offer, load_offers
 from planner.demand import HOURS_PER_MONTH
 from planner.model import PlannerModel, build_model, nominal_total
@@ -108,7 +114,7 @@ def minimize(
     inputs: Inputs,
     cands: Candidates,
     objective: str,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
 ) -> Probe:
     """Minimize ``capex`` | ``total`` (undiscounted) | ``npv`` (the plan's objective) |
@@ -239,6 +245,7 @@ def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCand
         return any(
             o.kind != "reserved"
             and o.gpus_per_instance >= min(c.gpus, 8)
+            and offer_wall_hours(c, j, o) is not None
             and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
             and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
             for c in cl
@@ -254,11 +261,40 @@ def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCand
             )
         if o.max_gpus is not None and rental_gpus(kmin, o) > o.max_gpus:
             return f"offers cap availability below the {kmin} GPUs the job needs"
+        if all(offer_wall_hours(c, j, o) is None for c in cl):
+            return (
+                f"a {kmin}-GPU job spans several instances and the offers state no fabric made "
+                "for multi-node training (set ethernet: true to allow Ethernet)"
+            )
         return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
 
     sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
     rent = _offer_summary(inputs, gpu_id, eligible, why_not)
     return f"{gpu_id} ({sizes}) fits the window, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
+
+
+def fabric_notes(inputs: Inputs, cands: Candidates) -> list[str]:
+    """Training jobs that no trusted offer can carry across instances (none states a fabric
+    made for training for a GPU the job fits on), so they can only run on owned GPUs."""
+    lines = []
+    specs = {j.name: j for j in inputs.problem.workloads.train}
+    for job, cl in cands.train.items():
+        j, multi = specs[job], [c for c in cl if c.gpus > 8]
+        if not multi or not cl or any(c.fabric_hours for c in multi) or any(c.gpus <= 8 for c in cl):
+            continue
+        gpus = sorted({c.gpu for c in multi})
+        offers = [o for o in inputs.offers.values() if o.gpu in gpus and o.kind != "reserved"]
+        stated = sorted({f"{o.provider} {o.fabric or 'not stated'}" for o in offers})
+        lines.append(
+            f"training job {job!r}: needs {min(c.gpus for c in multi)}+ GPUs across instances, "
+            f"and no trusted offer for {', '.join(gpus)} has a fabric made for multi-node "
+            f"training (fabrics: {'; '.join(stated[:6]) or 'no offers'}); so it can only run on "
+            "owned GPUs. Allow a provider with InfiniBand, RoCE, EFA or TCPX (catalogs/fabrics.yaml, "
+            "cluster products in catalogs/offers-manual.yaml), state an offer's fabric "
+            "(overrides.offers.<id>.fabric), or accept Ethernet's slowdown with "
+            + ("ethernet: true" if not j.ethernet else "a faster fabric (ethernet: true is set)")
+        )
+    return lines
 
 
 def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
@@ -293,7 +329,7 @@ def _fmt_usd(x: float) -> str:
 
 def diagnose_infeasible(
     inputs: Inputs,
-    solver: str = "cbc",
+    solver: str = "auto",
     cands: Candidates | None = None,
     time_limit: float | None = None,
 ) -> list[str]:
@@ -390,7 +426,7 @@ def diagnose_infeasible(
                 f"{fmt(alone.value)} (short by {fmt(alone.value - limit)})"
             )
     if lines:
-        return lines
+        return lines + fabric_notes(inputs, cands)
     parts = []
     for key in keys:
         objective, limit, label, fmt = spec[key]
@@ -662,7 +698,7 @@ def _gpu_whatif(
 
 def explain_plan(
     inputs: Inputs,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
     resolve: bool = True,
@@ -733,7 +769,7 @@ def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:
     ]
 
 
-def buy_margins(inputs: Inputs, plan: Plan, solver: str = "cbc") -> list[str]:
+def buy_margins(inputs: Inputs, plan: Plan, solver: str = "auto") -> list[str]:
     """How close buying is to the next-best plan: for each GPU type the plan buys, the line
     ``planner explain`` prints for the problem without that type (re-solved), e.g.
     ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``."""

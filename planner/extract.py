@@ -787,6 +787,7 @@ def _train_result(
             "gpu_hours_planned": c.wall_hours * c.gpus,
             "owned_wall_hours": owned_h,
             "rented_wall_hours": training.wall[job.name] - owned_h,
+            **_train_place(ctx, training, job),
         },
         cost_usd=cost,
         cost_share=0.0,
@@ -797,6 +798,27 @@ def _train_result(
         tokens=job.tokens,
         usd_per_1m_tokens=cost / job.tokens * 1e6,
     )
+
+
+def _train_place(ctx: _Context, training: _Training, job: TrainJob) -> dict[str, Any]:
+    """Where the run lives: providers (``owned`` for the team's GPUs) and offers with their
+    fabric, as the plan uses them, and the job's rules for both."""
+    places, offers = set(), {}
+    for a in training.allocations:
+        if a.workload != job.name or a.wall_hours <= EPS:
+            continue
+        if a.source == "owned":
+            places.add("owned")
+            continue
+        o = ctx.cands.offers[a.source]
+        places.add(o.provider)
+        offers[o.id] = {"provider": o.provider, "fabric": o.fabric, "gbps_per_gpu": o.fabric_gbps_per_gpu}
+    return {
+        "providers": sorted(places),
+        "offers": offers,
+        "providers_rule": job.providers,
+        "ethernet_allowed": job.ethernet,
+    }
 
 
 def _served_rps(serving: _Serving) -> dict[tuple[str, str, str], float]:
@@ -864,7 +886,13 @@ def _serve_result(
         model=w.model,
         gpu=sorted({c.gpu for c in cl}),
         gpus=int(round(serving.peak_gpus[w.name] + 0.4999)),
-        config={"precision": w.precision, "replicas": replicas, "demand_covered": covered},
+        config={
+            "precision": w.precision,
+            "replicas": replicas,
+            "demand_covered": covered,
+            "max_load": w.slo.max_load,
+            "redundancy": w.redundancy,
+        },
         cost_usd=cost,
         cost_share=0.0,
         meets_target=covered and ttft <= w.slo.p95_ttft_ms and tpot <= w.slo.p95_tpot_ms,
@@ -939,6 +967,12 @@ def _problem_assumptions(ctx: _Context, result: SolveResult) -> list[Assumption]
     ]
 
 
+HEADROOM_SOURCE = (
+    "capacity planned at this share of the SLO rate at peak (default 0.8: "
+    "catalogs/NOTES.md, 'Serving headroom')"
+)
+
+
 def _demand_assumptions(ctx: _Context) -> list[Assumption]:
     """Hours per month of each load slice, and each serving workload's load per slice."""
     out = [
@@ -952,6 +986,25 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
         for sl in ctx.slices
     ]
     for w in ctx.problem.workloads.serve:
+        out.append(
+            Assumption(
+                group=f"serve:{w.name}",
+                key="max_load",
+                value=w.slo.max_load,
+                unit="of SLO capacity at peak",
+                source=HEADROOM_SOURCE,
+            )
+        )
+        out.append(
+            Assumption(
+                group=f"serve:{w.name}",
+                key="redundancy",
+                value=w.redundancy,
+                unit="spare replicas",
+                source="the SLO holds at peak with this many of the fastest replicas down "
+                "(N+1 practice; catalogs/NOTES.md, 'Serving headroom')",
+            )
+        )
         for sl, load in zip(ctx.slices, ctx.cands.serve_loads[w.name], strict=True):
             out.append(
                 Assumption(
@@ -984,6 +1037,16 @@ def _read_assumptions(
                     unit="USD/GPU-h",
                     source=f"{o.provider} {o.kind} {o.instance_type or ''}: {o.source}",
                     as_of=o.as_of,
+                )
+            )
+            out.append(
+                Assumption(
+                    group=f"offer:{oid}",
+                    key="fabric",
+                    value=f"{o.fabric} {o.fabric_gbps_per_gpu:g} Gb/s per GPU"
+                    if o.fabric and o.fabric_gbps_per_gpu
+                    else (o.fabric or "not stated"),
+                    source="the offer, else catalogs/fabrics.yaml by instance type",
                 )
             )
     out.extend(_demand_assumptions(ctx))

@@ -519,7 +519,7 @@ class Task:
     base: Base
     params: dict[str, Value]
     sets: list[tuple[Loc, Value]]
-    solver: str = "cbc"
+    solver: str = "auto"
     time_limit: float | None = None
     gap: float | None = None
     keep_plan: bool = False
@@ -661,7 +661,7 @@ def run_task(task: Task) -> ScenarioResult:
 def make_tasks(
     base: Base,
     varies: Sequence[Vary],
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
 ) -> list[Task]:
@@ -799,7 +799,7 @@ class WhatIf:
 def run_whatif(
     base: Base | str | Path,
     varies: Sequence[str | tuple[str, Sequence[Value] | str]] | None = None,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
     workers: int | None = None,
@@ -810,8 +810,8 @@ def run_whatif(
     """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written."""
     if not isinstance(base, Base):
         base = load_base(base)
-    if solver not in ("cbc", "highs"):
-        raise InputError(f"--solver: unknown solver {solver!r}; allowed: cbc, highs")
+    if solver not in ("auto", "cbc", "highs"):
+        raise InputError(f"--solver: unknown solver {solver!r}; allowed: auto, cbc, highs")
     vs = make_varies(base, list(varies) if varies else default_varies(base))
     tasks = make_tasks(base, vs, solver, time_limit, gap)
     if with_base:
@@ -1051,7 +1051,7 @@ def breakeven(
     watch: str | None = None,
     tol: float | None = None,
     scan: int = 5,
-    solver: str = "cbc",
+    solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
     workers: int | None = 1,

@@ -19,7 +19,7 @@ from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_opt
     help="workbook path (default outputs/<stem>.xlsx)",
 )
 @click.option("--json", "json_path", help="write the plan as JSON to PATH, or '-' for stdout")
-@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("solver time limit in seconds (default: the problem's solver.time_limit_s, 60)")
 @gap_option("relative optimality gap to stop at (default: the problem's solver.gap, 0.001)")
 @click.option("--no-excel", is_flag=True, help="do not write the workbook")

@@ -58,7 +58,7 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
 
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
-@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("seconds per solve (default: the problem's)")
 @gap_option("relative optimality gap (default: the problem's)")
 @click.option(

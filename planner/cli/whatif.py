@@ -96,7 +96,7 @@ def summary_table(
     default=None,
     help="parallel solves (default: the number of CPUs)",
 )
-@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("solver time limit per scenario in seconds (default: the problem's)")
 @gap_option("relative optimality gap (default: the problem's)")
 @click.option(
@@ -276,7 +276,7 @@ def _side_by_side(be) -> Table:
     default=None,
     help="parallel solves of the scan (default: the number of CPUs)",
 )
-@click.option("--solver", type=SOLVERS, default="cbc", show_default=True)
+@click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("solver time limit per solve in seconds")
 @gap_option("relative optimality gap")
 @click.option("--json", "json_path", help="write the result as JSON to PATH, or '-' for stdout")
