@@ -310,8 +310,8 @@ def _serve_allocation(
 
 
 def _read_serving(ctx: _Context, usage: _Usage) -> _Serving:
-    """Serving allocations: replicas per (workload, month, slice), whole on owned GPUs (``n``),
-    fractional on offers (``q``). Adds owned busy GPU-hours and rented (not reserved) GPU-hours
+    """Serving allocations: whole replicas per (workload, month, slice) on owned GPUs (``n``)
+    and offers (``q``, made whole by the solve's repair step). Adds owned busy GPU-hours and rented (not reserved) GPU-hours
     to ``usage``."""
     out = _Serving([], defaultdict(set), defaultdict(float))
     gpus_in_use: defaultdict[tuple[str, int, int], float] = defaultdict(float)
@@ -327,8 +327,8 @@ def _read_serving(ctx: _Context, usage: _Usage) -> _Serving:
             gpus_in_use[(w, t, s)] += val * c.tp
     for (w, key, oid, t, s), q in ctx.m.q.items():
         c = ctx.m.serve_cand(w, key)
-        val = _v(q)
-        if val > EPS:
+        val = _int(q)
+        if val:
             out.allocations.append(_serve_allocation(ctx, w, c, t, s, oid, val))
             # Reserved capacity is paid per reservation, whatever runs on it.
             if ctx.cands.offers[oid].kind != "reserved":

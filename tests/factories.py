@@ -258,7 +258,19 @@ def candidates(
         c.window[j.name] = train_window(j, p.horizon.start)
         c.window_hours[j.name] = len(c.window[j.name]) * HOURS_PER_MONTH
         c.train[j.name] = [
-            TrainCandidate(j.name, g, k, h, fake_estimate(h, k))  # type: ignore[arg-type]
+            TrainCandidate(
+                j.name, g, k, h, fake_estimate(h, k), _same_speed(inputs, j, g, h)  # type: ignore[arg-type]
+            )
             for g, k, h in (train or {}).get(j.name, [])
         ]
     return c
+
+
+def _same_speed(inputs: Inputs, job: Any, gid: str, hours: float) -> tuple:
+    """Fabric hours of a test candidate: the same hours on every fabric its offers have (tests
+    of the mechanics; the physics of fabrics is tested on its own)."""
+    from planner.candidates import fabric_gbs
+    from planner.physics.calibration_values import default_calibration
+
+    speeds = {fabric_gbs(o, job.ethernet, default_calibration()) for o in inputs.offers.values()}
+    return tuple((g, hours) for g in sorted(x for x in speeds if x is not None))
