@@ -39,7 +39,7 @@ from planner.candidates import (
 )
 from planner.catalog import GpuSpec, Offer, load_offers
 from planner.demand import HOURS_PER_MONTH
-from planner.model import PlannerModel, build_model, nominal_total
+from planner.model import PlannerModel, build_model, nid, nominal_total
 from planner.plan import Plan
 from planner.problem import Inputs, TrainJob, month_index
 from planner.solve import solve_model
@@ -512,6 +512,7 @@ DUAL_FAMILIES = {
     "train_spot_share": "$ per extra hour allowed on spot",
     "reserved_cap": "$ per extra reserved GPU in that month and slice",
     "availability": "$ per extra GPU the offer could supply",
+    "train_min_term": "$ per hour less of an offer's minimum term",
     "budget_capex": "$ per extra $ of capex budget",
     "budget_total": "$ per extra $ of total budget",
     "power_cap": "$ per extra kW of power cap",
@@ -643,11 +644,12 @@ class _Resolver:
     solver: str
     time_limit: float
     gap: float
+    noise: float = 0.0  # the plan's own gap (a repaired plan's can exceed the solver's)
 
     def outcome(self, inputs: Inputs, cands: Candidates) -> str:
         """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan."""
         # Differences within the solver's gap are noise, not the worth of the change.
-        tol = max(abs(self.total) * self.gap, 1.0)
+        tol = max(abs(self.total) * max(self.gap, self.noise), 1.0)
         mm = build_model(inputs, cands)
         rr = solve_model(mm, solver=self.solver, time_limit=self.time_limit, gap=self.gap)
         if not rr.has_solution:
@@ -677,6 +679,50 @@ def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str
             f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW) -> "
             + rs.outcome(_scaled(inputs, "power", 1.1), cands)
         )
+    return out
+
+
+def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
+    """Offers whose ``availability`` cap holds with equality somewhere in the solved model."""
+    out: list[str] = []
+    for oid, o in m.cands.offers.items():
+        if o.max_gpus is None:
+            continue
+        prefix = nid("availability", oid) + "_"
+        for name, c in m.prob.constraints.items():
+            if name.startswith(prefix) and c.value() is not None and abs(c.value()) <= tol * max(1, o.max_gpus):
+                out.append(oid)
+                break
+    return out
+
+
+def _with_job(inputs: Inputs, name: str, **update: object) -> Inputs:
+    p = inputs.problem
+    train = [j.model_copy(update=update) if j.name == name else j for j in p.workloads.train]
+    work = p.workloads.model_copy(update={"train": train})
+    return dataclasses.replace(inputs, problem=p.model_copy(update={"workloads": work}))
+
+
+def _capacity_whatifs(
+    inputs: Inputs, cands: Candidates, m: PlannerModel, rs: _Resolver
+) -> list[str]:
+    """Capacity rules relaxed one at a time and re-solved: each binding offer cap doubled, and
+    per training job one provider relaxed to ``split`` and Ethernet allowed."""
+    out = []
+    for oid in _binding_caps(m)[:3]:
+        o = inputs.offers[oid]
+        bigger = o.model_copy(update={"max_gpus": 2 * (o.max_gpus or 0)})
+        inp = dataclasses.replace(inputs, offers={**inputs.offers, oid: bigger})
+        c = copy.copy(cands)
+        c.offers = {**cands.offers, oid: bigger}
+        out.append(f"{oid} max_gpus {o.max_gpus} -> {bigger.max_gpus} (binding) -> " + rs.outcome(inp, c))
+    for j in inputs.problem.workloads.train:
+        if j.providers == "single":
+            inp = _with_job(inputs, j.name, providers="split")
+            out.append(f"{j.name}: providers split -> " + rs.outcome(inp, cands))
+        if not j.ethernet:
+            inp = _with_job(inputs, j.name, ethernet=True)
+            out.append(f"{j.name}: ethernet allowed -> " + rs.outcome(inp, build_candidates(inp)))
     return out
 
 
@@ -732,10 +778,11 @@ def explain_plan(
     whatif: list[str] = []
     if resolve:
         # variants are compared on what the optimizer minimizes: the present value
-        rs = _Resolver(float(res.objective or total), solver, limit, rel_gap)
+        rs = _Resolver(float(res.objective or total), solver, limit, rel_gap, res.gap or 0.0)
         used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
         whatif = _limit_whatifs(inputs, cands, rs)
         whatif += [_gpu_whatif(inputs, cands, g, used_gpus, rs) for g in inputs.gpus]
+        whatif += _capacity_whatifs(inputs, cands, m, rs)
     binding = binding_families(m)
     duals = [
         f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)

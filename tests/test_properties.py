@@ -4,9 +4,10 @@
    workload at utilization 1 or one training job, 0-2 offers, injected candidates) and the
    model's optimum must equal an exhaustive search written here without the model: every
    purchase schedule in a small range, each completed by hand at its cheapest (per month:
-   owned replicas 0..owned, the rest rented at the cheapest eligible offers by $ per req/s,
-   filling availability caps in that order; for training, owned hours where they are cheaper
-   than renting, the rest rented at the cheapest eligible offer).
+   owned replicas 0..owned, the rest in whole rented replicas, every count within the offers'
+   caps tried; for training that may split, owned hours where they are cheaper than renting,
+   the rest rented at the cheapest eligible offer; for a run kept in one place, all owned or
+   all rented).
 2. Metamorphic properties on real physics (small problems through ``load_problem_text``):
    a larger budget never costs more, more traffic never costs less, removing a GPU type never
    costs less, CBC and HiGHS agree within the gap, the same problem gives the same plan.
@@ -145,13 +146,24 @@ def _brute_serving(case) -> float | None:
     spec = {g["gid"]: g for g in case["gpus"]}
     rate = case["rates"]
     demand = [case["rps"] * (1 + case["growth"]) ** t for t in range(T)]
-    # rental: per GPU hour price; $ per req/s-hour = price / rate (tp = 1)
-    rent = sorted(
-        (
-            (o["price"] / rate[o["gid"]], o["cap"] * rate[o["gid"]] if o["cap"] else math.inf)
-            for o in case["offers"]
-        ),
-    )
+    # rental options: whole replicas (tp = 1) at the offer's price per hour, up to its cap
+    rent = [(o["price"], rate[o["gid"]], o["cap"]) for o in case["offers"]]
+
+    def rent_cost(left: float) -> float | None:
+        """Cheapest whole rented replicas giving ``left`` req/s (None: the caps forbid it)."""
+        if left <= 1e-9:
+            return 0.0
+        ranges = [
+            range(0, min(cap if cap else 10**6, math.ceil(left / mu - 1e-9)) + 1)
+            for _, mu, cap in rent
+        ]
+        best = None
+        for counts in itertools.product(*ranges):
+            if sum(c * mu for c, (_, mu, _) in zip(counts, rent, strict=True)) < left - 1e-9:
+                continue
+            cost = sum(c * p * H for c, (p, _, _) in zip(counts, rent, strict=True))
+            best = cost if best is None else min(best, cost)
+        return best
 
     def month_cost(t: int, own: tuple[int, ...]) -> float | None:
         best = None
@@ -162,14 +174,10 @@ def _brute_serving(case) -> float | None:
                 n * (spec[g]["tdp"] - spec[g]["idle"]) * e * H
                 for n, g in zip(ns, g_ids, strict=True)
             )
-            left = max(0.0, demand[t] - have)
-            cost = busy
-            for usd_per_rps_h, cap_rps in rent:
-                take = min(left, cap_rps)
-                cost += take * usd_per_rps_h * H
-                left -= take
-            if left > 1e-9:
+            rented = rent_cost(demand[t] - have)
+            if rented is None:
                 continue
+            cost = busy + rented
             best = cost if best is None else min(best, cost)
         return best
 
@@ -267,6 +275,8 @@ def training_case(draw):
                 cap=draw(st.sampled_from([None, None, 2, 8])),
             )
         )
+        if offers[-1]["cap"] is not None:  # a cap holds at least one instance (else bad input)
+            offers[-1]["cap"] = max(offers[-1]["cap"], offers[-1]["unit"])
     return dict(
         months=months,
         window=(a, b),
@@ -276,6 +286,7 @@ def training_case(draw):
         capex=draw(st.sampled_from([1e9, float(draw(st.integers(0, 8)) * 1000)])),
         power_price=draw(st.sampled_from([0.0, 0.2, 2.0])),
         hosting=draw(st.sampled_from([0.0, 30.0])),
+        providers=draw(st.sampled_from(["single", "split"])),
     )
 
 
@@ -298,7 +309,9 @@ def _build_training(case):
     ]
     a, b = case["window"]
     label = ["2027-01", "2027-02", "2027-03"]
-    job = train_job(start=label[a], deadline=label[b], spot={"allowed": False})
+    job = train_job(
+        start=label[a], deadline=label[b], spot={"allowed": False}, providers=case["providers"]
+    )
     inputs = problem(
         months=case["months"],
         capex=case["capex"],
@@ -351,14 +364,16 @@ def _brute_training(case) -> float | None:
             ]
             rent_rate = min(rent_rates, default=None)
             x = min(hours, owned_hours)
-            if rent_rate is None:
-                if owned_hours < hours - 1e-9:
-                    continue
-                cost = hours * own_rate
-            elif own_rate <= rent_rate:
-                cost = x * own_rate + (hours - x) * rent_rate
-            else:
-                cost = hours * rent_rate
+            options = []
+            if owned_hours >= hours - 1e-9:
+                options.append(hours * own_rate)  # all on owned GPUs
+            if rent_rate is not None:
+                options.append(hours * rent_rate)  # all rented
+                if case["providers"] == "split":
+                    options.append(x * own_rate + (hours - x) * rent_rate)
+            if not options:
+                continue
+            cost = min(options)
             job_best = cost if job_best is None else min(job_best, cost)
         if job_best is None:
             continue
@@ -404,8 +419,8 @@ def test_brute_force_agrees_with_a_hand_computed_case():
         power_cap=None,
         site=dict(power_price=0.0, pue=1.0, hosting=0.0, consumer_ok=False),
     )
-    # b GPUs bought: b * 1000 + (2.5 - b) * 1.0 * 730 * 2 for b <= 2; 3 GPUs: 3000
-    expected = min(b * 1000 + max(0.0, 2.5 - b) * 1460 for b in range(4))
+    # b GPUs bought: b * 1000 + ceil(2.5 - b) whole replicas x 1.0 x 730 x 2; 3 GPUs: 3000
+    expected = min(b * 1000 + max(0, math.ceil(2.5 - b)) * 1460 for b in range(4))
     assert _brute_serving(case) == pytest.approx(expected)
     inputs, cands = _build_serving(case)
     assert _solve(inputs, cands).objective == pytest.approx(expected)
