@@ -6,6 +6,8 @@ metamorphic relations on them.
 
 from __future__ import annotations
 
+import math
+
 import json
 from pathlib import Path
 
@@ -53,27 +55,26 @@ def growing(rps: float, growth: float) -> dict:
 # ------------------------------------------------------------------ discounting
 
 
-def _pv_buy_two(k2: int, rate: float, T: int, K: float, R: float, C: float, g: float) -> float:
-    """Present value of: own replica 1 from month 0 and replica 2 from month k2 (k2 = T: never),
-    renting the rest (continuous replicas at R per replica-month), C idle power per owned GPU
-    per month, demand 1.0 x (1 + g)^t replicas."""
-    pv = K
+def _pv_schedule(k1: int, k2: int, rate: float, T: int, K: float, R: float, C: float, g: float) -> float:
+    """Present value of: own replica 1 from month k1 and replica 2 from month k2 (T: never),
+    renting the rest in whole replicas at R per replica-month, C idle power per owned GPU
+    per month, demand 1.0 x (1 + g)^t req/s at 1 req/s per replica."""
+    pv = 0.0
     for t in range(T):
         d = discount_factor(rate, t)
-        owned = 1 + (t >= k2)
-        rented = max(0.0, (1 + g) ** t - owned)
-        pv += d * (R * rented + C * owned)
-        if t == k2:
-            pv += d * K
+        owned = (t >= k1) + (t >= k2)
+        rented = max(0, math.ceil((1 + g) ** t - owned - 1e-9))
+        pv += d * (R * rented + C * owned + K * ((t == k1) + (t == k2)))
     return pv
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.5])
 def test_discounting_moves_a_purchase_later(rate):
-    """Demand grows 8 %/month from one replica. Undiscounted, the second GPU is bought as soon
-    as it saves anything (month 1); at 50 %/year, deferring its $10,000 saves ~$332 a month,
-    more than it saves in rent until month 2. The optimum matches enumeration of its month."""
-    T, K, p, g = 12, 10_000.0, 3.0, 0.08
+    """Demand grows 2 %/month from one replica, so from month 1 a whole second replica is
+    rented at $219 a month unless a second $2,000 GPU is owned. Undiscounted that GPU pays
+    (11 x $219 > $2,000): bought in month 1; at 50 %/year its rent saved is worth less than
+    its price, so it is never bought. The optimum matches enumeration of both purchases."""
+    T, K, p, g = 12, 2_000.0, 0.3, 0.02
     idle_w, price = 100.0, 0.1
     inputs = problem(
         months=T,
@@ -85,13 +86,15 @@ def test_discounting_moves_a_purchase_later(rate):
     )
     res, plan = solve(inputs, {"chat": [("g1", 1, 1.0)]})
     C = idle_w * H / 1000 * price
-    best = min(range(1, T + 1), key=lambda k: _pv_buy_two(k, rate, T, K, p * H, C, g))
-    assert best == (1 if rate == 0 else 2)  # the hand analysis in the docstring
-    assert [(x.month, x.count) for x in plan.purchases] == [
-        ("2027-01", 1),
-        (plan.months[best], 1),
-    ]
-    assert res.objective == pytest.approx(_pv_buy_two(best, rate, T, K, p * H, C, g), rel=1e-6)
+    pv, k1, k2 = min(
+        (_pv_schedule(a, b, rate, T, K, p * H, C, g), a, b)
+        for a in range(T + 1)
+        for b in range(a, T + 1)
+    )
+    assert (k1, k2) == ((0, 1) if rate == 0 else (0, T))  # the hand analysis in the docstring
+    bought = [(plan.months[k], 1) for k in (k1, k2) if k < T]
+    assert [(x.month, x.count) for x in plan.purchases] == bought
+    assert res.objective == pytest.approx(pv, rel=1e-6)
     assert plan.totals.npv_usd == pytest.approx(res.objective, rel=1e-9)
 
 

@@ -189,7 +189,7 @@ def test_fractional_owned_replicas(solved):
     bad.serve_allocations[i] = bad.serve_allocations[i].model_copy(
         update={"replicas": bad.serve_allocations[i].replicas + 0.5}
     )
-    assert _has(verify_plan(inputs, bad), "owned replicas is not a whole number")
+    assert _has(verify_plan(inputs, bad), "replicas is not a whole number")
 
 
 def test_inflated_replica_rate(solved):
