@@ -531,12 +531,14 @@ def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
     value in the solved MILP, for the constraint families of :data:`DUAL_FAMILIES`; sorted by
     |dual|, at most ``top``, and within a family one constraint per distinct dual value. The
     dual is the change of the total cost per unit of the constraint's right-hand side
-    (purchases, replica counts and job choices held fixed). Mutates ``m``: its integer
-    variables become continuous, fixed at their values."""
+    (purchases, owned replica counts and job choices held fixed; rented replicas free and
+    fractional, so a demand's dual is the marginal rent per req/s). Mutates ``m``: its integer
+    variables become continuous, fixed at their values, except rented replicas, only relaxed."""
+    rented = {id(v) for v in m.q.values()}
     for v in m.prob.variables():
         if v.cat == pulp.LpInteger:
-            val = round(v.varValue or 0.0)
-            v.lowBound = v.upBound = val
+            if id(v) not in rented:
+                v.lowBound = v.upBound = round(v.varValue or 0.0)
             v.cat = pulp.LpContinuous
     m.prob.solve(pulp.PULP_CBC_CMD(msg=False))
     if m.prob.status != pulp.LpStatusOptimal:

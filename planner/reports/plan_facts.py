@@ -130,9 +130,38 @@ def rent_sentences(plan: Plan) -> list[str]:
         n = max(peak.get((workload, g.gpu), 0.0), g.most_in_a_month / plan.hours_per_month)
         how = "at peak hours" if kinds.get(workload) == "serve" else "for the run"
         out.append(
-            f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}) "
+            f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}"
+            f"{_fabric_text(plan, workload, offer)}) "
             f"{how} of {workload} in {_span(g.months)}: {g.hours:,.0f} GPU-h at "
             f"{rate_text(g.rate)}/GPU-h = {_usd(g.usd)}."
+        )
+    return out
+
+
+def _fabric_text(plan: Plan, workload: str, offer: str) -> str:
+    """``, InfiniBand 400 Gb/s per GPU`` for a training run's offer with a stated fabric."""
+    w = next((x for x in plan.workloads if x.name == workload and x.kind == "train"), None)
+    info = (w.config.get("offers") or {}).get(offer) if w is not None else None
+    if not info or not info.get("fabric"):
+        return ""
+    gbps = info.get("gbps_per_gpu")
+    return f", {info['fabric']}" + (f" {gbps:g} Gb/s per GPU" if gbps else "")
+
+
+def headroom_sentences(plan: Plan) -> list[str]:
+    """Per serving workload: the headroom and spare replicas its fleet is sized with."""
+    out = []
+    for w in plan.workloads:
+        if w.kind != "serve" or "max_load" not in w.config:
+            continue
+        spare = int(w.config.get("redundancy", 0))
+        out.append(
+            f"{w.name} is sized to run at most {w.config['max_load']:.0%} of its p95 capacity "
+            f"at peak, with {_plural(spare, 'spare replica')} (the p95 holds with "
+            f"{'that many' if spare != 1 else 'one'} of the fastest replicas down)."
+            if spare
+            else f"{w.name} is sized to run at most {w.config['max_load']:.0%} of its p95 "
+            "capacity at peak, with no spare replica (redundancy: 0)."
         )
     return out
 
@@ -150,6 +179,7 @@ def decision_sentences(plan: Plan) -> list[str]:
     lines = buy_sentences(plan) or ["Buy nothing: every GPU-hour is rented."]
     lines += reserve_sentences(plan)
     lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
+    lines += headroom_sentences(plan)
     lines.append(total_sentence(plan))
     return lines
 
