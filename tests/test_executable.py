@@ -382,3 +382,83 @@ def test_all_combinations_of_spot_and_fabric_are_results_not_crashes():
 
 def test_infeasible_error_type_is_exported():
     assert issubclass(InfeasibleError, Exception)
+
+
+# ---------------------------------------------------------------- explain: capacity
+
+CAPPED = """
+name: capped chat
+horizon: {start: 2027-01, months: 2}
+budget: {capex_usd: 0}
+site: {power_usd_per_kwh: 0.12}
+gpus: [l4]
+offers:
+  files: []
+  extra:
+    - {id: cheap-l4, provider: cheap, gpu: l4, kind: on_demand, usd_per_gpu_hour: 0.5,
+       gpus_per_instance: 8, max_gpus: 8, source: test, as_of: 2026-11}
+    - {id: dear-l4, provider: dear, gpu: l4, kind: on_demand, usd_per_gpu_hour: 0.9,
+       gpus_per_instance: 8, source: test, as_of: 2026-11}
+workloads:
+  serve:
+    - name: chat
+      model: llama-2-7b
+      start: 2027-01
+      traffic: {daily_active_users: 40000, requests_per_user_per_day: 20, utilization: 0.5}
+      tokens: {prompt: 500, output: 250}
+      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
+"""
+
+
+def test_explain_names_a_binding_cap_and_what_relaxing_it_saves():
+    from planner.diagnose import explain_plan
+    from planner.problem import load_problem_text
+
+    ex = explain_plan(load_problem_text(CAPPED, "capped.yaml"))
+    line = next(x for x in ex.whatif if x.startswith("cheap-l4 max_gpus 8 -> 16 (binding)"))
+    assert "(-$" in line  # twice the cheap capacity saves money
+
+
+def test_shipped_offers_get_fabrics_from_the_catalog_and_never_a_guess():
+    from planner.catalog import CATALOG_DIR, load_offers
+
+    offers = load_offers(CATALOG_DIR / "offers.yaml")
+    p5 = [o for o in offers.values() if o.instance_type == "p5.48xlarge"]
+    assert p5 and all(o.fabric == "efa" and o.fabric_gbps_per_gpu == 400 for o in p5)
+    assert all("fabric:" in o.source for o in p5)  # the fabric's source travels with the offer
+    cudo = [o for o in offers.values() if o.provider == "cudo"]
+    assert cudo and all(o.fabric is None and not o.multi_node for o in cudo)
+
+
+def test_cluster_products_are_training_only():
+    from planner.candidates import serve_rental_pairs
+    from planner.catalog import CATALOG_DIR, load_offers
+
+    offers = load_offers(CATALOG_DIR / "offers-manual.yaml")
+    blocks = [o for o in offers.values() if o.cluster]
+    assert blocks and all(o.multi_node and o.min_term_days for o in blocks)
+    from types import SimpleNamespace
+
+    c = SimpleNamespace(gpu="h100-sxm", tp=8, rate_rps=10.0, key="h100-sxm_tp8")
+    assert not any(o.cluster for _, o in serve_rental_pairs([c], offers.values(), True))
+
+
+@pytest.mark.parametrize("hours,expected_offer", [(100.0, "b-g1"), (300.0, "a-block")])
+def test_a_minimum_term_is_used_only_by_a_run_that_long(hours, expected_offer):
+    """A cheap 16-GPU block with a 10-day (240 h) minimum term: a 100-hour run rents the dearer
+    on-demand offer, a 300-hour run the block."""
+    block = fabric_offer(
+        "a-block", 1.0, "infiniband", cluster=True, min_gpus=16, max_gpus=64, min_term_days=10
+    )
+    inputs = problem(
+        months=1,
+        capex=1000,
+        gpus=[gpu(price=EXPENSIVE)],
+        offers=[block, fabric_offer("b-g1", 2.0, "infiniband")],
+        train=[train_job()],
+    )
+    m, res = solve(inputs, candidates(inputs, train={"job": [("g1", 16, hours)]}))
+    plan = extract_plan(m, res)
+    assert {a.source for a in plan.train_allocations} == {expected_offer}
+    price = 1.0 if expected_offer == "a-block" else 2.0
+    assert res.objective == pytest.approx(16 * hours * price)
