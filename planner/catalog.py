@@ -346,7 +346,11 @@ class Offer(Strict):
                 f"max_gpus {self.max_gpus} is below gpus_per_instance {self.gpus_per_instance}: "
                 "not even one instance could be rented; raise max_gpus or drop it"
             )
-        if self.min_gpus is not None and self.max_gpus is not None and self.min_gpus > self.max_gpus:
+        if (
+            self.min_gpus is not None
+            and self.max_gpus is not None
+            and self.min_gpus > self.max_gpus
+        ):
             raise ValueError(f"min_gpus {self.min_gpus} is above max_gpus {self.max_gpus}")
         self._check_fabric()
         return self

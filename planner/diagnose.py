@@ -280,7 +280,12 @@ def fabric_notes(inputs: Inputs, cands: Candidates) -> list[str]:
     specs = {j.name: j for j in inputs.problem.workloads.train}
     for job, cl in cands.train.items():
         j, multi = specs[job], [c for c in cl if c.gpus > 8]
-        if not multi or not cl or any(c.fabric_hours for c in multi) or any(c.gpus <= 8 for c in cl):
+        if (
+            not multi
+            or not cl
+            or any(c.fabric_hours for c in multi)
+            or any(c.gpus <= 8 for c in cl)
+        ):
             continue
         gpus = sorted({c.gpu for c in multi})
         offers = [o for o in inputs.offers.values() if o.gpu in gpus and o.kind != "reserved"]
@@ -692,7 +697,11 @@ def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
             continue
         prefix = nid("availability", oid) + "_"
         for name, c in m.prob.constraints.items():
-            if name.startswith(prefix) and c.value() is not None and abs(c.value()) <= tol * max(1, o.max_gpus):
+            if (
+                name.startswith(prefix)
+                and c.value() is not None
+                and abs(c.value()) <= tol * max(1, o.max_gpus)
+            ):
                 out.append(oid)
                 break
     return out
@@ -717,7 +726,9 @@ def _capacity_whatifs(
         inp = dataclasses.replace(inputs, offers={**inputs.offers, oid: bigger})
         c = copy.copy(cands)
         c.offers = {**cands.offers, oid: bigger}
-        out.append(f"{oid} max_gpus {o.max_gpus} -> {bigger.max_gpus} (binding) -> " + rs.outcome(inp, c))
+        out.append(
+            f"{oid} max_gpus {o.max_gpus} -> {bigger.max_gpus} (binding) -> " + rs.outcome(inp, c)
+        )
     for j in inputs.problem.workloads.train:
         if j.providers == "single":
             inp = _with_job(inputs, j.name, providers="split")

@@ -812,7 +812,11 @@ def _train_place(ctx: _Context, training: _Training, job: TrainJob) -> dict[str,
             continue
         o = ctx.cands.offers[a.source]
         places.add(o.provider)
-        offers[o.id] = {"provider": o.provider, "fabric": o.fabric, "gbps_per_gpu": o.fabric_gbps_per_gpu}
+        offers[o.id] = {
+            "provider": o.provider,
+            "fabric": o.fabric,
+            "gbps_per_gpu": o.fabric_gbps_per_gpu,
+        }
     return {
         "providers": sorted(places),
         "offers": offers,

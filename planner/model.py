@@ -115,10 +115,12 @@ from planner.candidates import (
     Candidates,
     ServeCandidate,
     TrainCandidate,
-    offer_restricted as restricted,
     progress_per_wall_hour,
     rental_gpus,
     serve_rental_pairs,
+)
+from planner.candidates import (
+    offer_restricted as restricted,
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
@@ -463,7 +465,12 @@ def add_training_constraints(m: PlannerModel) -> None:
             where[OWNED].extend((z, 1.0) for z in owned)
             rented, progress, spot, monthly = _add_rented_training(m, spec, c, where)
             own_terms = [(z, 1.0) for z in owned]
-            m.add([*own_terms, *progress, (y, -c.wall_hours)], EQ, 0, nid("train_progress", job, c.key))
+            m.add(
+                [*own_terms, *progress, (y, -c.wall_hours)],
+                EQ,
+                0,
+                nid("train_progress", job, c.key),
+            )
             m.add(
                 [*own_terms, *rented, (y, -m.cands.window_hours[job])],
                 LE,
@@ -496,7 +503,9 @@ def _add_owned_training(m: PlannerModel, job: str, c: TrainCandidate) -> list[pu
         a = m.var(nid("a", job, c.key, months[t]), 0, 1, pulp.LpInteger)
         m.a[(job, c.key, t)] = a
         m.add([(a, 1), (y, -1)], LE, 0, nid("train_use", job, c.key, months[t]))
-        m.add([(a, c.gpus), *_minus_own(m, c.gpu, t)], LE, 0, nid("train_gpus", job, c.key, months[t]))
+        m.add(
+            [(a, c.gpus), *_minus_own(m, c.gpu, t)], LE, 0, nid("train_gpus", job, c.key, months[t])
+        )
         for s, sl in enumerate(m.cands.slices):
             z = m.var(nid("z", job, c.key, months[t], sl.name), 0, sl.hours_per_month)
             m.z[(job, c.key, t, s)] = z
@@ -542,7 +551,9 @@ def _add_rented_training(
             m.train_use[(job, c.key, o.id)] = u
             m.add([*mine, (u, -window_h)], LE, 0, nid("train_offer_use", job, c.key, o.id))
             if o.min_term_hours > 0:
-                m.add([*mine, (u, -o.min_term_hours)], GE, 0, nid("train_min_term", job, c.key, o.id))
+                m.add(
+                    [*mine, (u, -o.min_term_hours)], GE, 0, nid("train_min_term", job, c.key, o.id)
+                )
     return rented, progress, spot, monthly
 
 

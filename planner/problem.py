@@ -17,9 +17,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from planner.catalog import (
     CATALOG_DIR,
     GPU_RANGES,
+    Fabric,
     GpuSpec,
     ModelArch,
-    Fabric,
     Offer,
     Sourced,
     SourcedRange,

@@ -259,7 +259,12 @@ def candidates(
         c.window_hours[j.name] = len(c.window[j.name]) * HOURS_PER_MONTH
         c.train[j.name] = [
             TrainCandidate(
-                j.name, g, k, h, fake_estimate(h, k), _same_speed(inputs, j, g, h)  # type: ignore[arg-type]
+                j.name,
+                g,
+                k,
+                h,
+                fake_estimate(h, k),
+                _same_speed(inputs, j, g, h),  # type: ignore[arg-type]
             )
             for g, k, h in (train or {}).get(j.name, [])
         ]

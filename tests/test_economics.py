@@ -6,9 +6,8 @@ metamorphic relations on them.
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -55,7 +54,9 @@ def growing(rps: float, growth: float) -> dict:
 # ------------------------------------------------------------------ discounting
 
 
-def _pv_schedule(k1: int, k2: int, rate: float, T: int, K: float, R: float, C: float, g: float) -> float:
+def _pv_schedule(
+    k1: int, k2: int, rate: float, T: int, K: float, R: float, C: float, g: float
+) -> float:
     """Present value of: own replica 1 from month k1 and replica 2 from month k2 (T: never),
     renting the rest in whole replicas at R per replica-month, C idle power per owned GPU
     per month, demand 1.0 x (1 + g)^t req/s at 1 req/s per replica."""

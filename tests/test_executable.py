@@ -10,12 +10,12 @@ import random
 import pytest
 from pydantic import ValidationError
 
+from planner.demand import HOURS_PER_MONTH as H
 from planner.errors import InfeasibleError, InputError
 from planner.extract import extract_plan
 from planner.model import build_model
 from planner.solve import solve_model
 from planner.verify import verify_plan
-from planner.demand import HOURS_PER_MONTH as H
 from tests.factories import candidates, gpu, offer, problem, serve_workload, train_job
 
 EXPENSIVE = 1e7  # a purchase price (the catalog maximum) that keeps the optimum renting
@@ -88,9 +88,9 @@ def test_ethernet_is_an_opt_in(fabric):
 def test_slow_fabric_costs_more_hours_in_the_physics():
     """The same 64-GPU job predicts more wall hours over Ethernet than over InfiniBand."""
     from planner.candidates import fabric_gbs
+    from planner.catalog import load_gpus, load_models
     from planner.physics.calibration_values import default_calibration
     from planner.physics.train import estimate_train, with_inter_node_gbs
-    from planner.catalog import load_gpus, load_models
 
     cal = default_calibration()
     h100, model = load_gpus()["h100-sxm"], load_models()["llama-2-13b"]
@@ -145,10 +145,23 @@ def test_caps_shared_by_training_and_serving_match_brute_force(seed):
     cheap, dear = 1.0, rnd.uniform(1.2, 3.0)
     with_job = rnd.random() < 0.7
     offers = [
-        offer("a-g1", "g1", cheap, gpus_per_instance=8, max_gpus=cap, fabric="infiniband",
-              fabric_gbps_per_gpu=400.0),
-        offer("a-g1-big", "g1", dear, gpus_per_instance=8, fabric="infiniband",
-              fabric_gbps_per_gpu=400.0),
+        offer(
+            "a-g1",
+            "g1",
+            cheap,
+            gpus_per_instance=8,
+            max_gpus=cap,
+            fabric="infiniband",
+            fabric_gbps_per_gpu=400.0,
+        ),
+        offer(
+            "a-g1-big",
+            "g1",
+            dear,
+            gpus_per_instance=8,
+            fabric="infiniband",
+            fabric_gbps_per_gpu=400.0,
+        ),
     ]
     inputs = problem(
         months=1,
@@ -176,7 +189,8 @@ def test_caps_shared_by_training_and_serving_match_brute_force(seed):
     for month in {a.month for a in plan.serve_allocations}:
         for sl in {a.slice for a in plan.serve_allocations}:
             on_cap = sum(
-                a.replicas for a in plan.serve_allocations
+                a.replicas
+                for a in plan.serve_allocations
                 if a.source == "a-g1" and (a.month, a.slice) == (month, sl)
             )
             block = k if any(a.source == "a-g1" for a in plan.train_allocations) else 0
@@ -222,7 +236,9 @@ def test_a_service_loses_its_fastest_replica_and_still_meets_its_p95(seed):
     cells: dict = {}
     for a in plan.serve_allocations:
         assert a.replicas == round(a.replicas)
-        cells.setdefault((a.month, a.slice), []).extend([a.rate_rps_per_replica] * round(a.replicas))
+        cells.setdefault((a.month, a.slice), []).extend(
+            [a.rate_rps_per_replica] * round(a.replicas)
+        )
     for (month, sl), reps in cells.items():
         demand = next(
             a.demand_rps for a in plan.serve_allocations if (a.month, a.slice) == (month, sl)
@@ -232,10 +248,15 @@ def test_a_service_loses_its_fastest_replica_and_still_meets_its_p95(seed):
     inputs0 = problem(
         months=2,
         gpus=[gpu("g1", price=EXPENSIVE), gpu("g2", price=EXPENSIVE)],
-        offers=[offer("c-g1", "g1", 1.0), offer("c-g2", "g2", inputs.offers["c-g2"].usd_per_gpu_hour)],
+        offers=[
+            offer("c-g1", "g1", 1.0),
+            offer("c-g2", "g2", inputs.offers["c-g2"].usd_per_gpu_hour),
+        ],
         serve=[{**w, "redundancy": 0}],
     )
-    _, res0 = solve(inputs0, candidates(inputs0, serve={"chat": [("g1", 1, rates[0]), ("g2", 1, rates[1])]}))
+    _, res0 = solve(
+        inputs0, candidates(inputs0, serve={"chat": [("g1", 1, rates[0]), ("g2", 1, rates[1])]})
+    )
     assert res0.objective <= res.objective + 1e-6
 
 

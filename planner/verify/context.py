@@ -25,8 +25,8 @@ from planner.demand import (
     peak_request_rate,
 )
 from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
-from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.calibration_values import default_calibration
+from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
