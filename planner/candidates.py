@@ -273,7 +273,7 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
     keep: dict[str, Offer] = {}
     groups: dict[tuple, list[Offer]] = {}
     for o in offers.values():
-        if o.kind == "reserved":
+        if o.kind == "reserved" or o.committed:
             keep[o.id] = o
         else:
             key = (o.gpu, o.kind, o.gpus_per_instance, o.provider, o.fabric, o.fabric_gbps_per_gpu)
@@ -288,8 +288,31 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
 
 
 def offer_restricted(o: Offer) -> bool:
-    """An offer whose use is limited beyond its price: a cap, a minimum term or block."""
-    return o.max_gpus is not None or bool(o.min_term_days) or bool(o.min_gpus)
+    """An offer whose use is limited beyond its price: a cap, a minimum term or block, a
+    contract's term."""
+    return (
+        o.max_gpus is not None
+        or bool(o.min_term_days)
+        or bool(o.min_gpus)
+        or o.available_from is not None
+        or o.available_until is not None
+    )
+
+
+def offer_months(o: Offer, horizon_start: str, months: int) -> range:
+    """Month indexes of the horizon in which the offer can be rented (a contract's term).
+
+    >>> from types import SimpleNamespace as NS
+    >>> offer_months(NS(available_from="2026-11", available_until="2027-02"), "2027-01", 12)
+    range(0, 2)
+    """
+    a = 0 if o.available_from is None else max(0, month_index(horizon_start, o.available_from))
+    b = (
+        months - 1
+        if o.available_until is None
+        else min(months - 1, month_index(horizon_start, o.available_until))
+    )
+    return range(a, b + 1)
 
 
 def serve_rental_pairs(
@@ -312,7 +335,7 @@ def serve_rental_pairs(
     >>> from types import SimpleNamespace as NS
     >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
     >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
-    ...                                    gpus_per_instance=u, max_gpus=cap, cluster=False)
+    ...     marginal_usd_per_gpu_hour=p, gpus_per_instance=u, max_gpus=cap, cluster=False)
     >>> pairs = lambda cs, os: [(c.key, o.id) for c, o in serve_rental_pairs(cs, os, False)]
     >>> pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)])
     [('g_tp1', 'c'), ('g_tp1', 'd'), ('g_tp1', 'a'), ('g_tp2', 'd'), ('g_tp2', 'b')]
@@ -327,20 +350,24 @@ def serve_rental_pairs(
             continue
         eligible = [o for o in offers if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
         plain = sorted(
-            (o for o in eligible if o.kind != "reserved"), key=lambda o: (o.usd_per_gpu_hour, o.id)
+            (o for o in eligible if o.kind != "reserved"),
+            key=lambda o: (o.marginal_usd_per_gpu_hour, o.id),
         )
         uncapped = next((o for o in plain if o.max_gpus is None), None)
         for o in plain:
             if o is uncapped or (
                 o.max_gpus is not None
-                and (uncapped is None or o.usd_per_gpu_hour < uncapped.usd_per_gpu_hour)
+                and (
+                    uncapped is None
+                    or o.marginal_usd_per_gpu_hour < uncapped.marginal_usd_per_gpu_hour
+                )
             ):
                 kept.append((c, o))
         kept.extend((c, o) for o in sorted(eligible, key=lambda o: o.id) if o.kind == "reserved")
 
     def rank(i: int) -> tuple[float, float, bool, int]:
         c, o = kept[i]
-        return (c.rate_rps, o.usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
+        return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
 
     leaders = [
         rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None

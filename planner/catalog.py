@@ -334,6 +334,11 @@ class Offer(Strict):
     min_term_days: float | None = Field(
         None, gt=0, le=3660, description="shortest rental paid for, days (cluster products)"
     )
+    # A contract signed before the plan (fleet.contracts): paid whatever the plan does, so its
+    # capacity costs nothing at the margin, and only inside its term (YYYY-MM, inclusive).
+    committed: bool = False
+    available_from: str | None = None
+    available_until: str | None = None
     source: str
     as_of: str
 
@@ -383,6 +388,11 @@ class Offer(Strict):
     @property
     def min_term_hours(self) -> float:
         return 24.0 * (self.min_term_days or 0.0)
+
+    @property
+    def marginal_usd_per_gpu_hour(self) -> float:
+        """What one more GPU-hour costs: the price, or 0 on a contract already paid for."""
+        return 0.0 if self.committed else self.usd_per_gpu_hour
 
 
 class FabricEntry(Strict):

@@ -120,11 +120,12 @@ from planner.candidates import (
     serve_rental_pairs,
 )
 from planner.candidates import (
+    offer_months,
     offer_restricted as restricted,
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
-from planner.problem import Inputs, TrainJob
+from planner.problem import Inputs, TrainJob, month_index
 
 LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -190,6 +191,9 @@ class PlannerModel:
     train_use: dict[tuple[str, str, str], pulp.LpVariable] = field(default_factory=dict)
     loc: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     largest: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
+    existing: dict[tuple[str, int], int] = field(default_factory=dict)  # cards before sales
+    sell: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)  # (entry, t)
+    sold: dict[tuple[str, int], dict] = field(default_factory=dict)  # cards sold by month t
     on: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
     cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # nominal
     pv_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # present value
@@ -257,7 +261,8 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[tuple[Offer, float]
         if f is None:
             continue
         group = (o.provider if job.providers == "single" else "", o.kind)
-        groups[group].append((o.usd_per_gpu_hour * rental_gpus(c.gpus, o) / f, o.id, o, f))
+        price = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o) / f
+        groups[group].append((price, o.id, o, f))
     out = []
     for _, rows in sorted(groups.items()):
         rows.sort(key=lambda row: row[:2])
@@ -419,6 +424,53 @@ def add_purchase_variables(m: PlannerModel) -> None:
             m.own[(g, t)] = pulp.LpAffineExpression(owned)
 
 
+def existing_start(m: PlannerModel, i: int) -> int:
+    """Month index from which ``fleet.owned[i]`` is in service (0: before the horizon)."""
+    o = m.inputs.problem.fleet.owned[i]
+    return 0 if o.arrives is None else month_index(m.inputs.problem.horizon.start, o.arrives)
+
+
+def existing_age(m: PlannerModel, i: int, t: int) -> int:
+    """Age in months of ``fleet.owned[i]`` at the start of month t (from bought or arrival)."""
+    o = m.inputs.problem.fleet.owned[i]
+    start = m.inputs.problem.horizon.start
+    if o.bought is not None:
+        return month_index(o.bought, start) + t
+    return t - month_index(start, o.arrives or start)
+
+
+def add_existing_fleet(m: PlannerModel) -> None:
+    """GPUs owned before the plan (``fleet.owned``): cards in service from their month, no
+    capex; where ``sell: allowed``, integer ``sell[i,t]`` nodes sold at the start of month t.
+
+    The fleet of type g in month t is ``own[g,t] + E[g,t] - sum_i sum_{tau<=t} n_g sell[i,tau]``
+    with ``E`` the existing cards in service (a constant on the right-hand side of capacity
+    and train_gpus).
+    """
+    T = len(m.cands.months)
+    for i, o in enumerate(m.inputs.problem.fleet.owned):
+        if o.gpu not in m.inputs.gpus:
+            continue
+        gpu, t0 = m.inputs.gpus[o.gpu], existing_start(m, i)
+        m.ownable[o.gpu] = True  # existing cards can serve and train
+        for t in range(t0, T):
+            m.existing[(o.gpu, t)] = m.existing.get((o.gpu, t), 0) + o.count
+        if o.sell != "allowed":
+            continue
+        unit = gpu.node_gpus
+        sold: dict[pulp.LpVariable, float] = {}
+        sells = []
+        for t in range(t0, T):
+            v = m.var(nid("sell", o.gpu, i + 1, m.cands.months[t]), 0, o.count // unit, pulp.LpInteger)
+            m.sell[(i, t)] = v
+            sells.append((v, 1.0))
+            sold[v] = float(unit)
+            acc = m.sold.setdefault((o.gpu, t), {})
+            for x, c in sold.items():
+                acc[x] = acc.get(x, 0.0) + c
+        m.add(sells, LE, o.count // unit, nid("sell_at_most", o.gpu, i + 1))
+
+
 def add_server_constraints(m: PlannerModel) -> None:
     """server_slots: cards owned <= slots x servers owned; server_used: servers owned <= cards
     owned (partial-fill servers only). An empty server is never needed: buying it with its
@@ -445,7 +497,17 @@ def add_server_constraints(m: PlannerModel) -> None:
 
 
 def _minus_own(m: PlannerModel, g: str, t: int) -> list[tuple[pulp.LpVariable, float]]:
-    return [(v, -coef) for v, coef in m.own[(g, t)].items()]
+    """``-(cards bought so far) + (existing cards sold so far)``: with the existing cards in
+    service (:func:`existing_in_service`) on the right-hand side, the fleet in month t."""
+    terms = {v: -coef for v, coef in m.own[(g, t)].items()}
+    for v, coef in m.sold.get((g, t), {}).items():
+        terms[v] = terms.get(v, 0.0) + coef
+    return list(terms.items())
+
+
+def existing_in_service(m: PlannerModel, g: str, t: int) -> int:
+    """Cards of ``fleet.owned`` of type g in service in month t before any sale."""
+    return m.existing.get((g, t), 0)
 
 
 def add_training_constraints(m: PlannerModel) -> None:
@@ -504,7 +566,10 @@ def _add_owned_training(m: PlannerModel, job: str, c: TrainCandidate) -> list[pu
         m.a[(job, c.key, t)] = a
         m.add([(a, 1), (y, -1)], LE, 0, nid("train_use", job, c.key, months[t]))
         m.add(
-            [(a, c.gpus), *_minus_own(m, c.gpu, t)], LE, 0, nid("train_gpus", job, c.key, months[t])
+            [(a, c.gpus), *_minus_own(m, c.gpu, t)],
+            LE,
+            existing_in_service(m, c.gpu, t),
+            nid("train_gpus", job, c.key, months[t]),
         )
         for s, sl in enumerate(m.cands.slices):
             z = m.var(nid("z", job, c.key, months[t], sl.name), 0, sl.hours_per_month)
@@ -536,7 +601,10 @@ def _add_rented_training(
     monthly: dict[int, list] = defaultdict(list)
     for o, f in train_offers(m, c):
         mine = []
+        term = _offer_months(m, o)
         for t in m.cands.window[job]:
+            if t not in term:
+                continue
             r = m.var(nid("r", job, c.key, o.id, months[t]), 0, HOURS_PER_MONTH)
             m.r[(job, c.key, o.id, t)] = r
             mine.append((r, 1.0))
@@ -630,6 +698,8 @@ def add_serving_constraints(m: PlannerModel) -> None:
                 ts = when[(t, s)]
                 terms = []
                 for c, o, name in options:
+                    if o is not None and t not in _offer_months(m, o):
+                        continue
                     up = max(1 + R, math.ceil((need + R * mu_max) / c.rate_rps * (1 + 1e-9)))
                     x = m.var(f"{name}_{ts}", 0, up, _replica_category(o, exact))
                     if o is None:
@@ -659,6 +729,11 @@ def _rental_cells(m: PlannerModel) -> int:
         * per_month
         for w, cands in m.cands.serve.items()
     )
+
+
+def _offer_months(m: PlannerModel, o: Offer) -> range:
+    p = m.inputs.problem
+    return offer_months(o, p.horizon.start, len(m.cands.months))
 
 
 def _replica_category(o: Offer | None, exact: bool) -> str:
@@ -732,7 +807,7 @@ def add_capacity_constraints(m: PlannerModel) -> None:
                     m.add(
                         [*terms, *_minus_own(m, g, t)],
                         LE,
-                        0,
+                        existing_in_service(m, g, t),
                         nid("capacity", g, m.cands.months[t], sl.name),
                     )
                     busy.extend((v, coef * sl.hours_per_month) for v, coef in terms)
@@ -807,7 +882,13 @@ def add_site_constraints(m: PlannerModel) -> None:
                 kw[m.buy[(g, t)]] += gpu.host_w * site.pue / 1000
                 for x, n in m.cards[(g, t)].items():
                     kw[x] += n * gpu.tdp_w.value * site.pue / 1000
-            m.add(dict(kw), LE, site.power_cap_kw, nid("power_cap", m.cands.months[t]))
+            terms, existing_kw = dict(kw), 0.0
+            for g, gpu in m.inputs.gpus.items():  # existing cards draw too, until sold
+                per_card = (gpu.tdp_w.value + gpu.host_w / max(gpu.slots, 1)) * site.pue / 1000
+                existing_kw += existing_in_service(m, g, t) * per_card
+                for x, n in m.sold.get((g, t), {}).items():
+                    terms[x] = terms.get(x, 0.0) - n * per_card
+            m.add(terms, LE, site.power_cap_kw - existing_kw, nid("power_cap", m.cands.months[t]))
     if not site.consumer_gpus_allowed:
         for g, gpu in m.inputs.gpus.items():
             if gpu.consumer:
@@ -901,14 +982,14 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
     for (job, key, oid, t), v in m.r.items():
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
-        usd = o.usd_per_gpu_hour * rental_gpus(c.gpus, o)
+        usd = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o)
         nominal.append((v, usd))
         pv.append((v, usd * economics.discount_factor(r, t)))
     index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
     for (w, key, oid, t, s), q in m.q.items():
         o = m.cands.offers[oid]
         if o.kind != "reserved":
-            usd = o.usd_per_gpu_hour * index[(w, key)].tp * slices[s].hours_per_month
+            usd = o.marginal_usd_per_gpu_hour * index[(w, key)].tp * slices[s].hours_per_month
             nominal.append((q, usd))
             pv.append((q, usd * economics.discount_factor(r, t)))
     for (oid, t0), v in m.res.items():
@@ -920,39 +1001,103 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
     return nominal, pv
 
 
+def existing_month_costs(m: PlannerModel, gpu: GpuSpec) -> tuple[float, float]:
+    """(power, hosting) USD per existing card per month in service: idle watts of the card
+    and its share of the host (``host_w / slots``) at the site's power price and PUE; the
+    per-GPU fee plus colocation on its TDP and host share (busy power is in ``busy``)."""
+    site, fin = m.inputs.problem.site, m.inputs.finance
+    e = site.power_usd_per_kwh * site.pue / 1000.0
+    host_share = gpu.host_w / max(gpu.slots, 1)
+    power = (gpu.idle_w.value + host_share) * HOURS_PER_MONTH * e
+    colo = fin.colo_usd_per_kw_month / 1000.0 * (gpu.tdp_w.value + host_share)
+    return power, site.hosting_usd_per_gpu_month + colo
+
+
+def _existing_cost_terms(m: PlannerModel) -> dict[str, pulp.LpAffineExpression]:
+    """Nominal and present-value terms of ``fleet``: power and hosting of existing cards in
+    service (a constant, less what each sale saves), sale proceeds (negative: the card's
+    resale share at its age x its catalog price), their residual value at the horizon end,
+    and contracts' committed cost (a constant)."""
+    T, fin = len(m.cands.months), m.inputs.finance
+    r = fin.discount_rate
+    d = [economics.discount_factor(r, t) for t in range(T + 1)]
+    out = {k: pulp.LpAffineExpression() for k in (
+        "power", "hosting", "sales", "residual", "committed",
+        "pv_power", "pv_hosting", "pv_sales", "pv_residual", "pv_committed")}
+    for i, o in enumerate(m.inputs.problem.fleet.owned):
+        if o.gpu not in m.inputs.gpus:
+            continue
+        gpu, t0 = m.inputs.gpus[o.gpu], existing_start(m, i)
+        power, hosting = existing_month_costs(m, gpu)
+        price = gpu.purchase_usd.value
+        end_value = price * economics.residual_share(
+            gpu, existing_age(m, i, T), fin.residual, fin.depreciation_years
+        )
+        for kind, per in (("power", power), ("hosting", hosting)):
+            out[kind] += o.count * per * (T - t0)
+            out[f"pv_{kind}"] += o.count * per * sum(d[t0:T])
+        out["residual"] += o.count * end_value
+        out["pv_residual"] += o.count * end_value * d[T]
+        unit = gpu.node_gpus
+        for t in range(t0, T):
+            v = m.sell.get((i, t))
+            if v is None:
+                continue
+            share = economics.residual_share(
+                gpu, existing_age(m, i, t), fin.residual, fin.depreciation_years
+            )
+            for kind, per in (("power", power), ("hosting", hosting)):
+                out[kind] += -unit * per * (T - t) * v
+                out[f"pv_{kind}"] += -unit * per * sum(d[t:T]) * v
+            out["sales"] += -unit * price * share * v
+            out["pv_sales"] += -unit * price * share * d[t] * v
+            out["residual"] += -unit * end_value * v
+            out["pv_residual"] += -unit * end_value * d[T] * v
+    for o in m.cands.offers.values():
+        if not o.committed:
+            continue
+        month = o.usd_per_gpu_hour * (o.max_gpus or 0) * HOURS_PER_MONTH
+        for t in _offer_months(m, o):
+            out["committed"] += month
+            out["pv_committed"] += month * d[t]
+    return out
+
+
 def build_cost_terms(m: PlannerModel) -> None:
     """Nominal cost terms (capex, power, hosting, rental), their present values and the
     residual value of owned hardware at the horizon end."""
     owned = _owned_cost_terms(m)
     rental, pv_rental = _rental_cost_terms(m)
-    m.cost_terms = {k: pulp.LpAffineExpression(owned[k]) for k in ("capex", "power", "hosting")} | {
-        "rental": pulp.LpAffineExpression(rental)
+    fleet = _existing_cost_terms(m)
+    m.cost_terms = {
+        k: pulp.LpAffineExpression(owned[k]) + fleet.get(k, 0) for k in ("capex", "power", "hosting")
+    } | {
+        "rental": pulp.LpAffineExpression(rental),
+        "committed": fleet["committed"],
+        "sales": fleet["sales"],
     }
     m.pv_terms = {
-        k: pulp.LpAffineExpression(owned[f"pv_{k}"]) for k in ("capex", "power", "hosting")
+        k: pulp.LpAffineExpression(owned[f"pv_{k}"]) + fleet.get(f"pv_{k}", 0)
+        for k in ("capex", "power", "hosting")
     } | {
         "rental": pulp.LpAffineExpression(pv_rental),
-        "residual": pulp.LpAffineExpression({v: -c for v, c in owned["pv_residual"].items()}),
+        "committed": fleet["pv_committed"],
+        "sales": fleet["pv_sales"],
+        "residual": -(pulp.LpAffineExpression(owned["pv_residual"]) + fleet["pv_residual"]),
     }
-    m.residual = pulp.LpAffineExpression(owned["residual"])
+    m.residual = pulp.LpAffineExpression(owned["residual"]) + fleet["residual"]
 
 
-def _present_value(m: PlannerModel) -> dict[pulp.LpVariable, float]:
-    total: dict[pulp.LpVariable, float] = defaultdict(float)
-    for e in m.pv_terms.values():
-        for v, coef in e.items():
-            total[v] += coef
-    return total
+def _present_value(m: PlannerModel) -> pulp.LpAffineExpression:
+    """The objective: every term's present value (constants of ``fleet`` included)."""
+    return pulp.lpSum(m.pv_terms.values())
 
 
-def nominal_total(m: PlannerModel) -> dict[pulp.LpVariable, float]:
-    """Undiscounted spend over the horizon (capex + power + hosting + rental), what
-    ``budget.total_usd`` caps; the objective is its present value less the residual."""
-    total: dict[pulp.LpVariable, float] = defaultdict(float)
-    for e in m.cost_terms.values():
-        for v, coef in e.items():
-            total[v] += coef
-    return total
+def nominal_total(m: PlannerModel) -> pulp.LpAffineExpression:
+    """Undiscounted spend over the horizon (capex + power + hosting + rental + committed
+    contracts - sale proceeds), what ``budget.total_usd`` caps; the objective is its present
+    value less the residual."""
+    return pulp.lpSum(m.cost_terms.values())
 
 
 def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
@@ -960,13 +1105,14 @@ def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
     prob = pulp.LpProblem(nid("gpu_plan", inputs.problem.name)[:60] or "gpu_plan", pulp.LpMinimize)
     m = PlannerModel(prob=prob, inputs=inputs, cands=cands)
     add_purchase_variables(m)
+    add_existing_fleet(m)
     add_training_constraints(m)
     add_serving_constraints(m)
     add_capacity_constraints(m)
     add_rental_constraints(m)
     add_server_constraints(m)
     build_cost_terms(m)
-    m.prob += pulp.LpAffineExpression(_present_value(m)), "npv_cost"
+    m.prob += _present_value(m), "npv_cost"
     add_budget_constraints(m)
     add_site_constraints(m)
     return m

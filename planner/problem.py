@@ -181,6 +181,9 @@ class OfferChoice(Strict):
     )
     spot_for_serving: bool = False
     extra: list[Offer] = Field(default_factory=list, description="offers written inline")
+    discounts: dict[str, Annotated[float, Field(ge=0, lt=1)]] = Field(
+        default_factory=dict, description="negotiated share off every price of a provider"
+    )
 
 
 class Window(Strict):
@@ -311,6 +314,56 @@ class SolverOptions(Strict):
     gap: float = Field(0.001, ge=0, le=0.5, description="relative optimality gap to stop at")
 
 
+class OwnedGpus(Strict):
+    """GPUs the team has before the plan: in service (``bought``) or on order (``arrives``)."""
+
+    gpu: str
+    count: int = Field(ge=1, le=10_000_000)
+    bought: Month | None = Field(None, description="in service before the horizon, since")
+    arrives: Month | None = Field(None, description="already paid; in service from this month")
+    sell: Annotated[Literal["never", "allowed"], CaseInsensitive] = "never"
+
+    _v = field_validator("bought", "arrives")(
+        classmethod(lambda cls, v: v if v is None else _month(v))
+    )
+
+    @model_validator(mode="after")
+    def _one_date(self) -> OwnedGpus:
+        if (self.bought is None) == (self.arrives is None):
+            raise ValueError(
+                "give bought: YYYY-MM (in service before the horizon) or arrives: YYYY-MM "
+                "(on order, in service from that month), one of them"
+            )
+        return self
+
+
+class Contract(Strict):
+    """Rented capacity signed before the plan: paid whatever the plan does."""
+
+    provider: str = Field(min_length=1)
+    gpu: str
+    count: int = Field(ge=1, le=10_000_000)
+    start: Month
+    end: Month
+    usd_per_gpu_hour: float = Field(gt=0, le=1000)
+    gpus_per_instance: int | None = Field(None, ge=1, le=576, description="default: node size")
+    fabric: Annotated[Fabric, CaseInsensitive] | None = None
+    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
+
+    _v = field_validator("start", "end")(classmethod(lambda cls, v: _month(v)))
+
+    @model_validator(mode="after")
+    def _order(self) -> Contract:
+        if month_index(self.start, self.end) < 0:
+            raise ValueError(f"end {self.end} is before start {self.start}")
+        return self
+
+
+class Fleet(Strict):
+    owned: list[OwnedGpus] = []
+    contracts: list[Contract] = []
+
+
 class Problem(Strict):
     name: str = Field(min_length=1, max_length=500)
     horizon: Horizon
@@ -320,6 +373,7 @@ class Problem(Strict):
     overrides: Overrides = Overrides()
     offers: OfferChoice = OfferChoice()
     workloads: Workloads
+    fleet: Fleet = Fleet()
     finance: Finance = Finance()
     solver: SolverOptions = SolverOptions()
 
@@ -404,6 +458,7 @@ class Inputs:
     source_sha256: str = ""
     offer_files: list[str] = field(default_factory=list)
     finance: FinanceTerms = field(default_factory=FinanceTerms)
+    warnings: list[str] = field(default_factory=list)  # said, not refused (e.g. a past contract)
 
 
 def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> FinanceTerms:
@@ -645,15 +700,105 @@ def _check_providers(problem: Problem, offers: dict[str, Offer], errors: _Errors
 def _trusted_offers(
     problem: Problem, offers: dict[str, Offer], gpus: dict[str, GpuSpec]
 ) -> dict[str, Offer]:
-    """Offers for allowed GPUs from allowed providers; marketplaces only when allowed."""
+    """Offers for allowed GPUs from allowed providers; marketplaces only when allowed; each
+    provider's negotiated discount applied once, here."""
     providers = problem.offers.providers
     return {
-        oid: o
+        oid: discounted(o, problem.offers.discounts.get(o.provider, 0.0))
         for oid, o in offers.items()
         if o.gpu in gpus
         and (providers is None or o.provider in providers)
         and (problem.offers.marketplaces or not o.marketplace)
     }
+
+
+def discounted(o: Offer, share: float) -> Offer:
+    """The offer at ``(1 - share)`` of its listed price, its source saying so.
+
+    >>> from planner.catalog import Offer
+    >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
+    ...           source="list", as_of="2026")
+    >>> discounted(o, 0.25).usd_per_gpu_hour
+    3.0
+    """
+    if share <= 0:
+        return o
+    return o.model_copy(
+        update={
+            "usd_per_gpu_hour": o.usd_per_gpu_hour * (1 - share),
+            "source": f"{o.source}; negotiated discount {share:.0%} off "
+            f"${o.usd_per_gpu_hour:g} (offers.discounts)",
+        }
+    )
+
+
+def contract_offers(problem: Problem, gpus: dict[str, GpuSpec]) -> dict[str, Offer]:
+    """``fleet.contracts`` as committed offers: capacity of ``count`` GPUs inside the term,
+    at no marginal cost (the contract is paid whatever the plan does)."""
+    out = {}
+    for i, c in enumerate(problem.fleet.contracts):
+        if c.gpu not in gpus:
+            continue
+        unit = c.gpus_per_instance or min(gpus[c.gpu].node_gpus, c.count)
+        oid = f"contract-{i + 1}-{c.provider}-{c.gpu}"
+        out[oid] = Offer(
+            id=oid,
+            provider=c.provider,
+            gpu=c.gpu,
+            kind="on_demand",
+            usd_per_gpu_hour=c.usd_per_gpu_hour,
+            gpus_per_instance=min(unit, c.count),
+            max_gpus=c.count,
+            fabric=c.fabric,
+            fabric_gbps_per_gpu=c.fabric_gbps_per_gpu,
+            committed=True,
+            available_from=c.start,
+            available_until=c.end,
+            source=f"fleet.contracts[{i}]: signed before the plan",
+            as_of=c.start,
+        )
+    return out
+
+
+def _check_fleet(
+    problem: Problem,
+    gpus: dict[str, GpuSpec],
+    offers: dict[str, Offer],
+    errors: _Errors,
+    warnings: list[str],
+) -> None:
+    """GPUs and providers of ``fleet`` and ``offers.discounts`` exist; dates make sense."""
+    start, T = problem.horizon.start, problem.horizon.months
+    for i, o in enumerate(problem.fleet.owned):
+        where = ("fleet", "owned", i)
+        if o.gpu not in gpus:
+            errors.add((*where, "gpu"), f"unknown or not allowed gpu {o.gpu!r}; {did_you_mean(o.gpu, gpus.keys())}")
+        if o.bought is not None and month_index(start, o.bought) >= 0:
+            errors.add(
+                (*where, "bought"),
+                f"bought {o.bought} is not before the horizon start {start}; GPUs that arrive "
+                "during the horizon are `arrives: YYYY-MM` (on order) or purchases to plan",
+            )
+        if o.arrives is not None and not 0 <= month_index(start, o.arrives) < T:
+            errors.add(
+                (*where, "arrives"),
+                f"arrives {o.arrives} is outside the horizon {start} + {T} months",
+            )
+    known = {o.provider for o in offers.values()}
+    for i, c in enumerate(problem.fleet.contracts):
+        where = ("fleet", "contracts", i)
+        if c.gpu not in gpus:
+            errors.add((*where, "gpu"), f"unknown or not allowed gpu {c.gpu!r}; {did_you_mean(c.gpu, gpus.keys())}")
+        if c.provider not in known:
+            errors.add((*where, "provider"), f"unknown provider {c.provider!r}; {did_you_mean(c.provider, known)}")
+        if month_index(start, c.end) < 0:
+            warnings.append(
+                f"fleet.contracts[{i}]: ends {c.end}, before the horizon starts ({start}): "
+                "it neither costs nor gives anything in this plan"
+            )
+    for p in problem.offers.discounts:
+        if p not in known:
+            errors.add(("offers", "discounts", p), f"unknown provider {p!r}; {did_you_mean(p, known)}")
 
 
 def resolve(
@@ -677,14 +822,17 @@ def resolve(
     _add_inline_offers(problem, all_gpus, offers, errors)
     _override_offers(problem, offers, errors)
     _check_providers(problem, offers, errors)
+    warnings: list[str] = []
+    _check_fleet(problem, gpus, offers, errors, warnings)
     errors.raise_if_any()
     return Inputs(
         problem,
         gpus,
         models,
-        _trusted_offers(problem, offers, gpus),
+        _trusted_offers(problem, offers, gpus) | contract_offers(problem, gpus),
         offer_files=files,
         finance=finance_terms(problem),
+        warnings=warnings,
     )
 
 
@@ -704,6 +852,7 @@ def load_problem(path: str | Path) -> Inputs:
         source_sha256=digest,
         offer_files=inputs.offer_files,
         finance=inputs.finance,
+        warnings=inputs.warnings,
     )
 
 
@@ -721,4 +870,5 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         offer_files=inputs.offer_files,
         finance=inputs.finance,
+        warnings=inputs.warnings,
     )
