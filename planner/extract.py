@@ -21,11 +21,17 @@ from typing import Any
 import pulp
 
 from planner import __version__, economics
-from planner.candidates import Candidates, ServeCandidate, progress_per_wall_hour, rental_gpus
+from planner.candidates import (
+    Candidates,
+    ServeCandidate,
+    offer_months,
+    progress_per_wall_hour,
+    rental_gpus,
+)
 from planner.catalog import GpuSpec, Sourced, SourcedRange
 from planner.demand import HOURS_PER_MONTH, LoadSlice
 from planner.economics import it_kw
-from planner.model import PlannerModel, power_coefficients
+from planner.model import PlannerModel, existing_age, existing_start, power_coefficients
 from planner.plan import (
     Assumption,
     Depreciation,
@@ -35,6 +41,7 @@ from planner.plan import (
     Purchase,
     Rental,
     Reservation,
+    Sale,
     ServeAllocation,
     Slice,
     Totals,
@@ -427,19 +434,71 @@ def _read_rentals(ctx: _Context, rent_hours: dict[tuple[str, str, int], float]) 
         rent_hours.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])
     ):
         o = ctx.cands.offers[oid]
+        # a contract's hours are paid in committed_usd, whatever is used: $0 at the margin
         out.append(
             Rental(
                 provider=o.provider,
                 offer=oid,
                 gpu=o.gpu,
-                kind=o.kind,
+                kind="committed" if o.committed else o.kind,
                 month=ctx.months[t],
                 workload=w,
                 gpu_hours=gh,
-                usd_per_gpu_hour=o.usd_per_gpu_hour,
-                usd=gh * o.usd_per_gpu_hour,
+                usd_per_gpu_hour=o.marginal_usd_per_gpu_hour,
+                usd=gh * o.marginal_usd_per_gpu_hour,
             )
         )
+    return out
+
+
+# ------------------------------------------------------------------ the existing fleet
+
+
+@dataclass
+class _Existing:
+    in_service: defaultdict[tuple[str, int], int]  # (gpu, t) -> existing cards still owned
+    sold: defaultdict[tuple[str, int], int]  # (gpu, t) -> existing cards sold by month t
+    sales: list[Sale]
+    sales_usd: list[float]  # per month, cash in
+    committed_usd: list[float]  # per month, contracts
+    residual_usd: float  # existing cards' value at the horizon end
+
+
+def _read_existing(ctx: _Context) -> _Existing:
+    """Existing GPUs in service and sold per month, each sale at the card's resale share at
+    its age x its catalog price, their value at the horizon end, and contracts' cost per
+    month (count x hours x price inside the term)."""
+    T, fin, m = len(ctx.months), ctx.inputs.finance, ctx.m
+    out = _Existing(defaultdict(int), defaultdict(int), [], [0.0] * T, [0.0] * T, 0.0)
+    for i, o in enumerate(ctx.problem.fleet.owned):
+        if o.gpu not in ctx.inputs.gpus:
+            continue
+        gpu, t0 = ctx.inputs.gpus[o.gpu], existing_start(m, i)
+        gone = 0
+        for t in range(t0, T):
+            v = m.sell.get((i, t))
+            n = _int(v) * gpu.node_gpus if v is not None else 0
+            if n:
+                age = existing_age(m, i, t)
+                unit = gpu.purchase_usd.value * economics.residual_share(
+                    gpu, age, fin.residual, fin.depreciation_years
+                )
+                out.sales.append(
+                    Sale(gpu=o.gpu, month=ctx.months[t], count=n, age_months=age,
+                         unit_usd=unit, usd=n * unit)
+                )
+                out.sales_usd[t] += n * unit
+            gone += n
+            out.sold[(o.gpu, t)] += gone
+            out.in_service[(o.gpu, t)] += o.count - gone
+        share = economics.residual_share(
+            gpu, existing_age(m, i, T), fin.residual, fin.depreciation_years
+        )
+        out.residual_usd += (o.count - gone) * gpu.purchase_usd.value * share
+    for o in ctx.cands.offers.values():
+        if o.committed:
+            for t in offer_months(o, ctx.problem.horizon.start, T):
+                out.committed_usd[t] += (o.max_gpus or 0) * HOURS_PER_MONTH * o.usd_per_gpu_hour
     return out
 
 
@@ -512,6 +571,7 @@ def _read_fleet(
     busy: defaultdict[tuple[str, int], float],
     rentals: list[Rental],
     reserved_active: defaultdict[tuple[str, int], int],
+    existing: _Existing,
 ) -> _Fleet:
     """Fleet section: per GPU type and month, GPUs bought / owned / reserved, owned busy and
     rented GPU-hours, utilization and full-load kW at the meter; and the owned fleet's power
@@ -528,10 +588,13 @@ def _read_fleet(
     for g, gpu in ctx.inputs.gpus.items():
         _, per_busy = power_coefficients(gpu, e)
         for t in range(T):
-            own, servers = buys.owned[(g, t)], buys.servers[(g, t)]
+            ex = existing.in_service[(g, t)]
+            own, servers = buys.owned[(g, t)] + ex, buys.servers[(g, t)]
             b = busy[(g, t)]
-            kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w)
-            idle = (servers * gpu.host_w + own * gpu.idle_w.value) * H * e
+            # existing cards bring their share of their servers' host watts (host_w / slots)
+            host = servers * gpu.host_w + ex * gpu.host_w / max(gpu.slots, 1)
+            kw = (own * gpu.tdp_w.value + host) / 1000.0
+            idle = (host + own * gpu.idle_w.value) * H * e
             hs = own * site.hosting_usd_per_gpu_month + kw * colo
             out.power_usd[t] += idle + b * per_busy
             out.hosting_usd[t] += hs
@@ -540,13 +603,15 @@ def _read_fleet(
                 p.total_usd for p in buys.purchases if p.gpu == g and p.month == ctx.months[t]
             )
             out.fixed_by_gpu[g] += idle + hs + bought_usd
-            if own or rented_by_gpu[(g, t)] or reserved_active[(g, t)]:
+            if own or rented_by_gpu[(g, t)] or reserved_active[(g, t)] or existing.sold[(g, t)]:
                 out.fleet.append(
                     FleetMonth(
                         gpu=g,
                         month=ctx.months[t],
                         bought=buys.bought[(g, t)],
                         owned=own,
+                        existing=ex,
+                        sold=existing.sold[(g, t)],
                         servers=servers,
                         reserved=reserved_active[(g, t)],
                         owned_busy_gpu_hours=b,
@@ -568,6 +633,7 @@ def _read_cash_flow(
     rentals: list[Rental],
     reservations: list[Reservation],
     fleet: _Fleet,
+    existing: _Existing,
 ) -> tuple[list[MonthCost], Totals]:
     """Cash flow section: USD per month by kind (capex when bought, power, hosting, rentals
     including reserved commitments) with the running total; and the horizon's totals."""
@@ -581,7 +647,8 @@ def _read_cash_flow(
     cash: list[MonthCost] = []
     running = 0.0
     for t in range(T):
-        tot = capex[t] + fleet.power_usd[t] + fleet.hosting_usd[t] + rental[t]
+        committed, sales = existing.committed_usd[t], existing.sales_usd[t]
+        tot = capex[t] + fleet.power_usd[t] + fleet.hosting_usd[t] + rental[t] + committed - sales
         running += tot
         cash.append(
             MonthCost(
@@ -592,6 +659,8 @@ def _read_cash_flow(
                 rental_usd=rental[t],
                 total_usd=tot,
                 cumulative_usd=running,
+                committed_usd=committed,
+                sales_usd=sales,
             )
         )
     totals = Totals(
@@ -599,6 +668,8 @@ def _read_cash_flow(
         power_usd=sum(c.power_usd for c in cash),
         hosting_usd=sum(c.hosting_usd for c in cash),
         rental_usd=sum(c.rental_usd for c in cash),
+        committed_usd=sum(existing.committed_usd),
+        sale_proceeds_usd=sum(existing.sales_usd),
         total_usd=running,
         reserved_usd=sum(r.usd for r in reservations),
         capex_budget_usd=p.budget.capex_usd,
@@ -630,29 +701,39 @@ def _depreciation(ctx: _Context, p: Purchase) -> Depreciation:
     )
 
 
-def _year_cost(ctx: _Context, y: int, cash: list[MonthCost], deps: list[Depreciation]) -> YearCost:
+def _year_cost(
+    ctx: _Context, y: int, cash: list[MonthCost], deps: list[Depreciation], existing: float
+) -> YearCost:
+    """One plan year; ``existing`` is the existing GPUs' value at the horizon end (in the
+    cash view's residual; their depreciation and gains stay outside the plan's P&L)."""
     fin, T = ctx.inputs.finance, len(ctx.months)
     months = range(12 * y, min(T, 12 * y + 12))
     last = months[-1] == T - 1
-    residual = sum(d.residual_value_usd for d in deps) if last else 0.0
+    bought = sum(d.residual_value_usd for d in deps) if last else 0.0
+    residual = bought + (existing if last else 0.0)
     book = sum(d.book_value_end_usd for d in deps) if last else 0.0
-    gain = residual - book if last and fin.residual != "none" else 0.0
+    gain = bought - book if last and fin.residual != "none" else 0.0
     dep = sum(d.by_year_usd[y] for d in deps)
     part = {k: sum(getattr(cash[t], k) for t in months) for k in _CASH_KINDS}
+    committed = sum(cash[t].committed_usd for t in months)
+    sales = sum(cash[t].sales_usd for t in months)
     pv = sum(cash[t].total_usd * economics.discount_factor(fin.discount_rate, t) for t in months)
     if last:
         pv -= residual * economics.discount_factor(fin.discount_rate, T)
+    opex = part["power_usd"] + part["hosting_usd"] + part["rental_usd"] + committed
     return YearCost(
         year=y + 1,
         first_month=ctx.months[months[0]],
         last_month=ctx.months[months[-1]],
         **part,
+        committed_usd=committed,
+        sales_usd=sales,
         residual_usd=residual,
-        cash_usd=sum(part.values()) - residual,
+        cash_usd=sum(part.values()) + committed - sales - residual,
         pv_usd=pv,
         depreciation_usd=dep,
         gain_on_sale_usd=gain,
-        pnl_cost_usd=dep + part["power_usd"] + part["hosting_usd"] + part["rental_usd"] - gain,
+        pnl_cost_usd=dep + opex - gain,
     )
 
 
@@ -660,16 +741,21 @@ _CASH_KINDS = ("capex_usd", "power_usd", "hosting_usd", "rental_usd")
 
 
 def _read_finance(
-    ctx: _Context, purchases: list[Purchase], cash: list[MonthCost], totals: Totals
+    ctx: _Context,
+    purchases: list[Purchase],
+    cash: list[MonthCost],
+    totals: Totals,
+    existing_residual: float = 0.0,
 ) -> tuple[list[YearCost], list[Depreciation], Totals]:
     """Per-year cash and P&L views, each purchase's depreciation, and the totals' present
     value, residual value and book value (:mod:`planner.economics` conventions)."""
     deps = [_depreciation(ctx, p) for p in purchases]
-    years = [_year_cost(ctx, y, cash, deps) for y in range((len(ctx.months) + 11) // 12)]
+    n_years = (len(ctx.months) + 11) // 12
+    years = [_year_cost(ctx, y, cash, deps, existing_residual) for y in range(n_years)]
     totals = totals.model_copy(
         update={
             "npv_usd": sum(y.pv_usd for y in years),
-            "residual_value_usd": sum(d.residual_value_usd for d in deps),
+            "residual_value_usd": sum(d.residual_value_usd for d in deps) + existing_residual,
             "book_value_usd": sum(d.book_value_end_usd for d in deps),
         }
     )
@@ -1070,9 +1156,12 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
     reserved = _read_reservations(ctx)
     # Reserved rows after the others: the commitment is paid whether used or not.
     rentals = _read_rentals(ctx, usage.rent_hours) + reserved.rentals
-    fleet = _read_fleet(ctx, buys, usage.busy, rentals, reserved.active)
-    cash, totals = _read_cash_flow(ctx, buys.purchases, rentals, reserved.reservations, fleet)
-    years, deps, totals = _read_finance(ctx, buys.purchases, cash, totals)
+    existing = _read_existing(ctx)
+    fleet = _read_fleet(ctx, buys, usage.busy, rentals, reserved.active, existing)
+    cash, totals = _read_cash_flow(
+        ctx, buys.purchases, rentals, reserved.reservations, fleet, existing
+    )
+    years, deps, totals = _read_finance(ctx, buys.purchases, cash, totals, existing.residual_usd)
     costs = _cost_shares(ctx, usage, fleet, serving, reserved.reservations, rentals)
     p, inputs = ctx.problem, ctx.inputs
     return Plan(
@@ -1094,6 +1183,7 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         ],
         totals=totals,
         purchases=buys.purchases,
+        sales=existing.sales,
         rentals=rentals,
         reservations=reserved.reservations,
         fleet=fleet.fleet,

@@ -33,6 +33,8 @@ class Totals(_Data):
     rental_usd: float  # on-demand + spot + reserved commitments
     total_usd: float
     reserved_usd: float = 0.0  # the reserved-commitment part of rental_usd
+    committed_usd: float = 0.0  # contracts signed before the plan, inside the horizon
+    sale_proceeds_usd: float = 0.0  # existing GPUs sold (total_usd is net of them)
     capex_budget_usd: float | None = None
     total_budget_usd: float | None = None
     # Present value at the finance discount rate of every month's cash (total_usd's parts),
@@ -60,7 +62,7 @@ class Rental(_Data):
     provider: str
     offer: str
     gpu: str
-    kind: Literal["on_demand", "spot", "reserved"]
+    kind: Literal["on_demand", "spot", "reserved", "committed"]
     month: str
     workload: str  # for reserved rows: "(reserved)"; the commitment is paid used or not
     gpu_hours: float
@@ -98,6 +100,8 @@ class FleetMonth(_Data):
     power_kw: float  # owned fleet at full load, at the meter (PUE included)
     servers: int = 0  # servers owned
     it_kw: float = 0.0  # IT load colocation charges for: GPU TDP + host watts, no PUE
+    existing: int = 0  # of owned: GPUs owned before the plan (fleet.owned), still in service
+    sold: int = 0  # existing GPUs sold by this month (cumulative)
 
 
 class YearCost(_Data):
@@ -113,11 +117,13 @@ class YearCost(_Data):
     hosting_usd: float
     rental_usd: float
     residual_usd: float  # inflow: owned hardware sold at the horizon end
-    cash_usd: float  # capex + power + hosting + rental - residual
+    cash_usd: float  # capex + power + hosting + rental + committed - sales - residual
     pv_usd: float  # cash_usd discounted monthly
     depreciation_usd: float
     gain_on_sale_usd: float  # residual - book value of what is sold at the horizon end
-    pnl_cost_usd: float  # depreciation + power + hosting + rental - gain on sale
+    pnl_cost_usd: float  # depreciation + power + hosting + rental + committed - gain on sale
+    committed_usd: float = 0.0  # contracts signed before the plan (cash and P&L)
+    sales_usd: float = 0.0  # existing GPUs sold (cash in; outside the plan's P&L)
 
 
 class Depreciation(_Data):
@@ -140,6 +146,19 @@ class MonthCost(_Data):
     rental_usd: float
     total_usd: float
     cumulative_usd: float
+    committed_usd: float = 0.0  # contracts signed before the plan
+    sales_usd: float = 0.0  # existing GPUs sold this month (cash in: total_usd is net)
+
+
+class Sale(_Data):
+    """Existing GPUs (fleet.owned) sold at the start of a month at their resale value."""
+
+    gpu: str
+    month: str
+    count: int
+    age_months: int
+    unit_usd: float  # resale value per GPU: catalog price x resale share at that age
+    usd: float
 
 
 class ServeAllocation(_Data):
@@ -215,6 +234,7 @@ class Plan(_Data):
     slices: list[Slice]
     totals: Totals
     purchases: list[Purchase]
+    sales: list[Sale] = []
     rentals: list[Rental]
     reservations: list[Reservation]
     fleet: list[FleetMonth]

@@ -213,6 +213,13 @@ class VerifyContext:
     reserved_gpus: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
     total: float = 0.0
     npv: float = 0.0
+    # the existing fleet (fleet.owned) and contracts
+    existing: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    sold: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    existing_residual: float = 0.0
+    sales_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    sale_errors: list[str] = field(default_factory=list)
+    committed_by_month: defaultdict[int, float] = field(default_factory=_floats)
 
     @classmethod
     def from_inputs(cls, inputs: Inputs, plan: Plan) -> VerifyContext:
@@ -229,6 +236,7 @@ class VerifyContext:
         # rentals compare the hours the allocations rent, and money needs the busy hours and
         # the reservations: they come last
         ctx._add_purchases()
+        ctx._add_existing()
         for w in inputs.problem.workloads.serve:
             ctx._add_serving(w)
         for j in inputs.problem.workloads.train:
@@ -278,6 +286,74 @@ class VerifyContext:
             ) + max(pu.nodes, 0) * gpu.chassis_usd * chassis_residual_share(
                 age, fin.residual, fin.depreciation_years
             )
+
+    def _existing_age(self, i: int, t: int) -> int:
+        o, start = self.problem.fleet.owned[i], self.problem.horizon.start
+        if o.bought is not None:
+            return month_index(o.bought, start) + t
+        return t - month_index(start, o.arrives or start)
+
+    def _existing_start(self, i: int) -> int:
+        o = self.problem.fleet.owned[i]
+        return 0 if o.arrives is None else month_index(self.problem.horizon.start, o.arrives)
+
+    def _add_existing(self) -> None:
+        """Existing GPUs in service per month (owned before the plan, joining when they
+        arrive, leaving when sold), each sale matched to a ``sell: allowed`` entry by its
+        age and priced at the resale curve; the unsold ones' value at the horizon end; and
+        contracts' cost in every month of their term inside the horizon."""
+        fin = self.inputs.finance
+        entries = list(enumerate(self.problem.fleet.owned))
+        left = {i: o.count for i, o in entries}
+        gone: dict[int, list[tuple[int, int]]] = defaultdict(list)  # entry -> (t, count)
+        for sale in self.plan.sales:
+            t = self.idx.get(sale.month)
+            match = [
+                i
+                for i, o in entries
+                if o.gpu == sale.gpu
+                and o.sell == "allowed"
+                and t is not None
+                and t >= self._existing_start(i)
+                and self._existing_age(i, t) == sale.age_months
+                and left[i] >= sale.count
+            ]
+            if not match or sale.count < 1:
+                self.sale_errors.append(
+                    f"sale of {sale.count} {sale.gpu} in {sale.month} (age {sale.age_months} "
+                    "months): no existing GPUs with sell: allowed of that age are left to sell"
+                )
+                continue
+            i, gpu = match[0], self.inputs.gpus[sale.gpu]
+            left[i] -= sale.count
+            gone[i].append((t, sale.count))
+            share = residual_share(gpu, sale.age_months, fin.residual, fin.depreciation_years)
+            usd = sale.count * gpu.purchase_usd.value * share
+            self.sales_by_month[t] += usd
+            if abs(usd - sale.usd) > 0.01 + 1e-6 * abs(usd):
+                self.sale_errors.append(
+                    f"sale of {sale.count} {sale.gpu} in {sale.month}: {sale.usd:,.2f} but the "
+                    f"resale curve at {sale.age_months} months gives {usd:,.2f}"
+                )
+        for i, o in entries:
+            gpu = self.inputs.gpus.get(o.gpu)
+            if gpu is None:
+                continue
+            out_by = 0
+            for t in range(self._existing_start(i), self.T):
+                out_by += sum(n for tt, n in gone[i] if tt == t)
+                self.existing[(o.gpu, t)] += o.count - out_by
+                self.sold[(o.gpu, t)] += out_by
+                self.owned[(o.gpu, t)] += o.count - out_by
+            share = residual_share(
+                gpu, self._existing_age(i, self.T), fin.residual, fin.depreciation_years
+            )
+            self.existing_residual += (o.count - out_by) * gpu.purchase_usd.value * share
+        for c in self.problem.fleet.contracts:
+            for t in range(self.T):
+                inside = month_index(c.start, self.months[t]) >= 0 >= month_index(c.end, self.months[t])
+                if inside:
+                    self.committed_by_month[t] += c.count * HOURS_PER_MONTH * c.usd_per_gpu_hour
 
     def _add_serving(self, w: ServeWorkload) -> None:
         p = self.problem
@@ -478,7 +554,7 @@ class VerifyContext:
                 continue
             o, t = row.offer, row.t
             assert o is not None and t is not None  # counted
-            row.usd = r.gpu_hours * o.usd_per_gpu_hour
+            row.usd = r.gpu_hours * o.marginal_usd_per_gpu_hour  # a contract is paid apart
             self.rental += row.usd
             self.rental_by_month[t] += row.usd
             self.rented_by_gpu[(o.gpu, t)] += r.gpu_hours
@@ -499,24 +575,33 @@ class VerifyContext:
         for g, gpu in self.inputs.gpus.items():
             for t in range(self.T):
                 own, servers = self.owned.get((g, t), 0), self.servers.get((g, t), 0)
-                # host draw per server and card idle all month; busy hours add up to TDP
+                # host draw per server (existing cards: their share, host_w / slots) and card
+                # idle all month; busy hours add up to TDP
+                host = servers * gpu.host_w + self.existing[(g, t)] * gpu.host_w / max(gpu.slots, 1)
                 pw = e * (
-                    HOURS_PER_MONTH * (servers * gpu.host_w + own * gpu.idle_w.value)
+                    HOURS_PER_MONTH * (host + own * gpu.idle_w.value)
                     + self.busy.get((g, t), 0.0) * (gpu.tdp_w.value - gpu.idle_w.value)
                 )
-                kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w)
+                kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w) + (
+                    self.existing[(g, t)] * gpu.host_w / max(gpu.slots, 1) / 1000.0
+                )
                 hs = own * site.hosting_usd_per_gpu_month + kw * colo
                 self.power += pw
                 self.hosting += hs
                 self.opex_by_month[t] += pw + hs
-        self.total = self.capex + self.power + self.hosting + self.rental
+        committed, sales = sum(self.committed_by_month.values()), sum(self.sales_by_month.values())
+        self.total = self.capex + self.power + self.hosting + self.rental + committed - sales
         r = self.inputs.finance.discount_rate
         self.npv = sum(
-            (
-                self.capex_by_month.get(t, 0.0)
-                + self.opex_by_month.get(t, 0.0)
-                + self.rental_by_month.get(t, 0.0)
-            )
-            * discount_factor(r, t)
-            for t in range(self.T)
-        ) - self.residual * discount_factor(r, self.T)
+            self.month_total(t) * discount_factor(r, t) for t in range(self.T)
+        ) - (self.residual + self.existing_residual) * discount_factor(r, self.T)
+
+    def month_total(self, t: int) -> float:
+        """Recomputed cash of month t: capex + power + hosting + rentals + contracts - sales."""
+        return (
+            self.capex_by_month.get(t, 0.0)
+            + self.opex_by_month.get(t, 0.0)
+            + self.rental_by_month.get(t, 0.0)
+            + self.committed_by_month.get(t, 0.0)
+            - self.sales_by_month.get(t, 0.0)
+        )

@@ -153,11 +153,18 @@ def _check_fleet_month(
             f"{what}: missing, but the plan owns {own}, rents {rented:,.0f} GPU-h",
         )
         return
-    bought = ctx.bought.get((g, t), 0)
+    bought, existing = ctx.bought.get((g, t), 0), ctx.existing.get((g, t), 0)
     chk.check(
         fm.owned == own and fm.bought == bought,
-        f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases give {bought}, {own}",
+        f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases and the existing "
+        f"fleet give {bought}, {own}",
         group=("fleet_owned", g),
+    )
+    chk.check(
+        fm.existing == existing and fm.sold == ctx.sold.get((g, t), 0),
+        f"{what}: says {fm.existing} existing in service, {fm.sold} sold; fleet.owned and the "
+        f"sales give {existing}, {ctx.sold.get((g, t), 0)}",
+        group=("fleet_existing", g),
     )
     chk.check(
         fm.reserved == reserved,
@@ -178,10 +185,11 @@ def _check_fleet_month(
         fm.servers == servers, f"{what}: says {fm.servers} servers; the purchases give {servers}"
     )
     chk.check(
-        own <= servers * gpu.slots,
-        f"{what}: {own} cards do not fit in {servers} servers of {gpu.slots} slots",
+        own - existing <= servers * gpu.slots,
+        f"{what}: {own - existing} cards bought do not fit in {servers} servers of {gpu.slots} slots",
     )
-    kw = (own * gpu.tdp_w.value + servers * gpu.host_w) * site.pue / 1000
+    host = servers * gpu.host_w + existing * gpu.host_w / max(gpu.slots, 1)
+    kw = (own * gpu.tdp_w.value + host) * site.pue / 1000
     chk.check(
         close(fm.power_kw, kw, abs_=1e-3),
         f"{what}: says {fm.power_kw:,.2f} kW; recomputed {kw:,.2f}",
@@ -583,19 +591,29 @@ def check_rentals(ctx: VerifyContext) -> Findings:
             row.hours_ok, f"{what}: gpu_hours {r.gpu_hours} is not a finite number >= 0"
         ):
             continue
+        kind = "committed" if o.committed else o.kind
         chk.check(
-            r.kind == o.kind and r.gpu == o.gpu and r.provider == o.provider,
+            r.kind == kind and r.gpu == o.gpu and r.provider == o.provider,
             f"{what}: kind/GPU/provider ({r.kind}, {r.gpu}, {r.provider}) differ from the offer's "
-            f"({o.kind}, {o.gpu}, {o.provider})",
+            f"({kind}, {o.gpu}, {o.provider})",
         )
+        # the offer's price is the problem's (a negotiated discount applied once, on loading);
+        # a contract's hours cost nothing at the margin: it is paid in committed_usd
+        price = o.marginal_usd_per_gpu_hour
         chk.check(
-            close(r.usd_per_gpu_hour, o.usd_per_gpu_hour, abs_=1e-9),
-            f"{what}: rate {r.usd_per_gpu_hour} != offer price {o.usd_per_gpu_hour}",
+            close(r.usd_per_gpu_hour, price, abs_=1e-9),
+            f"{what}: rate {r.usd_per_gpu_hour} != offer price {price}",
         )
         chk.check(
             close(row.usd, r.usd),
-            f"{what}: {r.usd:,.2f} != {r.gpu_hours:,.2f} h x {o.usd_per_gpu_hour}",
+            f"{what}: {r.usd:,.2f} != {r.gpu_hours:,.2f} h x {price}",
         )
+        if o.committed:
+            term = (o.available_from or "", o.available_until or "")
+            chk.check(
+                month_index(term[0], r.month) >= 0 >= month_index(term[1], r.month),
+                f"{what}: contract capacity used outside its term {term[0]}..{term[1]}",
+            )
     _check_billing(chk, ctx)
     return chk.findings()
 
@@ -636,11 +654,15 @@ def check_money(ctx: VerifyContext) -> Findings:
         ("rental", ctx.rental, tt.rental_usd),
         ("total", ctx.total, tt.total_usd),
         ("reserved", ctx.reserved_usd, tt.reserved_usd),
+        ("committed", sum(ctx.committed_by_month.values()), tt.committed_usd),
+        ("sale_proceeds", sum(ctx.sales_by_month.values()), tt.sale_proceeds_usd),
     ):
         chk.check(
             close(mine, theirs, rel=1e-6, abs_=0.5),
             f"totals.{name}_usd = {theirs:,.2f} but recomputed {mine:,.2f}",
         )
+    for text in ctx.sale_errors:
+        chk.check(False, text)
     chk.check(
         tt.capex_budget_usd is None or close(tt.capex_budget_usd, budget.capex_usd),
         f"totals.capex_budget_usd {tt.capex_budget_usd} != the problem's budget.capex_usd {budget.capex_usd}",
@@ -677,7 +699,7 @@ def _check_finance(chk: Checker, ctx: VerifyContext) -> None:
     )
     for name, mine, theirs in (
         ("npv", ctx.npv, tt.npv_usd),
-        ("residual_value", ctx.residual, tt.residual_value_usd),
+        ("residual_value", ctx.residual + ctx.existing_residual, tt.residual_value_usd),
     ):
         chk.check(
             theirs is not None and close(mine, theirs, rel=1e-6, abs_=0.5),
@@ -724,14 +746,19 @@ def _check_years(chk: Checker, ctx: VerifyContext, deps: dict[int, float], book:
             "capex": sum(ctx.capex_by_month.get(t, 0.0) for t in months),
             "rental": sum(ctx.rental_by_month.get(t, 0.0) for t in months),
             "power+hosting": sum(ctx.opex_by_month.get(t, 0.0) for t in months),
+            "committed": sum(ctx.committed_by_month.get(t, 0.0) for t in months),
+            "sales": -sum(ctx.sales_by_month.get(t, 0.0) for t in months),
         }
-        residual = ctx.residual if last else 0.0
-        gain = residual - book if last and fin.residual != "none" else 0.0
-        opex = row.power_usd + row.hosting_usd
+        residual = ctx.residual + ctx.existing_residual if last else 0.0
+        # the plan's P&L: purchases' gains; existing assets' disposals stay outside it
+        gain = ctx.residual - book if last and fin.residual != "none" else 0.0
+        opex = row.power_usd + row.hosting_usd + row.committed_usd
         for name, mine, theirs in (
             ("capex", cash["capex"], row.capex_usd),
             ("rental", cash["rental"], row.rental_usd),
-            ("power+hosting", cash["power+hosting"], opex),
+            ("power+hosting", cash["power+hosting"], row.power_usd + row.hosting_usd),
+            ("committed", cash["committed"], row.committed_usd),
+            ("sales", -cash["sales"], row.sales_usd),
             ("residual", residual, row.residual_usd),
             ("cash", sum(cash.values()) - residual, row.cash_usd),
             ("depreciation", deps.get(y, 0.0), row.depreciation_usd),
@@ -766,7 +793,16 @@ def _check_cash_flow(chk: Checker, ctx: VerifyContext) -> None:
                 f"cash flow {mc.month}: {name} {theirs:,.2f} but recomputed {mine:,.2f}",
                 group=("cash", name),
             )
-        mine = capex + opex + rental
+        for name, mine, theirs in (
+            ("committed", ctx.committed_by_month.get(t, 0.0), mc.committed_usd),
+            ("sales", ctx.sales_by_month.get(t, 0.0), mc.sales_usd),
+        ):
+            chk.check(
+                close(mine, theirs, rel=1e-6, abs_=0.5),
+                f"cash flow {mc.month}: {name} {theirs:,.2f} but recomputed {mine:,.2f}",
+                group=("cash", name),
+            )
+        mine = ctx.month_total(t)
         running += mine
         chk.check(
             close(mine, mc.total_usd, rel=1e-6, abs_=0.5),
