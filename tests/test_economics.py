@@ -311,8 +311,10 @@ def _essence(plan: dict) -> dict:
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_nominal_settings_give_the_plans_of_before(path):
-    """Metamorphic: with no discounting, no resale, hosting per GPU only and servers priced
-    as the old per-GPU overhead, every reference plan is the one stored before issue 14."""
+    """Regression of the nominal path: with no discounting, no resale, hosting per GPU only and
+    servers priced as the old per-GPU overhead, every reference plan is the one stored (before
+    issue 14 these were the plans of the time; regenerated once for issue 15's intended
+    changes: whole replicas, fabrics, headroom and redundancy)."""
     base = load_problem(path).problem
     site = {"colo_usd_per_kw_month": 0.0}
     if path.stem in OLD_HOSTING:

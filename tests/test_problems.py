@@ -4,6 +4,7 @@ plus one realistic regression on the reference case checked against physics-deri
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 
@@ -78,6 +79,14 @@ def test_reference_case_regression():
     from planner.candidates import rental_gpus
 
     # The documented rental rules, restated here rather than imported from the model.
+    def hours_on(c, o):
+        """Wall hours on the offer: inside one instance, else over its training fabric."""
+        if c.gpus <= o.gpus_per_instance:
+            return c.wall_hours
+        if o.fabric not in ("infiniband", "roce", "efa", "tcpx"):
+            return None
+        return c.hours_on(o.fabric_gbps_per_gpu / 8)
+
     def train_offers_for(c, offers, job):
         return [
             o
@@ -87,13 +96,18 @@ def test_reference_case_regression():
             and o.gpus_per_instance >= min(c.gpus, 8)
             and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
             and (o.kind != "spot" or (job.spot.allowed and job.spot.max_share > 0))
+            and hours_on(c, o) is not None
         ]
 
     def serve_offers_for(c, offers, spot_ok):
         return [
             o
             for o in offers
-            if o.gpu == c.gpu and o.gpus_per_instance >= c.tp and (o.kind != "spot" or spot_ok)
+            if o.gpu == c.gpu
+            and o.gpus_per_instance >= c.tp
+            and (o.kind != "spot" or spot_ok)
+            and not o.cluster
+            and o.max_gpus is None
         ]
 
     path = next(p for p in PROBLEMS if p.name == "2m_budget.yaml")
@@ -108,9 +122,13 @@ def test_reference_case_regression():
     upper = 0.0
     lower_train = float("inf")
     for c in cands.train[job.name]:
-        od = [o for o in train_offers_for(c, cands.offers.values(), job) if o.kind == "on_demand"]
+        od = [
+            o
+            for o in train_offers_for(c, cands.offers.values(), job)
+            if o.kind == "on_demand" and not o.min_term_days
+        ]
         if od:
-            upper_c = min(c.wall_hours * rental_gpus(c.gpus, o) * o.usd_per_gpu_hour for o in od)
+            upper_c = min(hours_on(c, o) * rental_gpus(c.gpus, o) * o.usd_per_gpu_hour for o in od)
         else:
             upper_c = float("inf")
         eff = [
@@ -123,12 +141,17 @@ def test_reference_case_regression():
             lower_train, min([c.estimate.gpu_hours * min(eff)] if eff else [own], default=own), own
         )
         upper = upper_c if upper == 0.0 else min(upper, upper_c)
+    # serving: one replica type renting whole replicas, at max_load with R spare of its own
     for w in p.workloads.serve:
+        R, load = w.redundancy, w.slo.max_load
         for t in cands.active[w.name]:
             for s, sl in enumerate(cands.slices):
                 d = cands.demand[(w.name, t, s)]
                 upper += min(
-                    max(d / c.rate_rps, 1.0) * c.tp * sl.hours_per_month * o.usd_per_gpu_hour
+                    max(1 + R, math.ceil(d / load / c.rate_rps - 1e-9) + R)
+                    * c.tp
+                    * sl.hours_per_month
+                    * o.usd_per_gpu_hour
                     for c in cands.serve[w.name]
                     for o in serve_offers_for(c, cands.offers.values(), p.offers.spot_for_serving)
                     if o.kind == "on_demand"
