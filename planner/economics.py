@@ -103,6 +103,18 @@ def residual_share(gpu: GpuSpec, age_months: float, mode: str, depreciation_year
     return gpu.residual.share_at(age_months)
 
 
+def sale_share(gpu: GpuSpec, age_months: float) -> float:
+    """Share of a card's catalog price a sale fetches at ``age_months``: the used-market
+    resale curve whatever ``finance.residual`` says (that setting values what is kept at the
+    horizon end; a sale happens on the market). 0 for a card without a curve.
+
+    >>> from types import SimpleNamespace as NS
+    >>> sale_share(NS(residual=None), 24)
+    0.0
+    """
+    return residual_share(gpu, age_months, "curve", 1.0)
+
+
 def chassis_residual_share(age_months: float, mode: str, depreciation_years: float) -> float:
     """Share of a server chassis's price it is worth at ``age_months``: book value under
     ``straight_line``; 0 otherwise (used servers without cards fetch little; no curve is

@@ -480,9 +480,7 @@ def _read_existing(ctx: _Context) -> _Existing:
             n = _int(v) * gpu.node_gpus if v is not None else 0
             if n:
                 age = existing_age(m, i, t)
-                unit = gpu.purchase_usd.value * economics.residual_share(
-                    gpu, age, fin.residual, fin.depreciation_years
-                )
+                unit = gpu.purchase_usd.value * economics.sale_share(gpu, age)
                 out.sales.append(
                     Sale(gpu=o.gpu, month=ctx.months[t], count=n, age_months=age,
                          unit_usd=unit, usd=n * unit)
@@ -1122,7 +1120,8 @@ def _read_assumptions(
             out.append(
                 Assumption(
                     group=f"offer:{oid}",
-                    key="usd_per_gpu_hour",
+                    # a contract's price is paid in committed_usd, not per GPU-hour used
+                    key="committed_usd_per_gpu_hour" if o.committed else "usd_per_gpu_hour",
                     value=o.usd_per_gpu_hour,
                     unit="USD/GPU-h",
                     source=f"{o.provider} {o.kind} {o.instance_type or ''}: {o.source}",

@@ -1043,9 +1043,7 @@ def _existing_cost_terms(m: PlannerModel) -> dict[str, pulp.LpAffineExpression]:
             v = m.sell.get((i, t))
             if v is None:
                 continue
-            share = economics.residual_share(
-                gpu, existing_age(m, i, t), fin.residual, fin.depreciation_years
-            )
+            share = economics.sale_share(gpu, existing_age(m, i, t))
             for kind, per in (("power", power), ("hosting", hosting)):
                 out[kind] += -unit * per * (T - t) * v
                 out[f"pv_{kind}"] += -unit * per * sum(d[t:T]) * v

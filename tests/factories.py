@@ -132,6 +132,8 @@ def problem(
     gpus: list[GpuSpec] | None = None,
     finance: dict | None = None,
     colo: float | None = None,
+    fleet: dict | None = None,
+    discounts: dict | None = None,
 ) -> Inputs:
     """A tiny problem. Money is nominal (no discounting, no resale) unless ``finance`` says
     otherwise: most hand-computed optima here check the model's mechanics, not finance."""
@@ -149,7 +151,8 @@ def problem(
             **({"colo_usd_per_kw_month": colo} if colo is not None else {}),
         },
         "finance": finance if finance is not None else {"discount_rate": 0, "residual": "none"},
-        "offers": {"files": [], "extra": offers or []},
+        "offers": {"files": [], "extra": offers or [], "discounts": discounts or {}},
+        "fleet": fleet or {},
         "workloads": {"serve": serve or [], "train": train or []},
     }
     p = Problem.model_validate(data)

@@ -534,6 +534,7 @@ P_SERVERS, P_GPUS, P_CARD, P_CHASSIS, P_EXTENDED, P_SOLVER = 3, 4, 5, 6, 8, 9
 FL_POWER, FL_HOSTING = 13, 14
 # columns of the Cash flow sheet the P&L reads: capex, power, hosting, rentals, plan year, PV
 CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS, CF_PLAN_YEAR, CF_PV = 2, 3, 4, 5, 14, 16
+CF_COMMITTED, CF_SALES = 17, 18
 
 
 def _server_text(p: Purchase) -> str:
@@ -558,6 +559,8 @@ _CASH_FLOW_COLS = (
     _Col("Plan year", 7, "0"),
     _Col("Discount factor", 10, "0.0000"),
     _Col("Present value USD", 15, USD),
+    _Col("Contracts signed before the plan USD", 15, USD),
+    _Col("Existing GPUs sold USD (inflow)", 15, USD),
 )
 
 _ALLOC_COLS = (
@@ -601,7 +604,7 @@ def _cash_flow_total(ws: Worksheet, tr: int, last: int, budget: str | None) -> N
     _put(ws, tr, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_TOP)
     for c in range(2, len(_CASH_FLOW_COLS) + 1):
         L = get_column_letter(c)
-        summed = (2, 3, 4, 5, 6, 10, CF_PV)
+        summed = (2, 3, 4, 5, 6, 10, CF_PV, CF_COMMITTED, CF_SALES)
         v = F(f"=SUM({L}{FIRST_ROW}:{L}{last})") if c in summed else None
         if c == 11:
             v = F(f"=F{tr}-J{tr}")
@@ -778,6 +781,8 @@ _PNL_YEAR_COLS = (
     _Col("P&L cost USD", 14, USD),
     _Col("Solver's P&L cost USD", 14, USD),
     _Col("Workbook - solver USD", 13, USD_CENTS),
+    _Col("Contracts USD", 13, USD),
+    _Col("Existing GPUs sold USD", 13, USD),
 )
 
 _SCHEDULE_COLS = (
@@ -1114,14 +1119,20 @@ class _Writer:
             _Col("Peak kW at meter (solver)", 12, NUM1),
             _Col("Power USD", 13, USD),
             _Col("Hosting USD", 13, USD),
+            _Col("Of owned: existing (fleet.owned)", 12, NUM0),
+            _Col("Existing sold so far", 10, NUM0),
         ]
 
     def _host_watts(self, gpu: str, r: int) -> str:
-        """Host watts of row ``r`` in the energy and the kW terms: servers x host W per server;
-        a plan from before server types (no ``host_w`` on Assumptions) counts host watts per
-        owned GPU."""
+        """Host watts of row ``r`` in the energy and the kW terms: servers x host W per server,
+        existing GPUs (column O) their share of theirs (host W / slots); a plan from before
+        server types (no ``host_w`` on Assumptions) counts host watts per owned GPU."""
         if self.a.find([f"gpu:{gpu}"], ["host_w"]) is not None:
-            return f"E{r}*{self.gpu_in(gpu, 'host_w', 'W/server')}"
+            host = self.gpu_in(gpu, "host_w", "W/server")
+            if self.a.find([f"gpu:{gpu}"], ["server_slots"]) is not None:
+                slots = self.gpu_in(gpu, "server_slots", "slots")
+                return f"(E{r}*{host}+O{r}*{host}/{slots})"
+            return f"E{r}*{host}"
         return f"D{r}*{self.gpu_in(gpu, 'host_w_per_gpu', 'W')}"
 
     def _fleet_rows(self) -> list[list[Any]]:
@@ -1157,10 +1168,12 @@ class _Writer:
                     f.power_kw,
                     F(f"={pue}*{kwh}*({H}*({host_w}+D{r}*{idle})+G{r}*({tdp}-{idle}))/1000"),
                     F(f"=D{r}*{host}+K{r}*{colo}"),
+                    f.existing,
+                    f.sold,
                 ]
             )
         if not rows:
-            rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+            rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
         return rows
 
     # -- Cash flow --------------------------------------------------------------------
@@ -1187,6 +1200,7 @@ class _Writer:
 
     def _cash_flow_rows(self, budget: str | None) -> list[list[Any]]:
         solver_month = {m.month: m.total_usd for m in self.plan.cash_flow}
+        fleet_cash = {m.month: (m.committed_usd, m.sales_usd) for m in self.plan.cash_flow}
         pl, rl, fl = self.p_last, self.r_last, self.f_last
         rate = self.finance.rate
         rows: list[list[Any]] = []
@@ -1201,7 +1215,7 @@ class _Writer:
                     F("=" + _sumifs("Fleet", FL_POWER, FIRST_ROW, fl, [(2, crit)])),
                     F("=" + _sumifs("Fleet", FL_HOSTING, FIRST_ROW, fl, [(2, crit)])),
                     F("=" + _sumifs("Rentals", 9, FIRST_ROW, rl, [(5, crit)])),
-                    F(f"=SUM(B{r}:E{r})"),
+                    F(f"=SUM(B{r}:E{r})+Q{r}-R{r}"),
                     F(f"={prev_run}F{r}"),
                     F(f"={prev_cap}B{r}"),
                     F(f"={budget}-H{r}") if budget else "n/a",
@@ -1215,6 +1229,8 @@ class _Writer:
                     # start-of-month cash at an annual rate, compounded monthly
                     F(f"=1/(1+{rate})^(M{r}/12)"),
                     F(f"=F{r}*O{r}"),
+                    # contracts and sales of existing GPUs, as the plan has them
+                    *fleet_cash.get(m, (0.0, 0.0)),
                 ]
             )
         return rows
@@ -1239,7 +1255,7 @@ class _Writer:
         cols = _PNL_YEAR_COLS
         _header(ws, HEADER_ROW, cols)
         last = _rows(ws, FIRST_ROW, cols, self._pnl_year_rows() or [_no_year_row()])
-        sums = [(c, USD) for c in range(4, 15)]
+        sums = [(c, USD) for c in (*range(4, 15), 16, 17)]
         _total_row(ws, last + 1, last, sums)
         _put(ws, last + 1, 15, F(f"=M{last + 1}-N{last + 1}"), USD_CENTS, _F_BOLD, _FILL_TOTAL)
         _table(ws, "tblPnL", 1, len(cols), HEADER_ROW, last)
@@ -1250,6 +1266,8 @@ class _Writer:
     def _pnl_year_rows(self) -> list[list[Any]]:
         fin, pl, T = self.finance, self.pl, len(self.plan.months)
         solver = {y.year: y.pnl_cost_usd for y in self.plan.years}
+        bought_end = sum(d.residual_value_usd for d in self.plan.depreciation)
+        existing_end = self.plan.totals.residual_value_usd - bought_end
         rows: list[list[Any]] = []
         for k in range(0, T, 12):
             r, y = FIRST_ROW + k // 12, k // 12 + 1
@@ -1267,14 +1285,17 @@ class _Writer:
                     _month_value(self.plan.months[k]),
                     _month_value(self.plan.months[min(T, k + 12) - 1]),
                     *(cf(c) for c in (CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS)),
-                    F(f"=$H${pl.s_total}") if last else 0,
-                    F(f"=D{r}+E{r}+F{r}+G{r}-H{r}"),
+                    # resale at the horizon end: purchases (live) + existing GPUs (the plan's)
+                    F(f"=$H${pl.s_total}+{_num(existing_end)}") if last else 0,
+                    F(f"=D{r}+E{r}+F{r}+G{r}+P{r}-Q{r}-H{r}"),
                     F(f"={cf(CF_PV).text[1:]}-H{r}/(1+{fin.rate})^({T}/12)"),
                     F(f"=SUM({dep_col}{pl.s_first}:{dep_col}{pl.s_last})"),
-                    F(f'=IF({fin.mode}="none",0,H{r}-$I${pl.s_total})') if last else 0,
-                    F(f"=K{r}+E{r}+F{r}+G{r}-L{r}"),
+                    F(f'=IF({fin.mode}="none",0,$H${pl.s_total}-$I${pl.s_total})') if last else 0,
+                    F(f"=K{r}+E{r}+F{r}+G{r}+P{r}-L{r}"),
                     _num(sol) if sol is not None else "n/a",
                     F(f"=M{r}-N{r}") if sol is not None else "n/a",
+                    cf(CF_COMMITTED),
+                    cf(CF_SALES),
                 ]
             )
         return rows

@@ -129,6 +129,12 @@ def rent_sentences(plan: Plan) -> list[str]:
         # at once, never fewer than the busiest month's average
         n = max(peak.get((workload, g.gpu), 0.0), g.most_in_a_month / plan.hours_per_month)
         how = "at peak hours" if kinds.get(workload) == "serve" else "for the run"
+        if g.kind == "committed":
+            out.append(
+                f"Use up to {n:,.0f} {g.gpu} of the {g.provider} contract ({offer}) {how} of "
+                f"{workload} in {_span(g.months)}: {g.hours:,.0f} GPU-h, paid by the contract."
+            )
+            continue
         out.append(
             f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}"
             f"{_fabric_text(plan, workload, offer)}) "
@@ -174,9 +180,37 @@ def reserve_sentences(plan: Plan) -> list[str]:
     ]
 
 
+def existing_sentences(plan: Plan) -> list[str]:
+    """What the team already has and what the plan does with it: existing GPUs kept or sold,
+    contracts signed before the plan."""
+    out = []
+    first = {f.gpu: f for f in plan.fleet if f.existing or f.sold}
+    kept: dict[str, int] = {}
+    for f in plan.fleet:
+        if f.month == plan.months[-1]:
+            kept[f.gpu] = f.existing
+    for g in sorted(first):
+        n = kept.get(g, 0)
+        if n:
+            out.append(f"Keep {_plural(n, g + ' GPU')} already owned (no capex in this plan).")
+    for s in plan.sales:
+        out.append(
+            f"Sell {s.count} existing {s.gpu} in {s.month} ({s.age_months} months old) for "
+            f"{_usd(s.usd)} ({_usd(s.unit_usd)} each, the resale curve at that age)."
+        )
+    if plan.totals.committed_usd:
+        out.append(
+            f"Contracts signed before the plan cost {_usd(plan.totals.committed_usd)} inside the "
+            "horizon, used or not; the plan uses their capacity first."
+        )
+    return out
+
+
 def decision_sentences(plan: Plan) -> list[str]:
-    """The plan in plain words: buy, rent, reserve, then the total."""
-    lines = buy_sentences(plan) or ["Buy nothing: every GPU-hour is rented."]
+    """The plan in plain words: what it does with what the team has, then buy, rent,
+    reserve, then the total."""
+    lines = existing_sentences(plan)
+    lines += buy_sentences(plan) or ["Buy nothing new." if lines else "Buy nothing: every GPU-hour is rented."]
     lines += reserve_sentences(plan)
     lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
     lines += headroom_sentences(plan)
@@ -187,16 +221,17 @@ def decision_sentences(plan: Plan) -> list[str]:
 def total_sentence(plan: Plan) -> str:
     """The cash total, then its present value and the resale value it counts (if known)."""
     t = plan.totals
-    opex = t.power_usd + t.hosting_usd + t.rental_usd
+    opex = t.power_usd + t.hosting_usd + t.rental_usd + t.committed_usd
+    sold = f", less {_usd(t.sale_proceeds_usd)} from GPUs sold" if t.sale_proceeds_usd else ""
     text = (
         f"Total over {len(plan.months)} months: {_usd(t.total_usd)} cash "
-        f"(capex {_usd(t.capex_usd)}, opex {_usd(opex)})"
+        f"(capex {_usd(t.capex_usd)}, opex {_usd(opex)}{sold})"
     )
     if t.npv_usd is None:  # a plan from before present values
         return text + "."
     text += f"; present value {_usd(t.npv_usd)} at {plan.discount_rate:.1%} a year"
     book = f"book value {_usd(t.book_value_usd)}"
-    if not plan.purchases:
+    if not plan.purchases and not t.residual_value_usd:
         pass  # nothing owned: nothing to resell
     elif plan.residual_mode == "none":
         text += f", with no resale of the owned hardware assumed ({book} at the horizon end)"

@@ -103,8 +103,12 @@ def _header_line(plan: Plan) -> str:
 def cost_table(plan: Plan, console: Console, wide: bool) -> Table:
     t = plan.totals
     cols = [Col("capex", True), Col("power", True, 2), Col("hosting", True, 1)]
-    cols += [Col("rental", True), Col("total", True), Col("capex budget", True, 3)]
+    cols += [Col("rental", True)]
     row = [usd(t.capex_usd), usd(t.power_usd), usd(t.hosting_usd), usd(t.rental_usd)]
+    if t.committed_usd or t.sale_proceeds_usd:  # a plan from where the team stands
+        cols += [Col("contracts", True, 2), Col("sold", True, 2)]
+        row += [usd(t.committed_usd), "-" + usd(t.sale_proceeds_usd)]
+    cols += [Col("total", True), Col("capex budget", True, 3)]
     row += [f"[bold]{usd(t.total_usd)}[/bold]", usd(t.capex_budget_usd)]
     return fit_table(console, "Cost over the horizon", cols, [row], wide)
 

@@ -327,7 +327,8 @@ class VerifyContext:
             i, gpu = match[0], self.inputs.gpus[sale.gpu]
             left[i] -= sale.count
             gone[i].append((t, sale.count))
-            share = residual_share(gpu, sale.age_months, fin.residual, fin.depreciation_years)
+            # a sale fetches the used-market price: the resale curve at that age
+            share = gpu.residual.share_at(sale.age_months) if gpu.residual else 0.0
             usd = sale.count * gpu.purchase_usd.value * share
             self.sales_by_month[t] += usd
             if abs(usd - sale.usd) > 0.01 + 1e-6 * abs(usd):
