@@ -90,6 +90,29 @@ class _BulkHiGHS(pulp.HiGHS):
         with _quiet_stdout_fd():
             super().createAndConfigureSolver(lp)
 
+    def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        """HiGHS runs in a worker thread (it releases the GIL) while this thread waits in
+        0.1 s steps, so Ctrl-C and SIGTERM reach the planner during a solve: HiGHS is
+        cancelled and the interrupt goes on (a plain ``run()`` would hold it to the limit)."""
+        import threading
+
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                lp.solverModel.run()
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="highs", daemon=True).start()
+        try:
+            while not done.wait(0.1):
+                pass
+        except BaseException:
+            lp.solverModel.cancelSolve()
+            done.wait(10.0)  # HiGHS stops at its next check; leave it no time to print
+            raise
+
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)
         """PuLP's reading, plus the statuses it does not map (a node or solution limit):
         integer-feasible when HiGHS holds a feasible plan (PuLP has read its values)."""
@@ -370,15 +393,17 @@ def solve_model(
     repair = 0.0
     if objective is not None:
         relaxed = objective
-        repair = whole_replicas(m, min(time_limit, 30.0), threads)
-        if repair > 0:
-            bound = objective * (1 - (rel_gap or 0.0))
-            objective = pulp.value(m.prob.objective)
+        whole_replicas(m, min(time_limit, 30.0), threads)
+        # the repair re-chooses rentals: dearer (whole replicas) or, after a time-limited
+        # solve, sometimes cheaper; the objective is the repaired plan's either way
+        objective = pulp.value(m.prob.objective)
+        if abs(objective - relaxed) > 1e-9 * max(1.0, abs(relaxed)):
+            bound = relaxed * (1 - (rel_gap or 0.0))
             rel_gap = max(0.0, 1 - bound / objective) if objective else rel_gap
             left = time_limit - (time.perf_counter() - start)
             if rel_gap > gap and left > 1.0:
                 objective, rel_gap = polish(m, min(left, POLISH_S), gap, threads, bound)
-            repair = max(0.0, objective - relaxed)
+        repair = max(0.0, objective - relaxed)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
     elapsed = time.perf_counter() - start  # the repair and polish included
