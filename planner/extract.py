@@ -482,8 +482,14 @@ def _read_existing(ctx: _Context) -> _Existing:
                 age = existing_age(m, i, t)
                 unit = gpu.purchase_usd.value * economics.sale_share(gpu, age)
                 out.sales.append(
-                    Sale(gpu=o.gpu, month=ctx.months[t], count=n, age_months=age,
-                         unit_usd=unit, usd=n * unit)
+                    Sale(
+                        gpu=o.gpu,
+                        month=ctx.months[t],
+                        count=n,
+                        age_months=age,
+                        unit_usd=unit,
+                        usd=n * unit,
+                    )
                 )
                 out.sales_usd[t] += n * unit
             gone += n

@@ -461,7 +461,9 @@ def add_existing_fleet(m: PlannerModel) -> None:
         sold: dict[pulp.LpVariable, float] = {}
         sells = []
         for t in range(t0, T):
-            v = m.var(nid("sell", o.gpu, i + 1, m.cands.months[t]), 0, o.count // unit, pulp.LpInteger)
+            v = m.var(
+                nid("sell", o.gpu, i + 1, m.cands.months[t]), 0, o.count // unit, pulp.LpInteger
+            )
             m.sell[(i, t)] = v
             sells.append((v, 1.0))
             sold[v] = float(unit)
@@ -1021,9 +1023,21 @@ def _existing_cost_terms(m: PlannerModel) -> dict[str, pulp.LpAffineExpression]:
     T, fin = len(m.cands.months), m.inputs.finance
     r = fin.discount_rate
     d = [economics.discount_factor(r, t) for t in range(T + 1)]
-    out = {k: pulp.LpAffineExpression() for k in (
-        "power", "hosting", "sales", "residual", "committed",
-        "pv_power", "pv_hosting", "pv_sales", "pv_residual", "pv_committed")}
+    out = {
+        k: pulp.LpAffineExpression()
+        for k in (
+            "power",
+            "hosting",
+            "sales",
+            "residual",
+            "committed",
+            "pv_power",
+            "pv_hosting",
+            "pv_sales",
+            "pv_residual",
+            "pv_committed",
+        )
+    }
     for i, o in enumerate(m.inputs.problem.fleet.owned):
         if o.gpu not in m.inputs.gpus:
             continue
@@ -1068,7 +1082,8 @@ def build_cost_terms(m: PlannerModel) -> None:
     rental, pv_rental = _rental_cost_terms(m)
     fleet = _existing_cost_terms(m)
     m.cost_terms = {
-        k: pulp.LpAffineExpression(owned[k]) + fleet.get(k, 0) for k in ("capex", "power", "hosting")
+        k: pulp.LpAffineExpression(owned[k]) + fleet.get(k, 0)
+        for k in ("capex", "power", "hosting")
     } | {
         "rental": pulp.LpAffineExpression(rental),
         "committed": fleet["committed"],

@@ -772,7 +772,10 @@ def _check_fleet(
     for i, o in enumerate(problem.fleet.owned):
         where = ("fleet", "owned", i)
         if o.gpu not in gpus:
-            errors.add((*where, "gpu"), f"unknown or not allowed gpu {o.gpu!r}; {did_you_mean(o.gpu, gpus.keys())}")
+            errors.add(
+                (*where, "gpu"),
+                f"unknown or not allowed gpu {o.gpu!r}; {did_you_mean(o.gpu, gpus.keys())}",
+            )
         if o.bought is not None and month_index(start, o.bought) >= 0:
             errors.add(
                 (*where, "bought"),
@@ -788,9 +791,15 @@ def _check_fleet(
     for i, c in enumerate(problem.fleet.contracts):
         where = ("fleet", "contracts", i)
         if c.gpu not in gpus:
-            errors.add((*where, "gpu"), f"unknown or not allowed gpu {c.gpu!r}; {did_you_mean(c.gpu, gpus.keys())}")
+            errors.add(
+                (*where, "gpu"),
+                f"unknown or not allowed gpu {c.gpu!r}; {did_you_mean(c.gpu, gpus.keys())}",
+            )
         if c.provider not in known:
-            errors.add((*where, "provider"), f"unknown provider {c.provider!r}; {did_you_mean(c.provider, known)}")
+            errors.add(
+                (*where, "provider"),
+                f"unknown provider {c.provider!r}; {did_you_mean(c.provider, known)}",
+            )
         if month_index(start, c.end) < 0:
             warnings.append(
                 f"fleet.contracts[{i}]: ends {c.end}, before the horizon starts ({start}): "
@@ -798,7 +807,9 @@ def _check_fleet(
             )
     for p in problem.offers.discounts:
         if p not in known:
-            errors.add(("offers", "discounts", p), f"unknown provider {p!r}; {did_you_mean(p, known)}")
+            errors.add(
+                ("offers", "discounts", p), f"unknown provider {p!r}; {did_you_mean(p, known)}"
+            )
 
 
 def resolve(

@@ -37,7 +37,9 @@ def test_existing_gpus_absorb_a_workload_that_would_be_rented():
     """2 req/s at 1 req/s per replica: without the fleet 2 replicas are rented at $1/h for 3
     months; with 2 GPUs owned (no power or hosting price) nothing is rented or bought."""
     base = dict(
-        months=3, gpus=[gpu(price=PRICE)], offers=[offer("c-g1", "g1", 1.0)],
+        months=3,
+        gpus=[gpu(price=PRICE)],
+        offers=[offer("c-g1", "g1", 1.0)],
         serve=[serve_workload(rps=2.0)],
     )
     _, res0, plan0 = solve(problem(**base))
@@ -57,8 +59,18 @@ def test_a_contract_is_used_before_anything_is_rented():
         gpus=[gpu(price=1e7)],
         offers=[offer("c-g1", "g1", 1.0)],
         serve=[serve_workload(rps=2.0)],
-        fleet={"contracts": [{"provider": "c", "gpu": "g1", "count": 2, "start": "2026-11",
-                              "end": "2027-02", "usd_per_gpu_hour": 3.0}]},
+        fleet={
+            "contracts": [
+                {
+                    "provider": "c",
+                    "gpu": "g1",
+                    "count": 2,
+                    "start": "2026-11",
+                    "end": "2027-02",
+                    "usd_per_gpu_hour": 3.0,
+                }
+            ]
+        },
     )
     m, res, plan = solve(inputs)
     committed = 2 * 2 * H * 3.0
@@ -72,7 +84,8 @@ def test_a_contract_is_used_before_anything_is_rented():
 
 def test_a_discount_flips_the_cheapest_provider():
     base = dict(
-        months=1, gpus=[gpu(price=1e7)],
+        months=1,
+        gpus=[gpu(price=1e7)],
         offers=[offer("a-g1", "g1", 1.0), offer("b-g1", "g1", 1.2)],
         serve=[serve_workload(rps=1.0)],
     )
@@ -106,7 +119,9 @@ def test_an_idle_existing_fleet_is_sold_in_month_one():
 
 def test_gpus_on_order_join_in_their_month():
     inputs = problem(
-        months=3, gpus=[gpu(price=1e7)], offers=[offer("c-g1", "g1", 1.0)],
+        months=3,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("c-g1", "g1", 1.0)],
         serve=[serve_workload(rps=1.0)],
         fleet={"owned": [{"gpu": "g1", "count": 1, "arrives": "2027-02"}]},
     )
@@ -123,8 +138,12 @@ def test_existing_gpus_raise_the_optimum_at_most_by_their_fixed_costs(rps):
     """Owning more never costs more than the fleet's fixed costs (idle power, hosting) over
     the horizon, and is never charged as a purchase."""
     base = dict(
-        months=4, gpus=[gpu(price=PRICE, idle=50.0, tdp=300.0)], power_price=0.2, hosting=40.0,
-        offers=[offer("c-g1", "g1", 2.0)], serve=[serve_workload(rps=rps)],
+        months=4,
+        gpus=[gpu(price=PRICE, idle=50.0, tdp=300.0)],
+        power_price=0.2,
+        hosting=40.0,
+        offers=[offer("c-g1", "g1", 2.0)],
+        serve=[serve_workload(rps=rps)],
     )
     _, res0, _ = solve(problem(**base))
     _, res, plan = solve(problem(**base, fleet=owned(3)))
@@ -135,12 +154,20 @@ def test_existing_gpus_raise_the_optimum_at_most_by_their_fixed_costs(rps):
 
 def test_a_contract_raises_the_optimum_at_most_by_its_committed_cost():
     base = dict(
-        months=3, gpus=[gpu(price=1e7)], offers=[offer("c-g1", "g1", 1.0)],
+        months=3,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("c-g1", "g1", 1.0)],
         serve=[serve_workload(rps=2.0)],
     )
     _, res0, _ = solve(problem(**base))
-    contract = {"provider": "c", "gpu": "g1", "count": 4, "start": "2027-01", "end": "2027-03",
-                "usd_per_gpu_hour": 5.0}
+    contract = {
+        "provider": "c",
+        "gpu": "g1",
+        "count": 4,
+        "start": "2027-01",
+        "end": "2027-03",
+        "usd_per_gpu_hour": 5.0,
+    }
     _, res, plan = solve(problem(**base, fleet={"contracts": [contract]}))
     assert res.objective <= res0.objective + plan.totals.committed_usd + 1e-6
     assert res.objective >= plan.totals.committed_usd - 1e-6
@@ -149,7 +176,9 @@ def test_a_contract_raises_the_optimum_at_most_by_its_committed_cost():
 @pytest.mark.parametrize("d1,d2", [(0.0, 0.1), (0.1, 0.3), (0.3, 0.6)])
 def test_a_larger_discount_never_raises_the_optimum(d1, d2):
     base = dict(
-        months=2, gpus=[gpu(price=PRICE)], offers=[offer("a-g1", "g1", 1.0)],
+        months=2,
+        gpus=[gpu(price=PRICE)],
+        offers=[offer("a-g1", "g1", 1.0)],
         serve=[serve_workload(rps=3.0)],
     )
     _, r1, _ = solve(problem(**base, discounts={"a": d1}))
@@ -164,12 +193,23 @@ def test_a_larger_discount_never_raises_the_optimum(d1, d2):
 def _plan_with_everything():
     card = gpu(price=PRICE, residual=[(12, 0.8), (60, 0.2)])
     inputs = problem(
-        months=3, gpus=[card], hosting=50.0, offers=[offer("c-g1", "g1", 1.0)],
+        months=3,
+        gpus=[card],
+        hosting=50.0,
+        offers=[offer("c-g1", "g1", 1.0)],
         serve=[serve_workload(rps=1.0, start="2027-03")],
         fleet={
             "owned": [{"gpu": "g1", "count": 2, "bought": "2026-01", "sell": "allowed"}],
-            "contracts": [{"provider": "c", "gpu": "g1", "count": 1, "start": "2027-03",
-                           "end": "2027-06", "usd_per_gpu_hour": 2.0}],
+            "contracts": [
+                {
+                    "provider": "c",
+                    "gpu": "g1",
+                    "count": 1,
+                    "start": "2027-03",
+                    "end": "2027-06",
+                    "usd_per_gpu_hour": 2.0,
+                }
+            ],
         },
     )
     m, res, plan = solve(inputs)
@@ -197,8 +237,10 @@ def test_verify_catches_an_existing_gpu_charged_as_a_purchase():
 
 def test_verify_catches_a_contract_used_outside_its_term():
     inputs, plan = _plan_with_everything()
-    rows = [r.model_copy(update={"month": "2027-01"}) if r.kind == "committed" else r
-            for r in plan.rentals]
+    rows = [
+        r.model_copy(update={"month": "2027-01"}) if r.kind == "committed" else r
+        for r in plan.rentals
+    ]
     assert any(r.kind == "committed" for r in plan.rentals)
     bad = plan.model_copy(update={"rentals": rows})
     assert any("outside its term" in e for e in _errors(inputs, bad))
@@ -206,12 +248,17 @@ def test_verify_catches_a_contract_used_outside_its_term():
 
 def test_verify_catches_a_discount_applied_twice():
     inputs = problem(
-        months=1, gpus=[gpu(price=1e7)], offers=[offer("a-g1", "g1", 1.0)],
-        serve=[serve_workload(rps=1.0)], discounts={"a": 0.2},
+        months=1,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("a-g1", "g1", 1.0)],
+        serve=[serve_workload(rps=1.0)],
+        discounts={"a": 0.2},
     )
     _, _, plan = solve(inputs)
-    rows = [r.model_copy(update={"usd_per_gpu_hour": r.usd_per_gpu_hour * 0.8,
-                                 "usd": r.usd * 0.8}) for r in plan.rentals]
+    rows = [
+        r.model_copy(update={"usd_per_gpu_hour": r.usd_per_gpu_hour * 0.8, "usd": r.usd * 0.8})
+        for r in plan.rentals
+    ]
     bad = plan.model_copy(update={"rentals": rows})
     assert any("offer price" in e for e in _errors(inputs, bad))
 
@@ -228,16 +275,45 @@ def test_verify_catches_a_discount_applied_twice():
         ({"owned": [{"gpu": "zz", "count": 1, "bought": "2026-01"}]}, "unknown"),
         ({"owned": [{"gpu": "g1", "count": 1, "arrives": "2030-01"}]}, "outside the horizon"),
         ({"owned": [{"gpu": "g1", "count": 1, "bought": "2027-02"}]}, "not before"),
-        ({"contracts": [{"provider": "c", "gpu": "g1", "count": 1, "start": "2027-03",
-                         "end": "2027-01", "usd_per_gpu_hour": 1.0}]}, "before start"),
-        ({"contracts": [{"provider": "nobody", "gpu": "g1", "count": 1, "start": "2027-01",
-                         "end": "2027-02", "usd_per_gpu_hour": 1.0}]}, "unknown provider"),
+        (
+            {
+                "contracts": [
+                    {
+                        "provider": "c",
+                        "gpu": "g1",
+                        "count": 1,
+                        "start": "2027-03",
+                        "end": "2027-01",
+                        "usd_per_gpu_hour": 1.0,
+                    }
+                ]
+            },
+            "before start",
+        ),
+        (
+            {
+                "contracts": [
+                    {
+                        "provider": "nobody",
+                        "gpu": "g1",
+                        "count": 1,
+                        "start": "2027-01",
+                        "end": "2027-02",
+                        "usd_per_gpu_hour": 1.0,
+                    }
+                ]
+            },
+            "unknown provider",
+        ),
     ],
 )
 def test_bad_fleet_is_an_input_error(fleet, needle):
     with pytest.raises((InputError, ValidationError)) as e:
         problem(
-            months=3, gpus=[gpu()], offers=[offer("c-g1", "g1", 1.0)], fleet=fleet,
+            months=3,
+            gpus=[gpu()],
+            offers=[offer("c-g1", "g1", 1.0)],
+            fleet=fleet,
             serve=[serve_workload()],
         )
     assert needle in str(e.value)
@@ -252,9 +328,22 @@ def test_a_discount_outside_zero_to_one_is_an_input_error(share):
 
 def test_a_contract_before_the_horizon_is_a_warning_not_an_error():
     inputs = problem(
-        months=3, gpus=[gpu()], offers=[offer("c-g1", "g1", 1.0)], serve=[serve_workload()],
-        fleet={"contracts": [{"provider": "c", "gpu": "g1", "count": 1, "start": "2025-01",
-                              "end": "2026-06", "usd_per_gpu_hour": 1.0}]},
+        months=3,
+        gpus=[gpu()],
+        offers=[offer("c-g1", "g1", 1.0)],
+        serve=[serve_workload()],
+        fleet={
+            "contracts": [
+                {
+                    "provider": "c",
+                    "gpu": "g1",
+                    "count": 1,
+                    "start": "2025-01",
+                    "end": "2026-06",
+                    "usd_per_gpu_hour": 1.0,
+                }
+            ]
+        },
     )
     assert any("before the horizon starts" in w for w in inputs.warnings)
 

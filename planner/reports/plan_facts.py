@@ -210,7 +210,9 @@ def decision_sentences(plan: Plan) -> list[str]:
     """The plan in plain words: what it does with what the team has, then buy, rent,
     reserve, then the total."""
     lines = existing_sentences(plan)
-    lines += buy_sentences(plan) or ["Buy nothing new." if lines else "Buy nothing: every GPU-hour is rented."]
+    lines += buy_sentences(plan) or [
+        "Buy nothing new." if lines else "Buy nothing: every GPU-hour is rented."
+    ]
     lines += reserve_sentences(plan)
     lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
     lines += headroom_sentences(plan)

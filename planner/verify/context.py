@@ -352,7 +352,9 @@ class VerifyContext:
             self.existing_residual += (o.count - out_by) * gpu.purchase_usd.value * share
         for c in self.problem.fleet.contracts:
             for t in range(self.T):
-                inside = month_index(c.start, self.months[t]) >= 0 >= month_index(c.end, self.months[t])
+                inside = (
+                    month_index(c.start, self.months[t]) >= 0 >= month_index(c.end, self.months[t])
+                )
                 if inside:
                     self.committed_by_month[t] += c.count * HOURS_PER_MONTH * c.usd_per_gpu_hour
 
@@ -593,9 +595,9 @@ class VerifyContext:
         committed, sales = sum(self.committed_by_month.values()), sum(self.sales_by_month.values())
         self.total = self.capex + self.power + self.hosting + self.rental + committed - sales
         r = self.inputs.finance.discount_rate
-        self.npv = sum(
-            self.month_total(t) * discount_factor(r, t) for t in range(self.T)
-        ) - (self.residual + self.existing_residual) * discount_factor(r, self.T)
+        self.npv = sum(self.month_total(t) * discount_factor(r, t) for t in range(self.T)) - (
+            self.residual + self.existing_residual
+        ) * discount_factor(r, self.T)
 
     def month_total(self, t: int) -> float:
         """Recomputed cash of month t: capex + power + hosting + rentals + contracts - sales."""
