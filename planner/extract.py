@@ -30,7 +30,6 @@ from planner.candidates import (
 )
 from planner.catalog import GpuSpec, Sourced, SourcedRange
 from planner.demand import HOURS_PER_MONTH, LoadSlice
-from planner.economics import it_kw
 from planner.model import PlannerModel, existing_age, existing_start, power_coefficients
 from planner.plan import (
     Assumption,

@@ -115,12 +115,12 @@ from planner.candidates import (
     Candidates,
     ServeCandidate,
     TrainCandidate,
+    offer_months,
     progress_per_wall_hour,
     rental_gpus,
     serve_rental_pairs,
 )
 from planner.candidates import (
-    offer_months,
     offer_restricted as restricted,
 )
 from planner.catalog import GpuSpec, Offer
