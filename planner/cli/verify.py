@@ -51,7 +51,13 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
     click.echo(
         f"OK: {plan_json} meets every constraint of {problem} ({rep.checks} checks); "
         f"recomputed total ${rep.total_usd:,.2f} (capex ${rep.capex_usd:,.2f}, power ${rep.power_usd:,.2f}, "
-        f"hosting ${rep.hosting_usd:,.2f}, rental ${rep.rental_usd:,.2f}); present value "
+        f"hosting ${rep.hosting_usd:,.2f}, rental ${rep.rental_usd:,.2f}"
+        + (
+            f", contracts ${rep.committed_usd:,.2f}, sold -${rep.sale_proceeds_usd:,.2f}"
+            if rep.committed_usd or rep.sale_proceeds_usd
+            else ""
+        )
+        + "); present value "
         f"${rep.npv_usd:,.2f} after ${rep.residual_usd:,.2f} resale value"
     )
 

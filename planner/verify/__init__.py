@@ -97,6 +97,8 @@ class VerifyReport:
     total_usd: float = 0.0
     npv_usd: float = 0.0  # present value less resale, at the problem's discount rate
     residual_usd: float = 0.0
+    committed_usd: float = 0.0  # contracts signed before the plan
+    sale_proceeds_usd: float = 0.0  # existing GPUs sold
     checks: int = 0  # number of individual checks made
     findings: list[Finding] = field(default_factory=list)  # errors, with their family
 
@@ -125,6 +127,8 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:
     else:
         rep.capex_usd, rep.power_usd = ctx.capex, ctx.power
         rep.hosting_usd, rep.rental_usd, rep.total_usd = ctx.hosting, ctx.rental, ctx.total
-        rep.npv_usd, rep.residual_usd = ctx.npv, ctx.residual
+        rep.npv_usd, rep.residual_usd = ctx.npv, ctx.residual + ctx.existing_residual
+        rep.committed_usd = sum(ctx.committed_by_month.values())
+        rep.sale_proceeds_usd = sum(ctx.sales_by_month.values())
     rep.errors = [f.message for f in rep.findings]
     return rep
