@@ -51,7 +51,14 @@ def test_problem_solves_and_verifies(path):
     }
     # Costs add up and every workload's cost share sums to at most 100 %.
     t = plan.totals
-    assert t.total_usd == pytest.approx(t.capex_usd + t.power_usd + t.hosting_usd + t.rental_usd)
+    assert t.total_usd == pytest.approx(
+        t.capex_usd
+        + t.power_usd
+        + t.hosting_usd
+        + t.rental_usd
+        + t.committed_usd  # contracts signed before the plan (fleet.contracts)
+        - t.sale_proceeds_usd  # existing GPUs sold (fleet.owned, sell: allowed)
+    )
     assert sum(w.cost_share for w in plan.workloads) <= 1.0 + 1e-6
     # Consumer cards are never bought for a datacenter site.
     if not inputs.problem.site.consumer_gpus_allowed:

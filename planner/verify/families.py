@@ -156,8 +156,8 @@ def _check_fleet_month(
     bought, existing = ctx.bought.get((g, t), 0), ctx.existing.get((g, t), 0)
     chk.check(
         fm.owned == own and fm.bought == bought,
-        f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases and the existing "
-        f"fleet give {bought}, {own}",
+        f"{what}: says bought {fm.bought}, owned {fm.owned}; the purchases give {bought}, "
+        f"{own} (with {existing} existing GPUs of fleet.owned)",
         group=("fleet_owned", g),
     )
     chk.check(
