@@ -337,6 +337,8 @@ class Offer(Strict):
     # A contract signed before the plan (fleet.contracts): paid whatever the plan does, so its
     # capacity costs nothing at the margin, and only inside its term (YYYY-MM, inclusive).
     committed: bool = False
+    # The listed price when offers.discounts scaled usd_per_gpu_hour (planner.problem.discounted)
+    list_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
     available_from: str | None = None
     available_until: str | None = None
     source: str

@@ -33,7 +33,9 @@ from planner.demand import HOURS_PER_MONTH, LoadSlice
 from planner.model import PlannerModel, existing_age, existing_start, power_coefficients
 from planner.plan import (
     Assumption,
+    Commitment,
     Depreciation,
+    ExistingGpus,
     FleetMonth,
     MonthCost,
     Plan,
@@ -48,7 +50,7 @@ from planner.plan import (
     WorkloadResult,
     YearCost,
 )
-from planner.problem import Inputs, Problem, ServeWorkload, TrainJob
+from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, contract_offer_id
 from planner.solve import SolveResult
 
 EPS = 1e-6
@@ -461,12 +463,14 @@ class _Existing:
     sales_usd: list[float]  # per month, cash in
     committed_usd: list[float]  # per month, contracts
     residual_usd: float  # existing cards' value at the horizon end
+    entries: list[ExistingGpus] = field(default_factory=list)
+    commitments: list[Commitment] = field(default_factory=list)
 
 
 def _read_existing(ctx: _Context) -> _Existing:
     """Existing GPUs in service and sold per month, each sale at the card's resale share at
-    its age x its catalog price, their value at the horizon end, and contracts' cost per
-    month (count x hours x price inside the term)."""
+    its age x its catalog price, their value at the horizon end (by ``finance.residual``, as
+    for purchases), and contracts' cost per month."""
     T, fin, m = len(ctx.months), ctx.inputs.finance, ctx.m
     out = _Existing(defaultdict(int), defaultdict(int), [], [0.0] * T, [0.0] * T, 0.0)
     for i, o in enumerate(ctx.problem.fleet.owned):
@@ -494,15 +498,52 @@ def _read_existing(ctx: _Context) -> _Existing:
             gone += n
             out.sold[(o.gpu, t)] += gone
             out.in_service[(o.gpu, t)] += o.count - gone
-        share = economics.residual_share(
-            gpu, existing_age(m, i, T), fin.residual, fin.depreciation_years
+        age = existing_age(m, i, T)
+        share = economics.residual_share(gpu, age, fin.residual, fin.depreciation_years)
+        kept = o.count - gone
+        out.residual_usd += kept * gpu.purchase_usd.value * share
+        out.entries.append(
+            ExistingGpus(
+                gpu=o.gpu,
+                count=o.count,
+                bought=o.bought,
+                arrives=o.arrives,
+                sell=o.sell,
+                sold=gone,
+                kept=kept,
+                age_end_months=age,
+                residual_share=share,
+                residual_usd=kept * gpu.purchase_usd.value * share,
+            )
         )
-        out.residual_usd += (o.count - gone) * gpu.purchase_usd.value * share
-    for o in ctx.cands.offers.values():
-        if o.committed:
-            for t in offer_months(o, ctx.problem.horizon.start, T):
-                out.committed_usd[t] += (o.max_gpus or 0) * HOURS_PER_MONTH * o.usd_per_gpu_hour
+    _read_commitments(ctx, out)
     return out
+
+
+def _read_commitments(ctx: _Context, out: _Existing) -> None:
+    """Each contract's months inside the horizon and its cost there: count x hours x price
+    per month, paid used or not."""
+    T = len(ctx.months)
+    for i, c in enumerate(ctx.problem.fleet.contracts):
+        oid = contract_offer_id(i, c)
+        o = ctx.cands.offers.get(oid)
+        term = offer_months(o, ctx.problem.horizon.start, T) if o is not None else range(0)
+        month_usd = c.count * HOURS_PER_MONTH * c.usd_per_gpu_hour
+        for t in term:
+            out.committed_usd[t] += month_usd
+        out.commitments.append(
+            Commitment(
+                provider=c.provider,
+                gpu=c.gpu,
+                offer=oid,
+                count=c.count,
+                start=c.start,
+                end=c.end,
+                usd_per_gpu_hour=c.usd_per_gpu_hour,
+                months=[ctx.months[t] for t in term],
+                usd=month_usd * len(term),
+            )
+        )
 
 
 @dataclass
@@ -1121,7 +1162,7 @@ def _read_assumptions(
         out.extend(gpu_assumptions(gpu))
     used_offers = {r.offer for r in rentals}
     for oid, o in ctx.cands.offers.items():
-        if oid in used_offers:
+        if oid in used_offers or o.committed:
             out.append(
                 Assumption(
                     group=f"offer:{oid}",
@@ -1144,6 +1185,61 @@ def _read_assumptions(
                 )
             )
     out.extend(_demand_assumptions(ctx))
+    out.extend(_fleet_assumptions(ctx))
+    return out
+
+
+def _fleet_assumptions(ctx: _Context) -> list[Assumption]:
+    """How the plan treats what the team already has (only when it has something):
+    existing GPUs, their sale price and end value, contracts and discounts."""
+    p = ctx.problem
+    out = [
+        Assumption(
+            group=f"discount:{provider}",
+            key="share_off_list_price",
+            value=share,
+            unit="of every listed price",
+            source="offers.discounts (problem file): applied once, when offers are loaded",
+        )
+        for provider, share in sorted(p.offers.discounts.items())
+    ]
+    if p.fleet.owned:
+        out += [
+            Assumption(
+                group="fleet",
+                key="existing_gpus",
+                value="no capex; power, hosting and colocation as bought cards",
+                source="fleet.owned: in service before the horizon (bought) or from arrives; they "
+                "came in their catalog server type (no chassis capex), each card drawing "
+                "host_w / slots of its server's host watts",
+            ),
+            Assumption(
+                group="fleet",
+                key="sale_price",
+                value="catalog purchase_usd x resale share at the card's age",
+                source="fleet.owned with sell: allowed: sold in whole nodes at the start of a "
+                "month; age from bought (or arrival) to the sale month; the catalog's used-market "
+                "curve (catalogs/gpus.yaml residual), whatever finance.residual says",
+            ),
+            Assumption(
+                group="fleet",
+                key="end_value",
+                value=f"finance.residual = {ctx.inputs.finance.residual}",
+                source="existing GPUs still owned at the horizon end are valued like purchases: "
+                "curve (used-market share at their age x catalog price), straight_line (book "
+                "value from the catalog price) or none; present value only, not cash",
+            ),
+        ]
+    if p.fleet.contracts:
+        out.append(
+            Assumption(
+                group="fleet",
+                key="contracts",
+                value="count x 730 h x price for each month of the term inside the horizon",
+                source="fleet.contracts: signed before the plan, paid used or not "
+                "(totals.committed_usd); their capacity costs nothing at the margin",
+            )
+        )
     return out
 
 
@@ -1188,6 +1284,8 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         totals=totals,
         purchases=buys.purchases,
         sales=existing.sales,
+        existing=existing.entries,
+        commitments=existing.commitments,
         rentals=rentals,
         reservations=reserved.reservations,
         fleet=fleet.fleet,

@@ -439,7 +439,7 @@ def existing_age(m: PlannerModel, i: int, t: int) -> int:
     return t - month_index(start, o.arrives or start)
 
 
-def add_existing_fleet(m: PlannerModel) -> None:
+def add_existing_fleet_constraints(m: PlannerModel) -> None:
     """GPUs owned before the plan (``fleet.owned``): cards in service from their month, no
     capex; where ``sell: allowed``, integer ``sell[i,t]`` nodes sold at the start of month t.
 
@@ -1118,7 +1118,7 @@ def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
     prob = pulp.LpProblem(nid("gpu_plan", inputs.problem.name)[:60] or "gpu_plan", pulp.LpMinimize)
     m = PlannerModel(prob=prob, inputs=inputs, cands=cands)
     add_purchase_variables(m)
-    add_existing_fleet(m)
+    add_existing_fleet_constraints(m)
     add_training_constraints(m)
     add_serving_constraints(m)
     add_capacity_constraints(m)

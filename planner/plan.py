@@ -161,6 +161,37 @@ class Sale(_Data):
     usd: float
 
 
+class ExistingGpus(_Data):
+    """One entry of ``fleet.owned``: GPUs owned before the plan (no capex in it), what the
+    plan sells of them and what is left at the horizon end, valued like purchases."""
+
+    gpu: str
+    count: int
+    bought: str | None = None  # in service before the horizon, since
+    arrives: str | None = None  # on order: in service from this month
+    sell: str = "never"
+    sold: int = 0
+    kept: int = 0  # still owned at the horizon end
+    age_end_months: int = 0  # age at the horizon end (from bought, or from arrival)
+    residual_share: float = 0.0  # by finance.residual, as for purchases
+    residual_usd: float = 0.0  # kept x catalog price x residual_share
+
+
+class Commitment(_Data):
+    """One contract of ``fleet.contracts`` (signed before the plan): paid used or not, for
+    every month of its term inside the horizon."""
+
+    provider: str
+    gpu: str
+    offer: str  # the committed offer the rentals of kind "committed" use
+    count: int
+    start: str
+    end: str
+    usd_per_gpu_hour: float
+    months: list[str] = []  # months of the term inside the horizon
+    usd: float = 0.0  # count x hours per month x price x len(months)
+
+
 class ServeAllocation(_Data):
     workload: str
     month: str
@@ -235,6 +266,8 @@ class Plan(_Data):
     totals: Totals
     purchases: list[Purchase]
     sales: list[Sale] = []
+    existing: list[ExistingGpus] = []  # fleet.owned, as planned
+    commitments: list[Commitment] = []  # fleet.contracts, inside the horizon
     rentals: list[Rental]
     reservations: list[Reservation]
     fleet: list[FleetMonth]

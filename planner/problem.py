@@ -713,23 +713,39 @@ def _trusted_offers(
 
 
 def discounted(o: Offer, share: float) -> Offer:
-    """The offer at ``(1 - share)`` of its listed price, its source saying so.
+    """The offer at ``(1 - share)`` of its listed price, its source saying so. Idempotent:
+    the listed price is kept (``list_usd_per_gpu_hour``), so the discount applies once.
 
     >>> from planner.catalog import Offer
     >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
     ...           source="list", as_of="2026")
     >>> discounted(o, 0.25).usd_per_gpu_hour
     3.0
+    >>> discounted(discounted(o, 0.25), 0.25).usd_per_gpu_hour
+    3.0
     """
     if share <= 0:
         return o
+    listed = o.list_usd_per_gpu_hour or o.usd_per_gpu_hour
     return o.model_copy(
         update={
-            "usd_per_gpu_hour": o.usd_per_gpu_hour * (1 - share),
+            "usd_per_gpu_hour": listed * (1 - share),
+            "list_usd_per_gpu_hour": listed,
             "source": f"{o.source}; negotiated discount {share:.0%} off "
-            f"${o.usd_per_gpu_hour:g} (offers.discounts)",
+            f"${listed:g} (offers.discounts)",
         }
     )
+
+
+def contract_offer_id(i: int, c: Contract) -> str:
+    """The id of ``fleet.contracts[i]`` as a committed offer.
+
+    >>> c = Contract(provider="lambda", gpu="h100-sxm", count=16, start="2026-07",
+    ...              end="2027-06", usd_per_gpu_hour=2.0)
+    >>> contract_offer_id(0, c)
+    'contract-1-lambda-h100-sxm'
+    """
+    return f"contract-{i + 1}-{c.provider}-{c.gpu}"
 
 
 def contract_offers(problem: Problem, gpus: dict[str, GpuSpec]) -> dict[str, Offer]:
@@ -740,7 +756,7 @@ def contract_offers(problem: Problem, gpus: dict[str, GpuSpec]) -> dict[str, Off
         if c.gpu not in gpus:
             continue
         unit = c.gpus_per_instance or min(gpus[c.gpu].node_gpus, c.count)
-        oid = f"contract-{i + 1}-{c.provider}-{c.gpu}"
+        oid = contract_offer_id(i, c)
         out[oid] = Offer(
             id=oid,
             provider=c.provider,

@@ -36,6 +36,12 @@ function of it returning its :class:`Finding` s (a failure is one line of the li
 * :func:`check_money`: capex, power (idle + host all month, busy extra per busy GPU-hour, PUE,
   price), hosting, rental and total recomputed; ``totals``, every ``cash_flow`` month (and the
   cumulative column), the budgets echoed in totals, and the solver objective must agree;
+* :func:`check_existing` (:mod:`planner.verify.existing`): the plan's ``existing`` rows are
+  the problem's ``fleet.owned`` with the sales made and their end value recomputed (existing
+  GPUs are never purchases: ``capex`` comes from ``purchases`` alone); ``commitments`` are
+  ``fleet.contracts`` with their months inside the horizon and cost (committed rentals are used
+  only inside the term: :func:`check_rentals`); every offer of a discounted provider costs its
+  listed price x (1 - discount), applied once, and so does every rental of it;
 * :func:`check_workloads`: one result per workload; predicted vs target recomputed (training
   wall hours vs window hours, serving p95 TTFT/TPOT of the configurations used vs the SLO);
   ``meets_target`` must be true and match the recomputation.
@@ -54,6 +60,7 @@ from .context import VerifyContext
 from .families import (
     FAMILIES,
     check_caps,
+    check_existing,
     check_money,
     check_purchases,
     check_rentals,
@@ -73,6 +80,7 @@ __all__ = [
     "VerifyContext",
     "VerifyReport",
     "check_caps",
+    "check_existing",
     "check_money",
     "check_purchases",
     "check_rentals",

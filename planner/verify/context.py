@@ -220,6 +220,7 @@ class VerifyContext:
     sales_by_month: defaultdict[int, float] = field(default_factory=_floats)
     sale_errors: list[str] = field(default_factory=list)
     committed_by_month: defaultdict[int, float] = field(default_factory=_floats)
+    existing_entries: dict[int, tuple[int, float]] = field(default_factory=dict)  # sold, value
 
     @classmethod
     def from_inputs(cls, inputs: Inputs, plan: Plan) -> VerifyContext:
@@ -349,7 +350,9 @@ class VerifyContext:
             share = residual_share(
                 gpu, self._existing_age(i, self.T), fin.residual, fin.depreciation_years
             )
-            self.existing_residual += (o.count - out_by) * gpu.purchase_usd.value * share
+            value = (o.count - out_by) * gpu.purchase_usd.value * share
+            self.existing_residual += value
+            self.existing_entries[i] = (out_by, value)
         for c in self.problem.fleet.contracts:
             for t in range(self.T):
                 inside = (

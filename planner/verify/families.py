@@ -26,6 +26,7 @@ from .context import (
     TrainState,
     VerifyContext,
 )
+from .existing import check_existing
 from .findings import ABS, REL, Checker, Findings, close
 
 H = HOURS_PER_MONTH
@@ -911,5 +912,6 @@ FAMILIES: tuple[Family, ...] = (
     check_caps,
     check_rentals,
     check_money,
+    check_existing,
     check_workloads,
 )
