@@ -22,6 +22,17 @@ Notation
 ``e``              electricity $/kWh x PUE / 1000 (so watts x hours x e = dollars);
                    ``colo`` $/kW-month of IT load; ``host`` $/GPU-month
 ``rho_g(a)``       resale share of a card of age ``a`` months (:mod:`planner.economics`)
+``i``              an entry of ``fleet.owned`` (issue 20): ``N_i`` existing cards of type
+                   ``g_i``, in service from month ``t_i`` (0, or ``arrives``), age ``a_it``
+                   months at the start of month t (from ``bought``, or from arrival)
+``E_gt``           existing cards of type g in service in month t before any sale
+``sigma_g(a)``     what a sale fetches per $ of catalog price: the used-market curve at age a
+                   (whatever ``finance.residual`` says; :func:`planner.economics.sale_share`)
+``F_g``            running cost of one existing card a month: ``H e (P^idle_g + W^host_g/S_g) +
+                   host + colo (P^tdp_g + W^host_g/S_g)/1000`` (it came in its catalog server
+                   type: no chassis capex, its share of the host watts)
+``o in C``         committed offers, one per ``fleet.contracts`` entry: ``A_o`` GPUs in the
+                   months of the term inside the horizon, price ``p_o`` paid used or not
 =================  ==========================================================================
 
 Variables
@@ -38,6 +49,9 @@ Variables
 ``q[k,r,o,t,s]``  replicas rented from offer o, continuous: the average over the slice's hours
                   of hourly rentals, with at least one whole replica always up (``serve_floor``)
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
+``sell[i,t]``     integer nodes (``n_g`` cards) of existing entry i sold at the start of month
+                  t (entries with ``sell: allowed``); ``X_gt = sum_{i: g_i = g} sum_{tau<=t}
+                  n_g sell[i,tau]`` cards sold by month t
 
 Objective (``npv_cost``): the present value of all cash less the resale value
 -----------------------------------------------------------------------------
@@ -52,6 +66,19 @@ Objective (``npv_cost``): the present value of all cash less the resale value
       + \sum_{k,r,o\,\notin reserved,t,s} d_t p_o m_r w_s q_{krots}
       + \sum_{o \in reserved, t} p_o u_o H A^{L_o}_t res_{ot}
 
+plus what the team already has (:func:`add_existing_fleet_constraints`,
+:func:`_existing_cost_terms`; every term is 0 without ``fleet``):
+
+.. math::
+   + \sum_i N_i \big(F_{g_i} \sum_{t \ge t_i} d_t - d_T K_{g_i} \rho_{g_i}(a_{iT})\big)
+   - \sum_{i,t} n_{g_i} sell_{it} \big(d_t K_{g_i} \sigma_{g_i}(a_{it}) + A_t F_{g_i}
+        - d_T K_{g_i} \rho_{g_i}(a_{iT})\big)
+   + \sum_{o \in C} \sum_{t \in term_o} d_t p_o A_o H
+
+(the first and last sums are constants: existing cards pay their running costs and are
+valued at the horizon end like purchases, by ``finance.residual``; a sale earns the
+used-market price now and gives up both; a contract is paid whatever the plan does, and its
+hours cost 0 at the margin in the ``r`` and ``q`` terms above),
 with ``A_t = sum_{tau=t}^{T-1} d_tau`` (a purchase pays its running costs every month to the
 horizon end; ``A^L_t`` over the L months of a term), ``busy[g,t] = sum_s w_s sum m_r
 n[k,r,t,s] + sum k_c z[j,c,t,s]`` (GPU-hours). Under ``residual: straight_line`` the resale is
@@ -75,9 +102,17 @@ Constraints (label used for the constraint names)
                                 is never needed: bought with its first card it costs no more)
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
-``budget_capex``                sum (C_g buy + K_g cards) <= capex budget (cash, undiscounted)
-``budget_total``                nominal_total <= total budget (when given)
-``power_cap_<t>``               sum_g (W^host_g servers + P^tdp_g cards owned) PUE/1000 <= cap kW
+``budget_capex``                sum (C_g buy + K_g cards) <= capex budget (cash, undiscounted;
+                                existing cards are never in it)
+``budget_total``                nominal_total <= total budget (when given; contracts in, sale
+                                proceeds out)
+``power_cap_<t>``               sum_g (W^host_g servers + P^tdp_g cards owned + (E - X)(P^tdp_g
+                                + W^host_g/S_g)) PUE/1000 <= cap kW
+``sell_at_most_<g>_<i>``        sum_t sell[i,t] <= floor(N_i / n_g): whole nodes, each sold once
+
+With ``fleet.owned``, ``own[g,t]`` in ``train_gpus`` and ``capacity`` is the whole fleet
+``own[g,t] + E_gt - X_gt`` (the constant ``E_gt`` on the right-hand side). A committed offer's
+``r`` and ``q`` exist only in the months of its term inside the horizon, capped at ``A_o``.
 ``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them
                                 (renting consumer cards from a provider is allowed)
 
