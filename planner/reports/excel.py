@@ -37,7 +37,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -535,6 +535,25 @@ FL_POWER, FL_HOSTING = 13, 14
 # columns of the Cash flow sheet the P&L reads: capex, power, hosting, rentals, plan year, PV
 CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS, CF_PLAN_YEAR, CF_PV = 2, 3, 4, 5, 14, 16
 CF_COMMITTED, CF_SALES = 17, 18
+# the sheet of what the team had before the plan (only in plans that have something)
+EXISTING = "Existing"
+EXISTING_MARK = "existing (before the plan)"
+
+
+@dataclass
+class _Block:
+    """Rows ``first..last`` of a table on the Existing sheet (``last < first``: no rows)."""
+
+    first: int = 0
+    last: int = -1
+
+    def col(self, c: int) -> str:
+        return _col_range(EXISTING, c, self.first, self.last)
+
+
+def has_existing(plan: Plan) -> bool:
+    """Whether the plan starts from assets the team had (fleet.owned, fleet.contracts)."""
+    return bool(plan.existing or plan.commitments or plan.sales)
 
 
 def _server_text(p: Purchase) -> str:
@@ -561,6 +580,46 @@ _CASH_FLOW_COLS = (
     _Col("Present value USD", 15, USD),
     _Col("Contracts signed before the plan USD", 15, USD),
     _Col("Existing GPUs sold USD (inflow)", 15, USD),
+)
+
+_EX_OWNED = (
+    _Col("Existing", 22),
+    _Col("GPU", 16),
+    _Col("GPUs", 8, "0"),
+    _Col("Bought", 9),
+    _Col("Arrives", 9),
+    _Col("Sell", 8),
+    _Col("Sold", 8, "0"),
+    _Col("Kept to the end", 9, "0"),
+    _Col("Capex USD", 10, USD),
+    _Col("Age at end (months)", 10, "0"),
+    _Col("Catalog price USD", 12, USD),
+    _Col("End value share", 10, PCT),
+    _Col("End value USD", 13, USD),
+)
+
+_EX_SALES = (
+    _Col("Existing", 22),
+    _Col("GPU", 16),
+    _Col("Month", 10, MONTH_FMT),
+    _Col("GPUs", 8, "0"),
+    _Col("Age (months)", 9, "0"),
+    _Col("Catalog price USD", 12, USD),
+    _Col("Resale share", 10, PCT),
+    _Col("Proceeds USD", 13, USD),
+    _Col("Solver's proceeds USD", 13, USD),
+)
+
+_EX_CONTRACTS = (
+    _Col("Existing", 22),
+    _Col("Provider", 16),
+    _Col("GPU", 9),
+    _Col("Offer", 9),
+    _Col("Month", 10, MONTH_FMT),
+    _Col("GPUs", 9, "0"),
+    _Col("Hours", 10, "0"),
+    _Col("Rate USD / GPU-h", 12, USD_RATE),
+    _Col("Cost USD", 13, USD),
 )
 
 _ALLOC_COLS = (
@@ -869,6 +928,10 @@ class _Writer:
         self.ws = {SHEETS[0]: ws0}
         for name in SHEETS[1:]:
             self.ws[name] = self.wb.create_sheet(name)
+        if has_existing(plan):  # after Fleet; absent from a plan from an empty datacenter
+            at = self.wb.sheetnames.index("Fleet") + 1
+            self.ws[EXISTING] = self.wb.create_sheet(EXISTING, at)
+        self.ex_owned, self.ex_sales, self.ex_contracts = _Block(), _Block(), _Block()
         self.gpus = self._gpu_ids()
         h = [
             i
@@ -1129,7 +1192,8 @@ class _Writer:
         server types (no ``host_w`` on Assumptions) counts host watts per owned GPU."""
         if self.a.find([f"gpu:{gpu}"], ["host_w"]) is not None:
             host = self.gpu_in(gpu, "host_w", "W/server")
-            if self.a.find([f"gpu:{gpu}"], ["server_slots"]) is not None:
+            existing = any(f.existing or f.sold for f in self.plan.fleet)
+            if existing and self.a.find([f"gpu:{gpu}"], ["server_slots"]) is not None:
                 slots = self.gpu_in(gpu, "server_slots", "slots")
                 return f"(E{r}*{host}+O{r}*{host}/{slots})"
             return f"E{r}*{host}"
@@ -1175,6 +1239,135 @@ class _Writer:
         if not rows:
             rows.append(["(no fleet)", None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
         return rows
+
+    # -- Existing ---------------------------------------------------------------------
+    def existing(self) -> None:
+        """GPUs owned before the plan, sales of them and contracts signed before it, each on
+        its own rows marked as existing, with live formulas over Assumptions."""
+        ws = self.ws.get(EXISTING)
+        if ws is None:
+            return
+        _title(
+            ws,
+            "What the team had before the plan",
+            "Existing GPUs carry no capex; they pay power and hosting on the Fleet sheet (column "
+            "O). Sale = GPUs x catalog price x resale share at their age. Contract = GPUs x hours "
+            "x rate, paid used or not. Cash flow reads the sale and contract columns.",
+        )
+        top = HEADER_ROW
+        self.ex_owned = self._ex_block(ws, top, "tblExisting", _EX_OWNED, self._ex_owned_rows(top))
+        top = max(self.ex_owned.last, top + 1) + 3
+        _section(ws, top - 1, "Existing GPUs sold")
+        self.ex_sales = self._ex_block(ws, top, "tblSales", _EX_SALES, self._ex_sale_rows(top))
+        top = max(self.ex_sales.last, top + 1) + 3
+        _section(ws, top - 1, "Contracts signed before the plan (months inside the horizon)")
+        rows = self._ex_contract_rows(top)
+        self.ex_contracts = self._ex_block(ws, top, "tblContracts", _EX_CONTRACTS, rows)
+        for cols in (_EX_OWNED, _EX_SALES, _EX_CONTRACTS):
+            _widths(ws, cols)
+
+    def _ex_block(
+        self, ws: Worksheet, top: int, name: str, cols: Sequence[_Col], rows: list[list[Any]]
+    ) -> _Block:
+        _header(ws, top, cols)
+        if not rows:
+            _put(ws, top + 1, 1, "(none)", border=_BORDER)
+            return _Block(top + 1, top)
+        last = _rows(ws, top + 1, cols, rows)
+        _table(ws, name, 1, len(cols), top, last)
+        return _Block(top + 1, last)
+
+    def _ex_owned_rows(self, top: int) -> list[list[Any]]:
+        rows = []
+        for r, e in enumerate(self.plan.existing, start=top + 1):
+            price = self.gpu_in(e.gpu, "purchase_usd", "USD")
+            rows.append(
+                [
+                    EXISTING_MARK,
+                    e.gpu,
+                    e.count,
+                    e.bought or "",
+                    e.arrives or "",
+                    e.sell,
+                    e.sold,
+                    F(f"=C{r}-G{r}"),
+                    0,  # no capex: owned before the plan
+                    e.age_end_months,
+                    F(f"={price}"),
+                    e.residual_share,
+                    F(f"=H{r}*K{r}*L{r}"),
+                ]
+            )
+        return rows
+
+    def _ex_sale_rows(self, top: int) -> list[list[Any]]:
+        rows = []
+        for r, x in enumerate(self.plan.sales, start=top + 1):
+            points = _curve_points(self.a, x.gpu)
+            share = _curve_formula(self.a, points, x.age_months, f"E{r}")
+            price = self.gpu_in(x.gpu, "purchase_usd", "USD")
+            rows.append(
+                [
+                    EXISTING_MARK,
+                    x.gpu,
+                    _month_value(x.month),
+                    x.count,
+                    x.age_months,
+                    F(f"={price}"),
+                    F(f"={share}"),
+                    F(f"=D{r}*F{r}*G{r}"),
+                    x.usd,
+                ]
+            )
+        return rows
+
+    def _ex_contract_rows(self, top: int) -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        r = top
+        for c in self.plan.commitments:
+            rate = self.a.ref_equal(
+                f"offer:{c.offer}",
+                "committed_usd_per_gpu_hour",
+                c.usd_per_gpu_hour,
+                "USD/GPU-h",
+                "plan commitment row",
+            )
+            for m in c.months:
+                r += 1
+                rows.append(
+                    [
+                        EXISTING_MARK,
+                        c.provider,
+                        c.gpu,
+                        c.offer,
+                        _month_value(m),
+                        c.count,
+                        F(f"={self.H}"),
+                        F(f"={rate}") if rate else c.usd_per_gpu_hour,
+                        F(f"=F{r}*G{r}*H{r}"),
+                    ]
+                )
+        return rows
+
+    def _existing_cash(self, crit: str, plan_values: tuple[float, float]) -> list[Any]:
+        """Cash flow's contract and sale cells for the month in ``crit``: SUMIFS over the
+        Existing sheet, or the plan's figures (0) when the plan has no existing assets."""
+        if EXISTING not in self.ws:
+            return list(plan_values)
+        out: list[Any] = []
+        for b, usd_col, month_col in ((self.ex_contracts, 9, 5), (self.ex_sales, 8, 3)):
+            if b.last < b.first:
+                out.append(0)
+            else:
+                out.append(F(f"=SUMIFS({b.col(usd_col)},{b.col(month_col)},{crit})"))
+        return out
+
+    def _existing_end(self, plan_value: float) -> str:
+        """Existing GPUs' value at the horizon end: the sum over the Existing sheet."""
+        b = self.ex_owned
+        if EXISTING not in self.ws or b.last < b.first:
+            return str(_num(plan_value))
+        return f"SUM({b.col(13)})"
 
     # -- Cash flow --------------------------------------------------------------------
     def cash_flow(self) -> None:
@@ -1229,8 +1422,8 @@ class _Writer:
                     # start-of-month cash at an annual rate, compounded monthly
                     F(f"=1/(1+{rate})^(M{r}/12)"),
                     F(f"=F{r}*O{r}"),
-                    # contracts and sales of existing GPUs, as the plan has them
-                    *fleet_cash.get(m, (0.0, 0.0)),
+                    # contracts and sales of existing GPUs: live over the Existing sheet
+                    *self._existing_cash(crit, fleet_cash.get(m, (0.0, 0.0))),
                 ]
             )
         return rows
@@ -1286,7 +1479,7 @@ class _Writer:
                     _month_value(self.plan.months[min(T, k + 12) - 1]),
                     *(cf(c) for c in (CF_CAPEX, CF_POWER, CF_HOSTING, CF_RENTALS)),
                     # resale at the horizon end: purchases (live) + existing GPUs (the plan's)
-                    F(f"=$H${pl.s_total}+{_num(existing_end)}") if last else 0,
+                    F(f"=$H${pl.s_total}+{self._existing_end(existing_end)}") if last else 0,
                     F(f"=D{r}+E{r}+F{r}+G{r}+P{r}-Q{r}-H{r}"),
                     F(f"={cf(CF_PV).text[1:]}-H{r}/(1+{fin.rate})^({T}/12)"),
                     F(f"=SUM({dep_col}{pl.s_first}:{dep_col}{pl.s_last})"),
@@ -1687,6 +1880,8 @@ class _Writer:
         """Cost per calendar year, live over Cash flow; returns the total row."""
         _section(ws, top, "Cost per year (USD, live)")
         hdr = ["Year", "Capex", "Opex (power + hosting)", "Rentals", "Total"]
+        fleet = EXISTING in self.ws  # then a sixth column: contracts less sales, in the total
+        hdr += ["Contracts - sales"] if fleet else []
         _head_cells(ws, top + 1, hdr)
         r = top + 1
         last = self.cf_last
@@ -1698,11 +1893,16 @@ class _Writer:
             _put(ws, r, 2, F(f"={cap}"), USD, border=_BORDER)
             _put(ws, r, 3, F(f"={pw}+{hs}"), USD, border=_BORDER)
             _put(ws, r, 4, F(f"={rn}"), USD, border=_BORDER)
-            _put(ws, r, 5, F(f"=SUM(B{r}:D{r})"), USD, border=_BORDER)
+            _put(ws, r, 5, F(f"=SUM(B{r}:D{r})" + (f"+F{r}" if fleet else "")), USD, border=_BORDER)
+            if fleet:
+                q, s = (
+                    _sumifs("Cash flow", c, FIRST_ROW, last, crit) for c in (CF_COMMITTED, CF_SALES)
+                )
+                _put(ws, r, 6, F(f"={q}-{s}"), USD, border=_BORDER)
         first = top + 2
         r += 1
         _put(ws, r, 1, "Total", font=_F_BOLD, fill=_FILL_TOTAL, border=_BORDER)
-        for c in range(2, 6):
+        for c in range(2, 7 if fleet else 6):
             L = get_column_letter(c)
             _put(
                 ws,
@@ -1830,6 +2030,7 @@ class _Writer:
         t = self.plan.totals
         opex = t.power_usd + t.hosting_usd + t.rental_usd
         rows = [cost.total, cost.capex, cost.power, cost.hosting, cost.rentals, cost.rentals + 1]
+        rows += [cost.rentals + 2, cost.rentals + 3] if EXISTING in self.ws else []
         lines = [
             (line.label, src, line.solver, line.where)
             for line, src in zip(self._cost_lines(), rows, strict=True)
@@ -1901,12 +2102,13 @@ class _Writer:
 
         kind = _col_range("Rentals", 4, FIRST_ROW, self.r_last)
         usd = _col_range("Rentals", 9, FIRST_ROW, self.r_last)
+        more = " + contracts - existing GPUs sold" if EXISTING in self.ws else ""
         return [
             _CostLine(
                 "Total cost",
                 total("F"),
                 t.total_usd,
-                "Cash flow total: capex + power + hosting + rentals",
+                "Cash flow total: capex + power + hosting + rentals" + more,
                 True,
             ),
             _CostLine(
@@ -1936,6 +2138,29 @@ class _Writer:
                 F(f'=SUMIFS({usd},{kind},"reserved")'),
                 t.reserved_usd,
                 "Rentals rows of kind 'reserved'",
+                False,
+            ),
+            *self._existing_cost_lines(total),
+        ]
+
+    def _existing_cost_lines(self, total: Callable[[str], F]) -> list[_CostLine]:
+        """Contracts signed before the plan and existing GPUs sold, when the plan has them."""
+        if EXISTING not in self.ws:
+            return []
+        t, q, r = self.plan.totals, get_column_letter(CF_COMMITTED), get_column_letter(CF_SALES)
+        return [
+            _CostLine(
+                "Contracts signed before the plan",
+                total(q),
+                t.committed_usd,
+                "Existing: GPUs x hours x rate, every month of the term inside the horizon",
+                False,
+            ),
+            _CostLine(
+                "Existing GPUs sold (inflow)",
+                total(r),
+                t.sale_proceeds_usd,
+                "Existing: GPUs x catalog price x resale share at their age",
                 False,
             ),
         ]
@@ -2223,6 +2448,7 @@ class _Writer:
         self.purchases()
         self.rentals()
         self.fleet()
+        self.existing()
         self.cash_flow()
         self.pnl()
         self.allocation()

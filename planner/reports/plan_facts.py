@@ -203,7 +203,20 @@ def existing_sentences(plan: Plan) -> list[str]:
             f"Contracts signed before the plan cost {_usd(plan.totals.committed_usd)} inside the "
             "horizon, used or not; the plan uses their capacity first."
         )
+    if out:
+        out.append(_adds_sentence(plan))
     return out
+
+
+def _adds_sentence(plan: Plan) -> str:
+    """What the plan adds to what the team already has: purchases and rented GPU-hours."""
+    bought = sum(p.count for p in plan.purchases)
+    rented = [r for r in plan.rentals if r.kind != "committed"]
+    hours = sum(r.gpu_hours for r in rented)
+    providers = sorted({r.provider for r in rented})
+    buys = f"buys {_plural(bought, 'GPU')}" if bought else "buys nothing"
+    rents = f"rents {hours:,.0f} GPU-hours ({', '.join(providers)})" if rented else "rents nothing"
+    return f"On top of what the team already has, the plan {buys} and {rents}."
 
 
 def decision_sentences(plan: Plan) -> list[str]:
