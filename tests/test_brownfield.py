@@ -366,3 +366,246 @@ def test_reference_with_a_contract_commits_exactly_its_hours_in_the_horizon(tmp_
     plan = plan_problem(inputs)
     assert plan.totals.committed_usd == pytest.approx(16 * 6 * 730 * 2.00)  # $140,160
     assert not verify_plan(inputs, plan)
+
+
+# ---------------------------------------------------------------- more of the verifier
+
+
+def test_verify_catches_a_discount_applied_twice_to_the_offer():
+    """The offers themselves: a provider's price scaled a second time (list x 0.8 x 0.8)."""
+    inputs = problem(
+        months=1,
+        gpus=[gpu(price=1e7)],
+        offers=[offer("a-g1", "g1", 1.0)],
+        serve=[serve_workload(rps=1.0)],
+        discounts={"a": 0.2},
+    )
+    _, _, plan = solve(inputs)
+    assert not verify_plan(inputs, plan)
+    o = inputs.offers["a-g1"]
+    assert o.usd_per_gpu_hour == pytest.approx(0.8) and o.list_usd_per_gpu_hour == 1.0
+    twice = o.model_copy(update={"usd_per_gpu_hour": 0.64})
+    bad_inputs = type(inputs)(
+        inputs.problem, inputs.gpus, inputs.models, {**inputs.offers, "a-g1": twice}
+    )
+    errors = verify_plan(bad_inputs, plan)
+    assert any("applied once" in e for e in errors)
+
+
+def test_verify_catches_changed_existing_and_commitment_rows():
+    inputs, plan = _plan_with_everything()
+    assert plan.existing and plan.commitments
+    e = plan.existing[0].model_copy(update={"sold": 0, "kept": 2})
+    assert any(
+        "existing[0]" in x for x in _errors(inputs, plan.model_copy(update={"existing": [e]}))
+    )
+    c = plan.commitments[0].model_copy(update={"usd": plan.commitments[0].usd / 2})
+    bad = plan.model_copy(update={"commitments": [c]})
+    assert any("commitments[0]" in x for x in _errors(inputs, bad))
+    t = plan.totals.model_copy(update={"committed_usd": 0.0})
+    assert any("committed_usd" in x for x in _errors(inputs, plan.model_copy(update={"totals": t})))
+
+
+def test_existing_gpus_are_never_purchases_even_when_the_budget_is_zero():
+    """Owning cards before the plan needs no capex budget: with capex 0 they still serve."""
+    inputs = problem(
+        months=2,
+        gpus=[gpu(price=PRICE)],
+        capex=0,
+        offers=[offer("c-g1", "g1", 5.0)],
+        serve=[serve_workload(rps=2.0)],
+        fleet=owned(2),
+    )
+    _, res, plan = solve(inputs)
+    assert not plan.purchases and plan.totals.capex_usd == 0 and not plan.rentals
+    assert not verify_plan(inputs, plan)
+
+
+def test_sales_are_whole_nodes_and_at_most_the_entry():
+    """12 cards of 8-card nodes: at most one node (8) can be sold; the other 4 stay."""
+    card = gpu(price=PRICE, node=8, residual=[(12, 0.8), (60, 0.2)])
+    inputs = problem(
+        months=3,
+        gpus=[card],
+        hosting=50.0,
+        offers=[offer("c-g1", "g1", 1.0, gpus_per_instance=8)],
+        serve=[serve_workload(rps=1.0, start="2027-03")],
+        fleet={"owned": [{"gpu": "g1", "count": 12, "bought": "2026-01", "sell": "allowed"}]},
+    )
+    _, _, plan = solve(inputs)
+    assert sum(s.count for s in plan.sales) == 8
+    assert plan.existing[0].kept == 4
+    assert not verify_plan(inputs, plan)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+BAD_FLEET = """
+name: bad fleet
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 0}
+site: {power_usd_per_kwh: 0.12}
+gpus: [a100-pcie-80gb]
+offers:
+  files: []
+  extra:
+    - {id: cloud-a100-od, provider: cloud, gpu: a100-pcie-80gb, kind: on_demand,
+       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}
+  discounts: {cloud: DISCOUNT}
+fleet:
+  owned:
+    - {gpu: OWNED_GPU, count: COUNT, bought: 2026-01, sell: SELL}
+  contracts:
+    - {provider: PROVIDER, gpu: a100-pcie-80gb, count: 2, start: 2026-06, end: END,
+       usd_per_gpu_hour: 2.0}
+workloads:
+  serve:
+    - name: chat
+      model: llama-2-7b
+      start: 2027-01
+      traffic: {daily_active_users: 500, requests_per_user_per_day: 10, utilization: 0.5}
+      tokens: {prompt: 200, output: 100}
+      slo: {p95_ttft_ms: 2000, p95_tpot_ms: 100}
+"""
+GOOD = {
+    "DISCOUNT": "0.1",
+    "OWNED_GPU": "a100-pcie-80gb",
+    "COUNT": "2",
+    "SELL": "allowed",
+    "PROVIDER": "cloud",
+    "END": "2027-02",
+}
+
+
+@pytest.mark.parametrize(
+    "key,value,where,allowed",
+    [
+        ("COUNT", "0", "fleet.owned[0].count", "greater than or equal to 1"),
+        ("OWNED_GPU", "h200-sxm-typo", "fleet.owned[0].gpu", "unknown"),
+        ("SELL", "sometimes", "fleet.owned[0].sell", "never"),
+        ("DISCOUNT", "1.0", "offers.discounts.cloud", "less than 1"),
+        ("PROVIDER", "nobody", "fleet.contracts[0].provider", "unknown provider"),
+        ("END", "2026-05", "fleet.contracts[0]", "before start"),
+    ],
+)
+def test_bad_fleet_file_exits_2_naming_file_line_and_field(tmp_path, key, value, where, allowed):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    text = BAD_FLEET
+    for k, v in {**GOOD, key: value}.items():
+        text = text.replace(k, v)
+    path = tmp_path / "bad_fleet.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(cli, ["solve", str(path), "-o", str(tmp_path / "x.xlsx")])
+    assert res.exit_code == 2, res.output
+    assert "bad_fleet.yaml:" in res.output and where in res.output, res.output
+    assert allowed in res.output, res.output
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if value in t)
+    assert f"bad_fleet.yaml:{line}" in res.output, res.output
+
+
+def test_the_good_fleet_file_solves(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    text = BAD_FLEET
+    for k, v in GOOD.items():
+        text = text.replace(k, v)
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(
+        cli, ["solve", str(path), "-o", str(tmp_path / "x.xlsx"), "--json", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["verify", str(path), str(out)])
+    assert res.exit_code == 0, res.output
+
+
+# ---------------------------------------------------------------- the example and its workbook
+
+
+@pytest.fixture(scope="module")
+def brownfield(tmp_path_factory):
+    from pathlib import Path
+
+    from planner.reports.excel import write_workbook
+
+    path = Path(__file__).resolve().parent.parent / "problems" / "brownfield.yaml"
+    inputs = load_problem(path)
+    plan = plan_problem(inputs)
+    out = tmp_path_factory.mktemp("bf") / "brownfield.xlsx"
+    write_workbook(plan, out)
+    return inputs, plan, out
+
+
+def _cash_flow_total_row(ws):
+    return next(r for r in range(5, ws.max_row + 1) if ws.cell(r, 1).value == "Total")
+
+
+def test_the_example_uses_every_existing_asset(brownfield):
+    inputs, plan, _ = brownfield
+    assert not verify_plan(inputs, plan)
+    assert plan.totals.committed_usd == pytest.approx(16 * 6 * H * 2.00)  # $140,160
+    assert plan.totals.capex_usd == 0 or plan.purchases
+    assert any(r.kind == "committed" for r in plan.rentals)
+    assert any(f.existing for f in plan.fleet)
+    assert plan.totals.total_usd == pytest.approx(
+        plan.totals.capex_usd
+        + plan.totals.power_usd
+        + plan.totals.hosting_usd
+        + plan.totals.rental_usd
+        + plan.totals.committed_usd
+        - plan.totals.sale_proceeds_usd
+    )
+
+
+def test_the_example_workbook_has_existing_rows_with_live_values(brownfield):
+    from openpyxl import load_workbook
+
+    _, plan, out = brownfield
+    wb = load_workbook(out, data_only=True)
+    assert "Existing" in wb.sheetnames
+    ex = wb["Existing"]
+    marked = [
+        r for r in range(5, ex.max_row + 1) if ex.cell(r, 1).value == "existing (before the plan)"
+    ]
+    assert len(marked) == len(plan.existing) + len(plan.sales) + sum(
+        len(c.months) for c in plan.commitments
+    )
+    cf = wb["Cash flow"]
+    tr = _cash_flow_total_row(cf)
+    assert cf.cell(tr, 6).value == pytest.approx(plan.totals.total_usd, rel=1e-9)
+    assert cf.cell(tr, 17).value == pytest.approx(plan.totals.committed_usd, rel=1e-9)
+    assert cf.cell(tr, 18).value == pytest.approx(plan.totals.sale_proceeds_usd, rel=1e-9)
+    formulas = load_workbook(out)
+    assert str(formulas["Cash flow"].cell(5, 17).value).startswith("=SUMIFS(Existing!")
+
+
+def test_the_example_workbook_recalculates_in_libreoffice(brownfield, tmp_path):
+    from openpyxl import load_workbook
+
+    from tests.test_excel_recalc import recalc
+
+    _, plan, out = brownfield
+    (again,) = recalc([out], tmp_path)
+    wb = load_workbook(again, data_only=True)
+    cf = wb["Cash flow"]
+    tr = _cash_flow_total_row(cf)
+    assert cf.cell(tr, 6).value == pytest.approx(plan.totals.total_usd, rel=1e-6)
+    assert cf.cell(tr, 17).value == pytest.approx(plan.totals.committed_usd, rel=1e-6)
+    assert cf.cell(tr, 18).value == pytest.approx(plan.totals.sale_proceeds_usd, rel=1e-6)
+
+
+def test_no_fleet_means_no_existing_sheet_and_zero_columns():
+    """A plan from an empty datacenter keeps today's workbook (no Existing sheet)."""
+    from planner.reports.excel import SHEETS, build_workbook
+
+    inputs = problem(months=1, offers=[offer("c-g1", "g1", 1.0)], serve=[serve_workload()])
+    _, _, plan = solve(inputs)
+    assert not plan.existing and not plan.commitments and not plan.sales
+    assert tuple(build_workbook(plan).sheetnames) == SHEETS
