@@ -24,6 +24,7 @@ from planner.verify import (
     Finding,
     VerifyContext,
     check_caps,
+    check_existing,
     check_money,
     check_purchases,
     check_rentals,
@@ -43,6 +44,7 @@ BY_NAME = {
     "caps": check_caps,
     "rentals": check_rentals,
     "money": check_money,
+    "existing": check_existing,
     "workloads": check_workloads,
 }
 
