@@ -174,6 +174,40 @@ class _BulkHiGHS(pulp.HiGHS):
             lp.solverModel.setSolution(sol)
 
 
+# From this many integer variables HiGHS is handed a MIP start (:func:`mip_start`): on the
+# 50-workload, 36-month benchmark the root relaxation alone takes ~15 s and HiGHS's own first
+# plan cost $20.8M after 30 s. Smaller models (every file in problems/) solve as before, so
+# their plans and golden fingerprints do not move.
+START_FROM_INTEGERS = 10_000
+
+
+def _large(m: PlannerModel) -> bool:
+    return sum(1 for v in m.prob.variables() if v.cat == pulp.LpInteger) >= START_FROM_INTEGERS
+
+
+def mip_start(m: PlannerModel, threads: int) -> bool:
+    """Set ``m``'s variables to the cheaper of two feasible plans, the LP-rounded one
+    (:func:`planner.start.lp_rounded_start`) and the all-rental one (:func:`rental_start`);
+    False if neither is feasible. On the 50-workload, 36-month benchmark: LP 7 s, rounded
+    plan $6.3M against the all-rental $7.8M and HiGHS's own first plan of $20.8M."""
+    from planner.start import lp_rounded_start
+
+    m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads))
+    lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
+    plans = []
+    for build in (lambda: lp_rounded_start(m, lp), lambda: rental_start(m)):
+        if build() and all(c.valid(1e-6) for c in m.prob.constraints.values()):
+            plans.append(
+                (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
+            )
+    if not plans:
+        return False
+    _, best = min(plans, key=lambda p: p[0])
+    for v in m.prob.variables():
+        v.varValue = best[v.name]
+    return True
+
+
 def rental_start(m: PlannerModel) -> bool:
     """Set every variable to an all-rental plan (a MIP start); False if there is none to hand.
 
@@ -374,7 +408,9 @@ def solve_model(
     if solver == "cbc":
         log = _solve_cbc(m, time_limit, gap, threads)
     else:
-        cmd = _BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads)
+        start_plan = _large(m) and mip_start(m, threads)
+        left = max(1.0, time_limit - (time.perf_counter() - start))
+        cmd = _BulkHiGHS(msg=False, timeLimit=left, gapRel=gap, threads=threads, start=start_plan)
         try:
             m.prob.solve(cmd)
         except pulp.PulpSolverError as exc:

@@ -1,0 +1,167 @@
+"""MIP starts: feasible plans handed to the solver before it searches (stage 4, with solve).
+
+On a large model (tens of thousands of integer replica counts) the solvers spend most of a
+short time limit on the root relaxation; the plan they hold when the clock stops is the one
+they were given or found by a heuristic. :func:`lp_rounded_start` builds a good one from the
+LP relaxation: the LP's owned fleet rounded down to whole nodes, its owned replicas rounded
+down to whole ones that fit, every training job rented on its cheapest on-demand offer, and
+each service's remaining demand covered with whole replicas of one rental pair per spare
+period. Every constraint is then checked in Python; a start that breaks one is not used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from planner.candidates import offer_restricted, progress_per_wall_hour
+from planner.demand import HOURS_PER_MONTH
+from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service
+
+
+def lp_rounded_start(m: PlannerModel, lp: dict[str, float]) -> bool:
+    """Set every variable of ``m`` to a plan rounded from the LP values ``lp``; False (values
+    left unspecified) if the plan breaks a constraint, e.g. a budget."""
+    for v in m.prob.variables():
+        v.varValue = 0.0
+    cards = _round_fleet(m, lp)
+    _owned_replicas(m, lp, cards)
+    if not _rent_training(m, lp) or not _rent_serving(m):
+        return False
+    return all(c.valid(1e-6) for c in m.prob.constraints.values())
+
+
+def _round_fleet(m: PlannerModel, lp: dict[str, float]) -> dict[tuple[str, int], int]:
+    """Whole purchases: the LP's cards owned by month t rounded down to whole nodes (still
+    non-decreasing), in as few servers as hold them. Returns cards owned per (g, t)."""
+    owned: dict[tuple[str, int], int] = {}
+    for g, gpu in m.inputs.gpus.items():
+        prev_nodes = prev_servers = 0
+        for t in range(len(m.cands.months)):
+            frac = sum(lp.get(v.name, 0.0) * c for v, c in m.own[(g, t)].items())
+            nodes = max(prev_nodes, math.floor(frac / gpu.node_gpus + 1e-6))
+            if gpu.partial_fill:
+                servers = math.ceil(nodes * gpu.node_gpus / gpu.slots)
+                m.buy[(g, t)].varValue = float(servers - prev_servers)
+                for v, _ in m.cards[(g, t)].items():
+                    v.varValue = float(nodes - prev_nodes)
+                prev_servers = servers
+            else:
+                m.buy[(g, t)].varValue = float(nodes - prev_nodes)
+            prev_nodes = nodes
+            owned[(g, t)] = nodes * gpu.node_gpus
+    return owned
+
+
+def _owned_replicas(m: PlannerModel, lp: dict[str, float], cards: dict) -> None:
+    """The LP's owned replicas made whole within the GPUs owned: rounded down, then rounded up
+    by largest fraction while GPUs are left (an owned replica beyond the need costs only its
+    busy power, a missing one a rented replica)."""
+    cells: dict[tuple[str, int, int], list] = defaultdict(list)
+    for (w, key, t, s), x in m.n.items():
+        c = m.serve_cand(w, key)
+        cells[(c.gpu, t, s)].append((x, c.tp, lp.get(x.name, 0.0)))
+    for (g, t, _s), xs in cells.items():
+        room = cards[(g, t)] + existing_in_service(m, g, t)
+        for x, tp, value in sorted(xs, key=lambda row: -row[1]):
+            take = max(0, min(math.floor(value + 1e-6), room // tp))
+            x.varValue = float(take)
+            room -= take * tp
+        for x, tp, value in sorted(xs, key=lambda row: -(row[2] - math.floor(row[2] + 1e-6))):
+            if value - x.varValue > 1e-6 and room >= tp:
+                x.varValue += 1.0
+                room -= tp
+
+
+def _rent_training(m: PlannerModel, lp: dict[str, float]) -> bool:
+    """Each job rented whole on the candidate the LP leaned to most (that has an unrestricted
+    on-demand offer on which it fits its window), its cheapest such offer, month by month."""
+    specs = {j.name: j for j in m.inputs.problem.workloads.train}
+    options: dict[str, list] = defaultdict(list)
+    for job, key, oid, _t in m.r:
+        o = m.cands.offers[oid]
+        if o.kind != "on_demand" or offer_restricted(o):
+            continue
+        c = m.train_cand(job, key)
+        f = progress_per_wall_hour(c, specs[job], o)
+        if f and c.wall_hours / f <= m.cands.window_hours[job]:
+            paid = o.usd_per_gpu_hour * c.wall_hours / f
+            options[job].append((-lp.get(m.y[(job, key)].name, 0.0), paid, key, oid, f))
+    for job, cl in m.cands.train.items():
+        if not cl:
+            continue
+        if not options[job]:
+            return False
+        _, _, key, oid, f = min(set(options[job]))
+        m.y[(job, key)].varValue = 1.0
+        if (job, m.cands.offers[oid].provider) in m.loc:
+            m.loc[(job, m.cands.offers[oid].provider)].varValue = 1.0
+        left = m.train_cand(job, key).wall_hours / f
+        for t in m.cands.window[job]:
+            m.r[(job, key, oid, t)].varValue = min(left, HOURS_PER_MONTH)
+            left -= min(left, HOURS_PER_MONTH)
+    return True
+
+
+def _rent_serving(m: PlannerModel) -> bool:
+    """Per service and month: the cheapest uncapped rental pair per req/s covers what the
+    owned replicas leave, with whole replicas; the spare counts the largest type in use in
+    the spare period."""
+    specs = {w.name: w for w in m.inputs.problem.workloads.serve}
+    pairs = _cheapest_pairs(m)
+    owned: dict[tuple[str, int, int], list] = defaultdict(list)
+    for (w, key, t, s), x in m.n.items():
+        if x.varValue:
+            owned[(w, t, s)].append((key, x))
+    for w, months in m.cands.active.items():
+        spec = specs[w]
+        for first in range(0, len(months), SPARE_PERIOD_MONTHS):
+            period = months[first : first + SPARE_PERIOD_MONTHS]
+            if any((w, t) not in pairs for t in period):
+                return False
+            used = {pairs[(w, t)][0] for t in period}
+            used |= {
+                k for t in period for s in range(len(m.cands.slices)) for k, _ in owned[(w, t, s)]
+            }
+            largest = max(m.serve_cand(w, k).rate_rps for k in used)
+            for t in period:
+                _mark_in_use(m, w, t, used, largest)
+                for s in range(len(m.cands.slices)):
+                    _rent_cell(m, w, t, s, pairs[(w, t)], owned[(w, t, s)], spec, largest)
+    return True
+
+
+def _mark_in_use(m: PlannerModel, w: str, t: int, used: set[str], largest: float) -> None:
+    if (w, t) in m.largest:
+        m.largest[(w, t)].varValue = largest
+    for k in used:
+        if (w, k, t) in m.on:
+            m.on[(w, k, t)].varValue = 1.0
+
+
+def _rent_cell(m: PlannerModel, w: str, t: int, s: int, pair, owned, spec, largest) -> None:
+    """Whole rented replicas of ``pair`` for what the cell's owned replicas leave of its
+    demand at ``max_load`` plus ``R`` of the largest type down, and at least ``1 + R`` up."""
+    key, oid = pair
+    mu = m.serve_cand(w, key).rate_rps
+    R = spec.redundancy
+    need = max(m.cands.demand[(w, t, s)], 0.0) / spec.slo.max_load + R * largest
+    have = sum(x.varValue * m.serve_cand(w, k).rate_rps for k, x in owned)
+    count = sum(x.varValue for _, x in owned)
+    rent = max(math.ceil((need - have) / mu * (1 + 1e-9)), 1 + R - count, 0)
+    m.q[(w, key, oid, t, s)].varValue = float(rent)
+
+
+def _cheapest_pairs(m: PlannerModel) -> dict[tuple[str, int], tuple[str, str]]:
+    """(workload, month) -> (candidate key, offer id) of the cheapest uncapped non-reserved
+    rental per req/s."""
+    best: dict[tuple[str, int], tuple[float, str, str]] = {}
+    for w, key, oid, t, s in m.q:
+        o = m.cands.offers[oid]
+        if s != 0 or o.kind == "reserved" or offer_restricted(o):
+            continue
+        c = m.serve_cand(w, key)
+        row = (o.usd_per_gpu_hour * c.tp / c.rate_rps, key, oid)
+        if (w, t) not in best or row < best[(w, t)]:
+            best[(w, t)] = row
+    return {k: (key, oid) for k, (_, key, oid) in best.items()}
