@@ -319,10 +319,10 @@ def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
     """The serving candidates of one workload worth an owned-replica variable.
 
     Candidate ``b`` is left out when another ``a`` on the same GPU type has a ``tp`` that
-    divides ``b``'s and ``tp_b / tp_a`` replicas of ``a`` give at least ``mu_b``: on the same
-    owned GPUs they serve as much, count as more replicas (``serve_floor``) and none is larger
-    (the spare ``R L``), so any plan with ``b`` is matched at no higher cost (ties: the earlier
-    key stays).
+    divides ``b``'s, ``mu_a <= mu_b`` and ``tp_b / tp_a`` replicas of ``a`` give at least
+    ``mu_b``: on the same owned GPUs they serve as much, count as at least as many replicas
+    (``serve_floor``) and none is larger (the spare ``R L``), so any plan with ``b`` is matched
+    at no higher cost (ties: the earlier key stays).
 
     >>> from types import SimpleNamespace as NS
     >>> c = lambda k, tp, mu: NS(gpu="g", tp=tp, rate_rps=mu, key=k)
@@ -330,10 +330,14 @@ def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
     ['tp1', 'tp4']
     >>> [x.key for x in owned_serve_options([c("a", 1, 2.0), c("b", 1, 2.0)])]
     ['a']
+    >>> [x.key for x in owned_serve_options([c("fast", 1, 4.0), c("tp2", 2, 3.0)])]
+    ['fast', 'tp2']
     """
 
     def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
         if a is b or a.gpu != b.gpu or b.tp % a.tp:
+            return False
+        if a.rate_rps > b.rate_rps:  # a larger replica: more spare capacity to hold
             return False
         given, wanted = (b.tp // a.tp) * a.rate_rps, b.rate_rps
         return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))

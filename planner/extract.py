@@ -21,6 +21,7 @@ from typing import Any
 import pulp
 
 from planner import __version__, economics
+from planner import tolerances as tol
 from planner.candidates import (
     Candidates,
     ServeCandidate,
@@ -52,8 +53,9 @@ from planner.plan import (
 )
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, contract_offer_id
 from planner.solve import SolveResult
+from planner.tolerances import at_most
 
-EPS = 1e-6
+EPS = tol.INTEGRALITY
 
 
 def _v(x: Any) -> float:
@@ -921,7 +923,7 @@ def _train_result(
         },
         cost_usd=cost,
         cost_share=0.0,
-        meets_target=predicted["wall_hours"] <= target["wall_hours"] + 1e-6,
+        meets_target=at_most(predicted["wall_hours"], target["wall_hours"], tol.HOURS),
         predicted=predicted,
         target=target,
         slack={"wall_hours": target["wall_hours"] - predicted["wall_hours"]},

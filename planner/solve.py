@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pulp
 
+from planner import tolerances as tol
 from planner.demand import HOURS_PER_MONTH
 from planner.errors import InputError, SolverError
 from planner.model import PlannerModel
+from planner.tolerances import whole
 
 SOLVERS = ("auto", "cbc", "highs")
 
@@ -196,7 +198,7 @@ def mip_start(m: PlannerModel, threads: int) -> bool:
     lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
     plans = []
     for build in (lambda: lp_rounded_start(m, lp), lambda: rental_start(m)):
-        if build() and all(c.valid(1e-6) for c in m.prob.constraints.values()):
+        if build() and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values()):
             plans.append(
                 (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
             )
@@ -527,9 +529,7 @@ def whole_replicas(m: PlannerModel, time_limit: float, threads: int) -> float:
     frac = [
         v
         for v in m.q.values()
-        if v.cat == pulp.LpContinuous
-        and v.varValue is not None
-        and abs(v.varValue - round(v.varValue)) > 1e-6
+        if v.cat == pulp.LpContinuous and v.varValue is not None and not whole(v.varValue)
     ]
     if not frac:
         return round_up_replicas(m)  # snaps near-whole values
@@ -581,7 +581,7 @@ def round_up_replicas(m: PlannerModel) -> float:
     cost = m.prob.objective
     changed = False
     for vs in cells.values():
-        if all(abs(v.varValue - round(v.varValue)) <= 1e-6 for v, _ in vs):
+        if all(whole(v.varValue) for v, _ in vs):
             for v, _ in vs:
                 v.varValue = float(round(v.varValue))
             continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from planner import tolerances as tol
 from planner.candidates import offer_restricted, progress_per_wall_hour
 from planner.demand import HOURS_PER_MONTH
 from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service
@@ -28,7 +29,7 @@ def lp_rounded_start(m: PlannerModel, lp: dict[str, float]) -> bool:
     _owned_replicas(m, lp, cards)
     if not _rent_training(m, lp) or not _rent_serving(m):
         return False
-    return all(c.valid(1e-6) for c in m.prob.constraints.values())
+    return all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
 
 
 def _round_fleet(m: PlannerModel, lp: dict[str, float]) -> dict[tuple[str, int], int]:

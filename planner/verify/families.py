@@ -11,11 +11,13 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from planner import economics
+from planner import tolerances as tol
 from planner.candidates import planned_wall_hours
 from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
 from planner.plan import FleetMonth, Purchase, WorkloadResult
 from planner.problem import ServeWorkload, TrainJob, month_index
+from planner.tolerances import at_most, whole
 
 from .context import (
     ConfigKey,
@@ -261,7 +263,7 @@ def _check_serve_row(
         group=("rate", row.key, al.rate_rps_per_replica),
     )
     chk.check(
-        abs(al.replicas - round(al.replicas)) <= 1e-6,
+        whole(al.replicas),
         f"{what}: {al.replicas} replicas is not a whole number (owned and rented replicas are "
         "whole in every load slice)",
         group=("whole", w.name),
@@ -861,7 +863,7 @@ def _check_train_result(
         close(wr.predicted.get("wall_hours", -1.0), predicted, abs_=1e-3),
         f"training {j.name}: predicted {wr.predicted} != {predicted:,.2f} wall hours in the allocations",
     )
-    meets = predicted <= target + 1e-6
+    meets = at_most(predicted, target, tol.HOURS)
     chk.check(
         meets and wr.meets_target,
         f"training {j.name}: does not meet its target (predicted {predicted:,.1f} h, window {target:,.0f} h)",

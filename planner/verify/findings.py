@@ -6,9 +6,6 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-REL = 1e-6  # relative tolerance on money and demand
-ABS = 1e-3
-
 
 def close(a: float, b: float, rel: float = 1e-6, abs_: float = 0.01) -> bool:
     if not (math.isfinite(a) and math.isfinite(b)):
