@@ -76,10 +76,20 @@ def test_solve(tiny: Path, tmp_path: Path, monkeypatch):
     # A plan the independent check rejects is never written, and exits 4.
     import planner.verify
 
-    monkeypatch.setattr(planner.verify, "verify_plan", lambda inputs, plan: ["tampered"])
+    def rejecting(inputs, plan):
+        return planner.verify.VerifyReport(
+            findings=[planner.verify.Finding("money", "tampered")], errors=["tampered"]
+        )
+
+    monkeypatch.setattr(planner.verify, "verify_report", rejecting)
     out = tmp_path / "never.json"
-    assert run("solve", tiny, "--no-excel", "--json", out) == ExitCode.VERIFY_FAILED
+    r = CliRunner().invoke(cli, ["solve", str(tiny), "--no-excel", "--json", str(out)])
+    assert r.exit_code == ExitCode.VERIFY_FAILED
     assert not out.exists()
+    # ... but kept beside it for inspection, and the message calls it a bug and names the check
+    kept = tmp_path / "never.rejected.json"
+    assert json.loads(kept.read_text())["problem_name"]
+    assert "a bug" in r.output and "money check: tampered" in r.output and str(kept) in r.output
 
 
 def test_unexpected_failure_is_1_without_traceback(tiny: Path, monkeypatch):

@@ -40,16 +40,21 @@ def solve(
     from planner.plan import write_json
     from planner.problem import load_problem
     from planner.reports.terminal import print_summary
-    from planner.verify import verify_plan
+    from planner.verify import verify_report
 
     inputs = load_problem(problem)
     xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
     check_outputs(problem, xlsx, json_path if json_path != "-" else None)
     plan = plan_problem(inputs, solver=solver, time_limit=time_limit, gap=gap)
-    violations = verify_plan(inputs, plan)
+    report = verify_report(inputs, plan)
+    violations = [f"{f.family} check: {f.message}" for f in report.findings]
     if violations:
+        kept = keep_rejected_plan(plan, problem, xlsx, json_path)
         raise VerificationError(
-            "the plan failed independent verification (nothing written):", violations
+            "a bug: the verifier rejected the solver's own plan (no workbook or plan JSON "
+            f"written); the rejected plan is kept for inspection in {kept}. Please report it "
+            "with the problem file. The checks that failed:",
+            violations,
         )
     # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
     written = []
@@ -69,6 +74,23 @@ def solve(
         out.print(line, highlight=False)
     if json_path == "-":
         click.echo(plan.to_json())
+
+
+def keep_rejected_plan(plan, problem: Path, xlsx: Path | None, json_path: str | None) -> Path:
+    """Write a plan the verifier rejected beside the outputs as ``<name>.rejected.json``
+    (never over the user's plan JSON or workbook: those stay as they were)."""
+    from planner.plan import write_json
+
+    if json_path and json_path != "-":
+        base = Path(json_path)
+    elif xlsx is not None:
+        base = xlsx
+    else:
+        base = Path("outputs") / problem.stem
+    kept = base.with_name(f"{base.stem}.rejected.json")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_json(plan, kept)
+    return kept
 
 
 def check_outputs(problem: Path, *outputs: Path | str | None) -> None:

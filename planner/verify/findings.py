@@ -6,6 +6,11 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
+from planner import tolerances
+
+REL = tolerances.REL  # relative, on money, hours and demand (planner.tolerances)
+ABS = tolerances.HOURS
+
 
 def close(a: float, b: float, rel: float = 1e-6, abs_: float = 0.01) -> bool:
     if not (math.isfinite(a) and math.isfinite(b)):
