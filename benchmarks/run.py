@@ -63,6 +63,8 @@ def child(size: str, solver: str, time_limit: float, gap: float, seed: int, veri
     out["cons"] = len(prob.constraints)
     res = solve_model(model, solver=solver, time_limit=time_limit, gap=gap)
     out.update(status=res.status, objective=res.objective, gap=res.gap, solve_s=res.seconds)
+    if solver == "auto":  # the default path: say which solver it picked
+        out["solver"] = f"auto:{res.solver}"
     if res.has_solution:
         t = time.perf_counter()
         plan = extract_plan(model, res)
@@ -144,7 +146,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--sizes", help="comma-separated WORKLOADSxGPUSxMONTHS, e.g. 50xallx36,200x4x12"
     )
-    ap.add_argument("--solvers", default="cbc,highs", help="comma-separated: cbc,highs")
+    ap.add_argument(
+        "--solvers",
+        default="auto",
+        help="comma-separated: auto (the default path, as `planner solve`), cbc, highs",
+    )
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--gap", type=float, default=0.001)
     ap.add_argument("--seed", type=int, default=0)

@@ -105,64 +105,84 @@ def _rent_training(m: PlannerModel, lp: dict[str, float]) -> bool:
 
 
 def _rent_serving(m: PlannerModel) -> bool:
-    """Per service and month: the cheapest uncapped rental pair per req/s covers what the
-    owned replicas leave, with whole replicas; the spare counts the largest type in use in
-    the spare period."""
+    """Per service and spare period, whole rented replicas of one uncapped rental pair cover
+    what the owned replicas leave; the pair, and whether owned replicas larger than it are
+    dropped (they raise the spare ``R L`` of every cell), are chosen at least rental cost."""
     specs = {w.name: w for w in m.inputs.problem.workloads.serve}
-    pairs = _cheapest_pairs(m)
+    pairs = _rental_pairs(m)
     owned: dict[tuple[str, int, int], list] = defaultdict(list)
     for (w, key, t, s), x in m.n.items():
         if x.varValue:
-            owned[(w, t, s)].append((key, x))
+            owned[(w, t, s)].append((key, x, m.serve_cand(w, key).rate_rps))
+    slices = range(len(m.cands.slices))
     for w, months in m.cands.active.items():
         spec = specs[w]
         for first in range(0, len(months), SPARE_PERIOD_MONTHS):
             period = months[first : first + SPARE_PERIOD_MONTHS]
-            if any((w, t) not in pairs for t in period):
+            cells = [(t, s, owned[(w, t, s)]) for t in period for s in slices]
+            options = [
+                _period_option(m, w, spec, cells, pair, cap)
+                for pair in pairs.get(w, [])
+                if all((w, pair[0], pair[1], t, 0) in m.q for t in period)
+                for cap in (math.inf, m.serve_cand(w, pair[0]).rate_rps)
+            ]
+            if not options:
                 return False
-            used = {pairs[(w, t)][0] for t in period}
-            used |= {
-                k for t in period for s in range(len(m.cands.slices)) for k, _ in owned[(w, t, s)]
-            }
-            largest = max(m.serve_cand(w, k).rate_rps for k in used)
-            for t in period:
-                _mark_in_use(m, w, t, used, largest)
-                for s in range(len(m.cands.slices)):
-                    _rent_cell(m, w, t, s, pairs[(w, t)], owned[(w, t, s)], spec, largest)
+            _apply(m, w, period, min(options, key=lambda o: o[0]))
     return True
 
 
-def _mark_in_use(m: PlannerModel, w: str, t: int, used: set[str], largest: float) -> None:
-    if (w, t) in m.largest:
-        m.largest[(w, t)].varValue = largest
-    for k in used:
-        if (w, k, t) in m.on:
-            m.on[(w, k, t)].varValue = 1.0
-
-
-def _rent_cell(m: PlannerModel, w: str, t: int, s: int, pair, owned, spec, largest) -> None:
-    """Whole rented replicas of ``pair`` for what the cell's owned replicas leave of its
-    demand at ``max_load`` plus ``R`` of the largest type down, and at least ``1 + R`` up."""
+def _period_option(m: PlannerModel, w: str, spec, cells: list, pair, cap: float) -> tuple:
+    """(rental cost, rentals per cell, owned replicas kept, types in use, L) of covering the
+    period with ``pair``, keeping only owned replicas no faster than ``cap`` req/s."""
     key, oid = pair
     mu = m.serve_cand(w, key).rate_rps
-    R = spec.redundancy
-    need = max(m.cands.demand[(w, t, s)], 0.0) / spec.slo.max_load + R * largest
-    have = sum(x.varValue * m.serve_cand(w, k).rate_rps for k, x in owned)
-    count = sum(x.varValue for _, x in owned)
-    rent = max(math.ceil((need - have) / mu * (1 + 1e-9)), 1 + R - count, 0)
-    m.q[(w, key, oid, t, s)].varValue = float(rent)
+    kept = [(t, s, [(k, x, r) for k, x, r in xs if r <= cap * (1 + 1e-12)]) for t, s, xs in cells]
+    used = {key} | {k for _, _, xs in kept for k, _, _ in xs}
+    largest = max(m.serve_cand(w, k).rate_rps for k in used)
+    R, cost, rents = spec.redundancy, 0.0, {}
+    for t, s, xs in kept:
+        need = max(m.cands.demand[(w, t, s)], 0.0) / spec.slo.max_load + R * largest
+        have = sum(x.varValue * r for _, x, r in xs)
+        count = sum(x.varValue for _, x, _ in xs)
+        rent = max(math.ceil((need - have) / mu * (1 + 1e-9)), 1 + R - count, 0)
+        q = m.q[(w, key, oid, t, s)]
+        rents[q] = float(rent)
+        cost += m.prob.objective.get(q, 0.0) * rent
+    dropped = [x for (_, _, xs), (_, _, ks) in zip(cells, kept, strict=True) for x in _gone(xs, ks)]
+    return cost, rents, dropped, used, largest
 
 
-def _cheapest_pairs(m: PlannerModel) -> dict[tuple[str, int], tuple[str, str]]:
-    """(workload, month) -> (candidate key, offer id) of the cheapest uncapped non-reserved
-    rental per req/s."""
-    best: dict[tuple[str, int], tuple[float, str, str]] = {}
-    for w, key, oid, t, s in m.q:
+def _gone(xs: list, kept: list) -> list:
+    ids = {id(x) for _, x, _ in kept}
+    return [x for _, x, _ in xs if id(x) not in ids]
+
+
+def _apply(m: PlannerModel, w: str, period: list[int], option: tuple) -> None:
+    _, rents, dropped, used, largest = option
+    for x in dropped:
+        x.varValue = 0.0
+    for q, count in rents.items():
+        q.varValue = count
+    for t in period:
+        if (w, t) in m.largest:
+            m.largest[(w, t)].varValue = largest
+        for k in used:
+            if (w, k, t) in m.on:
+                m.on[(w, k, t)].varValue = 1.0
+
+
+def _rental_pairs(m: PlannerModel) -> dict[str, list[tuple[str, str]]]:
+    """Per workload, the cheapest uncapped non-reserved offer of each replica type."""
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for w, key, oid, _t, s in m.q:
         o = m.cands.offers[oid]
         if s != 0 or o.kind == "reserved" or offer_restricted(o):
             continue
-        c = m.serve_cand(w, key)
-        row = (o.usd_per_gpu_hour * c.tp / c.rate_rps, key, oid)
-        if (w, t) not in best or row < best[(w, t)]:
-            best[(w, t)] = row
-    return {k: (key, oid) for k, (_, key, oid) in best.items()}
+        row = (o.usd_per_gpu_hour, oid)
+        if (w, key) not in best or row < best[(w, key)]:
+            best[(w, key)] = row
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for (w, key), (_, oid) in sorted(best.items()):
+        out[w].append((key, oid))
+    return out

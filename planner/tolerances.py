@@ -22,14 +22,14 @@ SOLVER_FEASIBILITY = 1e-7  # HiGHS primal_feasibility_tolerance (its default, st
 
 
 def slack(limit: float, abs_: float) -> float:
-    """What a quantity may exceed ``limit`` by: ``max(abs_, REL |limit|)``.
+    """What a quantity may exceed ``limit`` by: ``abs_ + REL |limit|``.
 
-    >>> slack(4380.0, HOURS)
-    0.00438
+    >>> round(slack(4380.0, HOURS), 6)
+    0.00538
     >>> slack(0.0, HOURS)
     0.001
     """
-    return max(abs_, REL * abs(limit))
+    return abs_ + REL * abs(limit)
 
 
 def at_most(x: float, limit: float, abs_: float) -> bool:

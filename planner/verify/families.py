@@ -17,7 +17,7 @@ from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
 from planner.plan import FleetMonth, Purchase, WorkloadResult
 from planner.problem import ServeWorkload, TrainJob, month_index
-from planner.tolerances import at_most, whole
+from planner.tolerances import at_least, at_most, whole
 
 from .context import (
     ConfigKey,
@@ -368,22 +368,22 @@ def _check_train_job(chk: Checker, ctx: VerifyContext, state: TrainState) -> Non
         _check_train_row(chk, ctx, state, row)
     needed = planned_wall_hours(est, j)
     chk.check(
-        state.progress >= needed * (1 - REL) - ABS,
+        at_least(state.progress, needed, tol.HOURS),
         f"training {j.name}: {state.progress:,.1f} h of progress < {needed:,.1f} h needed on {gpu} x{k}",
     )
     chk.check(
-        state.spot <= j.spot.max_share * needed * (1 + REL) + ABS,
+        at_most(state.spot, j.spot.max_share * needed, tol.HOURS),
         f"training {j.name}: {state.spot:,.1f} h of progress on spot > spot.max_share {j.spot.max_share:.0%} "
         f"of {needed:,.1f} h",
     )
     window_h = (state.b - state.a + 1) * H
     chk.check(
-        state.wall <= window_h * (1 + REL) + ABS,
+        at_most(state.wall, window_h, tol.HOURS),
         f"training {j.name}: {state.wall:,.1f} wall hours > {window_h:,.0f} h in the window",
     )
     for t, h in sorted(state.per_month.items()):
         chk.check(
-            h <= H * (1 + REL) + ABS,
+            at_most(h, H, tol.HOURS),
             f"training {j.name} {ctx.months[t]}: {h:,.1f} wall hours in a {H:.0f}-hour month",
         )
     _check_train_terms(chk, ctx, state)
