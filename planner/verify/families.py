@@ -120,6 +120,15 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
         f"{what}: card {pu.gpu_usd:,.2f}, server {pu.chassis_usd:,.2f} != problem's "
         f"{gpu.purchase_usd.value:,.2f}, {gpu.chassis_usd:,.2f}",
     )
+    chk.check(
+        pu.slots == gpu.slots and pu.server == gpu.server,
+        f"{what}: server {pu.server!r} of {pu.slots} slots != the catalog's {gpu.server!r} of "
+        f"{gpu.slots}",
+    )
+    chk.check(
+        pu.count > 0 and close(pu.unit_usd, pu.total_usd / pu.count),
+        f"{what}: unit {pu.unit_usd:,.2f} per GPU != total / count",
+    )
     cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
     chk.check(
         close(cost, pu.total_usd),
@@ -177,6 +186,13 @@ def _check_fleet_month(
         close(fm.owned_busy_gpu_hours, busy, abs_=0.01),
         f"{what}: says {fm.owned_busy_gpu_hours:,.1f} busy GPU-h; the allocations give {busy:,.1f}",
         group=("fleet_busy", g),
+    )
+    util = busy / (own * H) if own else 0.0
+    chk.check(
+        close(fm.owned_utilization, util, abs_=1e-6)
+        and 0.0 <= fm.owned_utilization <= 1.0 + tol.REL,
+        f"{what}: says utilization {fm.owned_utilization:.4f}; busy / (owned x hours) gives {util:.4f}",
+        group=("fleet_util", g),
     )
     chk.check(
         close(fm.rented_gpu_hours, rented, abs_=0.01),
