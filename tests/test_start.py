@@ -1,0 +1,90 @@
+"""MIP starts (planner.start, planner.solve.mip_start) and the large-model path of
+solve_model: a start is a whole, feasible plan, never dearer than the all-rental one, and the
+plan solved from it passes the independent verifier."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pulp
+import pytest
+
+from benchmarks.generate import generate, load_inputs
+from planner import tolerances as tol
+from planner.candidates import build_candidates, owned_serve_options
+from planner.extract import extract_plan
+from planner.model import build_model
+from planner.solve import START_FROM_INTEGERS, _BulkHiGHS, mip_start, rental_start, solve_model
+from planner.start import lp_rounded_start
+from planner.verify import verify_plan
+
+
+def _model(workloads: int, gpus, months: int, seed: int):
+    inputs = load_inputs(generate(workloads, gpus, months, seed))
+    return inputs, build_model(inputs, build_candidates(inputs))
+
+
+def _lp(m) -> tuple[float, dict[str, float]]:
+    m.prob.solve(_BulkHiGHS(msg=False, mip=False))
+    return pulp.value(m.prob.objective), {
+        v.name: float(v.varValue or 0) for v in m.prob.variables()
+    }
+
+
+def _feasible_and_whole(m) -> bool:
+    whole = all(tol.whole(v.varValue) for v in m.prob.variables() if v.cat == pulp.LpInteger)
+    return whole and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_lp_rounded_start_is_a_whole_feasible_plan_above_the_lp(seed):
+    _, m = _model(6, 4, 12, seed)
+    lp_obj, lp = _lp(m)
+    assert lp_rounded_start(m, lp)
+    assert _feasible_and_whole(m)
+    assert pulp.value(m.prob.objective) >= lp_obj * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
+    _, m = _model(6, "all", 12, seed)
+    assert rental_start(m)
+    rental = pulp.value(m.prob.objective)
+    assert mip_start(m, threads=1)
+    assert _feasible_and_whole(m)
+    assert pulp.value(m.prob.objective) <= rental * (1 + 1e-9)
+
+
+def test_no_start_when_a_budget_rules_out_every_constructed_plan():
+    """A total budget below the LP optimum: neither constructed plan fits, so no start."""
+    inputs = load_inputs(generate(4, 4, 12, 5))
+    m = build_model(inputs, build_candidates(inputs))
+    lp_obj, _ = _lp(m)
+    budget = inputs.problem.budget.model_copy(update={"total_usd": lp_obj * 0.5})
+    tight = dataclasses.replace(
+        inputs, problem=inputs.problem.model_copy(update={"budget": budget})
+    )
+    m2 = build_model(tight, build_candidates(tight))
+    assert not mip_start(m2, threads=1)
+
+
+def test_a_large_model_solved_from_its_start_passes_verification():
+    inputs, m = _model(10, "all", 36, 0)
+    assert sum(v.cat == pulp.LpInteger for v in m.prob.variables()) >= START_FROM_INTEGERS
+    res = solve_model(m, time_limit=20, gap=1e-3)
+    assert res.has_solution
+    plan = extract_plan(m, res)
+    assert verify_plan(inputs, plan) == []
+
+
+def test_owned_options_never_drop_the_fastest_replica_per_gpu():
+    """The pruning keeps, per GPU type, a replica at least as fast as any dropped one."""
+    inputs = load_inputs(generate(8, "all", 12, 7))
+    cands = build_candidates(inputs)
+    for cl in cands.serve.values():
+        kept = owned_serve_options(cl)
+        for c in cl:
+            if c.rate_rps > 0 and c not in kept:
+                assert any(
+                    k.gpu == c.gpu and c.tp % k.tp == 0 and k.rate_rps <= c.rate_rps for k in kept
+                )
