@@ -50,7 +50,8 @@ def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
     _, m = _model(6, "all", 12, seed)
     assert rental_start(m)
     rental = pulp.value(m.prob.objective)
-    assert mip_start(m, threads=1)
+    started, bound = mip_start(m, threads=1)
+    assert started and bound is not None and bound <= rental * (1 + 1e-9)
     assert _feasible_and_whole(m)
     assert pulp.value(m.prob.objective) <= rental * (1 + 1e-9)
 
@@ -65,7 +66,7 @@ def test_no_start_when_a_budget_rules_out_every_constructed_plan():
         inputs, problem=inputs.problem.model_copy(update={"budget": budget})
     )
     m2 = build_model(tight, build_candidates(tight))
-    assert not mip_start(m2, threads=1)
+    assert not mip_start(m2, threads=1)[0]
 
 
 def test_a_large_model_solved_from_its_start_passes_verification():
