@@ -202,9 +202,11 @@ def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[
     solved = pulp.LpStatus[m.prob.status] == "Optimal"
     bound = pulp.value(m.prob.objective) if solved else None
     lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
-    builds = [lambda: rental_start(m)]
-    if solved:
-        builds.insert(0, lambda: lp_rounded_start(m, lp))
+    if not solved:
+        # no LP in time: HiGHS's own heuristics (feasibility jump) run only without a start,
+        # and on the 200-workload benchmark they beat the all-rental plan ($18.5M vs $29.9M)
+        return False, None
+    builds = [lambda: lp_rounded_start(m, lp), lambda: rental_start(m)]
     plans = []
     for build in builds:
         if build() and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values()):
