@@ -1277,6 +1277,8 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         solve_seconds=result.seconds,
         solver=result.solver,
         message=result.message,
+        repair_usd=result.repair_usd,
+        repair_bound_usd=result.repair_bound_usd,
         horizon_start=p.horizon.start,
         months=ctx.months,
         hours_per_month=HOURS_PER_MONTH,

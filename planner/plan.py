@@ -259,6 +259,10 @@ class Plan(_Data):
     solve_seconds: float
     solver: str
     message: str = ""
+    # present value the repair step added to make rented replicas whole, and its stated
+    # bound (one replica-slice per fractional rental of the relaxed plan); 0 when exact
+    repair_usd: float = 0.0
+    repair_bound_usd: float = 0.0
     horizon_start: str
     months: list[str]
     hours_per_month: float

@@ -43,6 +43,7 @@ class SolveResult:
     solver: str
     message: str = ""
     repair_usd: float = 0.0  # present value added by rounding rented replicas up to whole ones
+    repair_bound_usd: float = 0.0  # what the repair may add at most (repair_bound)
 
     @property
     def has_solution(self) -> bool:
@@ -443,9 +444,10 @@ def solve_model(
             info = model.getInfo()
             rel_gap = max(0.0, float(info.mip_gap)) if info.mip_gap < 1e30 else 0.0
             rel_gap = _with_bound(objective, rel_gap, lp_bound)
-    repair = 0.0
+    repair = bound_usd = 0.0
     if objective is not None:
         relaxed = objective
+        bound_usd = repair_bound(m)
         whole_replicas(m, min(time_limit, 30.0), threads)
         # the repair re-chooses rentals: dearer (whole replicas) or, after a time-limited
         # solve, sometimes cheaper; the objective is the repaired plan's either way
@@ -473,10 +475,25 @@ def solve_model(
             message = "a plan with whole replicas, not proven optimal"
         message += (
             f"; rented replicas were solved as fractional and made whole per load slice "
-            f"(+${repair:,.0f} present value over the fractional plan; the gap is measured "
-            "against the fractional model's bound, so it overstates the true gap)"
+            f"(+${repair:,.0f} present value over the fractional plan, at most "
+            f"${bound_usd:,.0f} by construction; the gap is measured against the fractional "
+            "model's bound, so it overstates the true gap)"
         )
-    return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair)
+    return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair, bound_usd)
+
+
+def repair_bound(m: PlannerModel) -> float:
+    """What the repair step can add at most to the relaxed plan in ``m``: one replica-slice
+    of every rental pair whose relaxed count is fractional, ``sum_{q frac} d_t p_o m_r w_s``
+    (its objective coefficient). Rounding each such count up costs less than that and keeps
+    every constraint (more capacity, no cap on these offers); the repair re-solve is never
+    dearer than rounding up."""
+    obj = m.prob.objective
+    return sum(
+        obj.get(v, 0.0)
+        for v in m.q.values()
+        if v.cat == pulp.LpContinuous and v.varValue is not None and not whole(v.varValue)
+    )
 
 
 def _with_bound(objective: float, rel_gap: float, bound: float | None) -> float:

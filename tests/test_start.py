@@ -89,3 +89,54 @@ def test_owned_options_never_drop_the_fastest_replica_per_gpu():
                 assert any(
                     k.gpu == c.gpu and c.tp % k.tp == 0 and k.rate_rps <= c.rate_rps for k in kept
                 )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_repair_stays_within_its_stated_bound_and_never_beats_the_exact_model(
+    seed, monkeypatch
+):
+    """Seeded small services solved relaxed (every rental continuous, then repaired) and
+    exactly: exact <= repaired <= relaxed + the stated bound; the plan reports both."""
+    import random
+
+    from planner import model as model_mod
+    from tests.factories import candidates, gpu, offer, problem, serve_workload
+
+    rng = random.Random(seed)
+    inputs = problem(
+        months=2,
+        gpus=[gpu(price=1e7)],
+        offers=[
+            offer("a-g1", "g1", round(rng.uniform(1.0, 3.0), 2)),
+            offer("b-g1", "g1", round(rng.uniform(1.0, 3.0), 2), gpus_per_instance=2),
+        ],
+        serve=[
+            serve_workload(
+                rps=round(rng.uniform(0.5, 6.0), 2),
+                util=round(rng.uniform(0.3, 0.9), 2),
+                redundancy=rng.choice([0, 1]),
+                max_load=rng.choice([0.8, 1.0]),
+            )
+        ],
+    )
+    cands = candidates(
+        inputs, serve={"chat": [("g1", 1, 1.0), ("g1", 2, round(rng.uniform(1.2, 2.4), 2))]}
+    )
+
+    def run():
+        m = build_model(inputs, cands)
+        return m, solve_model(m, time_limit=30, gap=1e-7)
+
+    monkeypatch.setattr(model_mod, "EXACT_RENTAL_CELLS", 0)
+    m, relaxed = run()
+    assert any(v.cat == pulp.LpContinuous for v in m.q.values())
+    monkeypatch.setattr(model_mod, "EXACT_RENTAL_CELLS", 10**9)
+    _, exact = run()
+    assert exact.objective <= relaxed.objective + 1e-6
+    fractional = relaxed.objective - relaxed.repair_usd
+    assert relaxed.repair_usd <= relaxed.repair_bound_usd + 1e-4 * abs(fractional) + 1e-6
+    plan = extract_plan(m, relaxed)
+    assert (
+        plan.repair_usd == relaxed.repair_usd and plan.repair_bound_usd == relaxed.repair_bound_usd
+    )
+    assert all(a.replicas == round(a.replicas) for a in plan.serve_allocations)
