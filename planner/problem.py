@@ -32,6 +32,7 @@ from planner.catalog import (
     with_server,
 )
 from planner.economics import FinanceDefaults, FinanceTerms, load_finance_defaults
+from planner.profiles import ProfileFile, Profiles
 from planner.errors import InputError
 from planner.units import CaseInsensitive, Count
 from planner.yamlio import (
@@ -254,6 +255,59 @@ class TokenShape(Strict):
     output: int = Field(gt=0, le=1_000_000)
 
 
+TokenSize = int | tuple[int, int]
+
+
+class RequestBucket(Strict):
+    """A share of a service's requests whose sizes lie in token ranges.
+
+    ``prompt`` and ``output`` are a representative size or an inclusive ``[lo, hi]`` range; a
+    range is planned at its upper end (every request of the bucket is at most that long, so
+    its p95 latencies are not understated) unless a measured profile inside the range applies.
+    """
+
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    prompt: TokenSize
+    output: TokenSize
+    share: float = Field(gt=0, le=1, description="share of the service's requests")
+
+    @field_validator("prompt", "output", mode="after")
+    @classmethod
+    def _range(cls, v: TokenSize) -> TokenSize:
+        lo, hi = (v, v) if isinstance(v, int) else v
+        if lo < 1 or hi > 1_000_000:
+            raise ValueError(f"token sizes must be within 1..1,000,000 (got {lo}..{hi})")
+        if lo > hi:
+            raise ValueError(f"empty token range [{lo}, {hi}]: the low end is above the high end")
+        return v
+
+    def prompt_range(self) -> tuple[int, int]:
+        return (self.prompt, self.prompt) if isinstance(self.prompt, int) else self.prompt
+
+    def output_range(self) -> tuple[int, int]:
+        return (self.output, self.output) if isinstance(self.output, int) else self.output
+
+    def shape(self) -> tuple[int, int]:
+        """The (prompt, output) tokens planned for: the upper end of each range."""
+        return self.prompt_range()[1], self.output_range()[1]
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Ranges share more than an end point (buckets may touch: [1, 256] and [256, 512]); a
+    single size overlaps any range that contains it.
+
+    >>> _overlap((1, 256), (256, 512)), _overlap((1, 300), (256, 512)), _overlap((5, 5), (1, 5))
+    (False, True, True)
+    """
+    lo, hi = max(a[0], b[0]), min(a[1], b[1])
+    if lo > hi:
+        return False
+    return lo < hi or a[0] == a[1] or b[0] == b[1]
+
+
+SHARE_TOLERANCE = 1e-6
+
+
 # Serving headroom defaults (sources: catalogs/NOTES.md, "Serving headroom").
 DEFAULT_MAX_LOAD = 0.8
 DEFAULT_REDUNDANCY = 1
@@ -277,7 +331,10 @@ class ServeWorkload(Strict):
     start: Month
     end: Month | None = None
     traffic: Traffic
-    tokens: TokenShape
+    tokens: TokenShape | None = None
+    requests: list[RequestBucket] | None = Field(
+        None, min_length=1, max_length=200, description="a mix of request sizes (buckets)"
+    )
     slo: Slo
     redundancy: int = Field(
         DEFAULT_REDUNDANCY,
@@ -287,6 +344,46 @@ class ServeWorkload(Strict):
     )
 
     _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
+
+    @model_validator(mode="after")
+    def _mix(self) -> ServeWorkload:
+        if (self.tokens is None) == (self.requests is None):
+            raise ValueError(
+                "give tokens: {prompt, output} (one request shape) or requests: [buckets with "
+                "prompt, output and share], one of them"
+            )
+        if self.requests is None:
+            return self
+        total = sum(b.share for b in self.requests)
+        if abs(total - 1.0) > SHARE_TOLERANCE:
+            raise ValueError(
+                f"request shares sum to {total:.6g}; they must sum to 1 "
+                f"({', '.join(f'{b.name}: {b.share:g}' for b in self.requests)})"
+            )
+        names = [b.name for b in self.requests]
+        for i, a in enumerate(self.requests):
+            if a.name in names[:i]:
+                raise ValueError(f"request bucket name {a.name!r} is used twice")
+            for b in self.requests[:i]:
+                if _overlap(a.prompt_range(), b.prompt_range()) and _overlap(
+                    a.output_range(), b.output_range()
+                ):
+                    raise ValueError(
+                        f"request buckets {b.name!r} and {a.name!r} overlap (prompt "
+                        f"{list(b.prompt_range())} and {list(a.prompt_range())}, output "
+                        f"{list(b.output_range())} and {list(a.output_range())}): a request "
+                        "must fall in one bucket"
+                    )
+        return self
+
+    def buckets(self) -> list[RequestBucket]:
+        """The request mix; a single ``tokens`` shape is one bucket named ``all``."""
+        if self.requests is not None:
+            return list(self.requests)
+        assert self.tokens is not None  # the validator guarantees one of them
+        return [
+            RequestBucket(name="all", prompt=self.tokens.prompt, output=self.tokens.output, share=1.0)
+        ]
 
 
 class Workloads(Strict):
@@ -364,6 +461,14 @@ class Fleet(Strict):
     contracts: list[Contract] = []
 
 
+class CustomGpu(GpuOverride):
+    """A GPU the catalogs do not list: a catalog GPU's figures (``like``) with the given ones
+    replacing them, e.g. for a card measured in a profile and rented at a quoted price."""
+
+    like: str = Field(min_length=1, description="catalog GPU whose figures are the default")
+    name: str | None = Field(None, max_length=200)
+
+
 class Problem(Strict):
     name: str = Field(min_length=1, max_length=500)
     horizon: Horizon
@@ -376,6 +481,12 @@ class Problem(Strict):
     fleet: Fleet = Fleet()
     finance: Finance = Finance()
     solver: SolverOptions = SolverOptions()
+    custom_gpus: dict[str, CustomGpu] = Field(
+        default_factory=dict, description="GPUs the catalogs do not list, by id"
+    )
+    profiles: list[str] = Field(
+        default_factory=list, description="measured profiles files, relative to the problem"
+    )
 
     @model_validator(mode="after")
     def _names_and_dates(self) -> Problem:
@@ -459,6 +570,7 @@ class Inputs:
     offer_files: list[str] = field(default_factory=list)
     finance: FinanceTerms = field(default_factory=FinanceTerms)
     warnings: list[str] = field(default_factory=list)  # said, not refused (e.g. a past contract)
+    profiles: Profiles = field(default_factory=Profiles)
 
 
 def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> FinanceTerms:
@@ -606,6 +718,78 @@ def _rehouse(gpu: GpuSpec, server_id: str) -> GpuSpec:
 
 class _OverrideError(ValueError):
     pass
+
+
+def _custom_gpus(
+    problem: Problem, all_gpus: dict[str, GpuSpec], errors: _Errors
+) -> dict[str, GpuSpec]:
+    """The catalog plus ``custom_gpus``: each a copy of its ``like`` GPU with the given figures."""
+    out = dict(all_gpus)
+    for cid, c in problem.custom_gpus.items():
+        loc = ("custom_gpus", cid)
+        if cid in all_gpus:
+            errors.add(loc, f"gpu {cid!r} is in the catalog; use overrides.gpus to change it")
+            continue
+        if c.like not in all_gpus:
+            errors.add(
+                (*loc, "like"), f"unknown gpu {c.like!r}; {did_you_mean(c.like, all_gpus.keys())}"
+            )
+            continue
+        base = all_gpus[c.like].model_copy(
+            update={"id": cid, "name": c.name or f"{cid} (figures of {c.like} unless given)"}
+        )
+        try:
+            if c.server is not None:
+                base = _rehouse(base, c.server)
+            out[cid] = _override_gpu(base, c)
+        except ValidationError as exc:
+            why = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            errors.add(loc, f"the custom GPU is not valid: {why}")
+        except _OverrideError as exc:
+            errors.add((*loc, "server"), str(exc))
+    return out
+
+
+def _read_profiles(
+    problem: Problem,
+    base: Path,
+    gpus: dict[str, GpuSpec],
+    models: dict[str, ModelArch],
+    errors: _Errors,
+) -> Profiles:
+    """Load ``profiles`` files; every entry must name a known model and GPU (file:line)."""
+    serve, train = [], []
+    for i, name in enumerate(problem.profiles):
+        path = Path(name) if Path(name).is_absolute() else base / name
+        if not path.is_file():
+            errors.add(("profiles", i), f"profiles file {name!r} not found (looked in {base})")
+            continue
+        try:
+            doc = load_yaml(path)
+            pf = validate(ProfileFile, doc, "profiles file")
+        except InputError as exc:
+            errors.add(("profiles", i), f"profiles file {name!r}: {exc}")
+            continue
+        for kind, entries, out in (("serve", pf.serve, serve), ("train", pf.train, train)):
+            for j, e in enumerate(entries):
+                bad = _profile_ids(e.model, e.gpu, gpus, models)
+                if bad:
+                    where = doc.where((kind, j, bad[0]))
+                    errors.add(("profiles", i), f"{where}: {kind}[{j}].{bad[0]}: {bad[1]}")
+                else:
+                    out.append((e, str(path)))
+    return Profiles(tuple(serve), tuple(train))
+
+
+def _profile_ids(
+    model: str, gpu: str, gpus: dict[str, GpuSpec], models: dict[str, ModelArch]
+) -> tuple[str, str] | None:
+    """(field, message) for an unknown model or GPU of a profile entry."""
+    if model not in models:
+        return "model", f"unknown model {model!r}; {did_you_mean(model, models.keys())}"
+    if gpu not in gpus:
+        return "gpu", f"unknown gpu {gpu!r}; {did_you_mean(gpu, gpus.keys())}"
+    return None
 
 
 def _check_models(problem: Problem, models: dict[str, ModelArch], errors: _Errors) -> None:
@@ -842,9 +1026,11 @@ def resolve(
     """
     errors = _Errors(doc)
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
+    all_gpus = _custom_gpus(problem, all_gpus, errors)
     models = model_catalog if model_catalog is not None else load_models()
     gpus = _allowed_gpus(problem, all_gpus, errors)
     _check_models(problem, models, errors)
+    profiles = _read_profiles(problem, base_dir or Path.cwd(), all_gpus, models, errors)
     offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
     _add_inline_offers(problem, all_gpus, offers, errors)
     _override_offers(problem, offers, errors)
@@ -860,6 +1046,7 @@ def resolve(
         offer_files=files,
         finance=finance_terms(problem),
         warnings=warnings,
+        profiles=profiles,
     )
 
 
@@ -880,6 +1067,7 @@ def load_problem(path: str | Path) -> Inputs:
         offer_files=inputs.offer_files,
         finance=inputs.finance,
         warnings=inputs.warnings,
+        profiles=inputs.profiles,
     )
 
 
@@ -898,4 +1086,5 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
         offer_files=inputs.offer_files,
         finance=inputs.finance,
         warnings=inputs.warnings,
+        profiles=inputs.profiles,
     )
