@@ -1213,12 +1213,47 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
     return out
 
 
+def _capacity_assumptions(ctx: _Context) -> list[Assumption]:
+    """Req/s per replica of each replica type the plan uses for a request mix or from a
+    measured profile, per bucket: measured (the profile's source) or modeled (the physics)."""
+    used = {
+        (w, key)
+        for cells in (ctx.m.n, ctx.m.q)
+        for (w, key, *_), x in cells.items()
+        if _v(x) > 0.5
+    }
+    out = []
+    for w, key in sorted(used):
+        c = ctx.m.serve_cand(w, key)
+        for b in c.buckets:
+            m = b.measured
+            source = (
+                f"measured ({m.note}): {m.source} [{m.file}]"
+                if m
+                else f"modeled: planner physics at the bucket's planned shape "
+                f"(batch {b.capacity.batch}, p95 TTFT {b.capacity.p95_ttft_ms:.0f} ms, "
+                f"TPOT {b.capacity.p95_tpot_ms:.1f} ms)"
+            )
+            out.append(
+                Assumption(
+                    group=f"serve:{w}",
+                    key=f"{key}/{b.bucket}" if c.mixed else key,
+                    value=b.rate,
+                    unit="req/s per replica",
+                    source=source if b.rate > 0 else f"cannot serve: {b.capacity.reason}",
+                    as_of=m.as_of if m else "",
+                )
+            )
+    return out
+
+
 def _read_assumptions(
     ctx: _Context, result: SolveResult, rentals: list[Rental]
 ) -> list[Assumption]:
     """Assumptions section: problem and solver, every GPU figure, the price of each offer the
     plan rents (USD/GPU-h), the load slices and serving loads."""
     out = _problem_assumptions(ctx, result) + _finance_assumptions(ctx)
+    out += _capacity_assumptions(ctx)
     for gpu in ctx.inputs.gpus.values():
         out.extend(gpu_assumptions(gpu))
     used_offers = {r.offer for r in rentals}
