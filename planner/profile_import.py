@@ -48,7 +48,7 @@ from pydantic import ValidationError
 from planner.catalog import CATALOG_DIR, load_gpus, load_offers
 from planner.errors import InputError
 from planner.fileio import atomic_write_bytes, read_text
-from planner.problem import Problem
+from planner.problem import Problem, parse_month
 from planner.profiles import ProfileFile
 
 SOURCE_MAX = 1000  # ServeProfile.source max_length
@@ -646,7 +646,7 @@ def melange_problem(
     ins = bucket_ranges(input_edges, len(dist), "input", name)
     outs = bucket_ranges(output_edges, len(dist[0]), "output", name)
     _check_servable(dist, gpus, ins, outs, name)
-    as_of = as_of or dt.date.today().strftime("%Y-%m")
+    as_of = _month_or_error(as_of, "as_of") if as_of else dt.date.today().strftime("%Y-%m")
     ids, custom = _gpu_ids(gpus, {g: c for g, (c, _) in gpus.items()}, name)
     problem = _melange_problem_dict(
         config, name, model, profiles_file, (slo_ttft_ms, slo_tpot_ms), start, as_of,
@@ -661,6 +661,15 @@ def melange_problem(
         )
         raise InputError(f"{where}: the generated problem is not valid: {why}") from None
     return problem, _melange_profiles(gpus, ids, ins, outs, model, as_of, name)
+
+
+def _month_or_error(text: str, what: str) -> str:
+    """``text`` when it is a ``YYYY-MM`` month, else an InputError naming ``what``."""
+    try:
+        parse_month(text)
+    except ValueError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    return text
 
 
 def _melange_problem_dict(
