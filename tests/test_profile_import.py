@@ -411,3 +411,11 @@ def test_cli_import_melange_unknown_model(tmp_path: Path) -> None:
               "--model", "llama2-7b"])  # fmt: skip
     assert r.exit_code == 2, r.output
     assert "did you mean 'llama-2-7b'" in r.output
+
+
+def test_vllm_source_of_many_runs_fits_the_schema() -> None:
+    d = _load(V2)
+    runs = [(f"results/a-long-directory-name/run-{i:03d}-{'x' * 40}.json", d) for i in range(40)]
+    (e,) = vllm_profile(runs, **KW)["serve"]
+    assert len(e["source"]) <= 1000 and "more" in e["source"] and "run-000" in e["source"]
+    assert len(e["points"]) == 40
