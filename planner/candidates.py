@@ -263,7 +263,7 @@ def serve_candidate(
 def serve_tp_sizes(w: ServeWorkload, inputs: Inputs, gid: str) -> list[int]:
     """Replica sizes tried: 1-8 GPUs within a node, plus any size a profile measured."""
     gpu = inputs.gpus[gid]
-    sizes = {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
+    sizes = set() if w.measured_only else {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
     return sorted(sizes | inputs.profiles.serve_tps(w.model, gid, w.precision))
 
 

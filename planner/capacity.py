@@ -68,6 +68,11 @@ def bucket_capacity(
         )
     if isinstance(m, Measured):
         return BucketCapacity(b.name, _measured_capacity(w, tp, b, m), m)
+    if w.measured_only:
+        why = "not measured (measured_only: no modeled capacity)"
+        return BucketCapacity(
+            b.name, ReplicaCapacity(False, why, tp, w.precision, 0, 0.0, 0.0, 0.0, 0.0)
+        )
     prompt, output = b.shape()
     cap = replica_capacity(
         inputs.models[w.model], inputs.gpus[gpu_id], tp, w.precision, prompt, output, *slo, calib

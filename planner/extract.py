@@ -1217,10 +1217,7 @@ def _capacity_assumptions(ctx: _Context) -> list[Assumption]:
     """Req/s per replica of each replica type the plan uses for a request mix or from a
     measured profile, per bucket: measured (the profile's source) or modeled (the physics)."""
     used = {
-        (w, key)
-        for cells in (ctx.m.n, ctx.m.q)
-        for (w, key, *_), x in cells.items()
-        if _v(x) > 0.5
+        (w, key) for cells in (ctx.m.n, ctx.m.q) for (w, key, *_), x in cells.items() if _v(x) > 0.5
     }
     out = []
     for w, key in sorted(used):

@@ -590,12 +590,13 @@ def _melange_profiles(
     gpus: dict[str, tuple], ids: dict[str, str], ins: list, outs: list, model: str, as_of: str,
     name: str,
 ) -> dict:  # fmt: skip
-    """One serve entry per (GPU, bucket) with nonzero throughput, at the bucket's upper ends."""
+    """One serve entry per (GPU, bucket) at the bucket's upper ends; a throughput of 0 is kept
+    as ``max_rps: 0`` (measured: cannot serve the bucket within the SLO)."""
     serve = []
     for g, (_, tputs) in gpus.items():
         for i, (_, phi) in enumerate(ins):
             for j, (_, ohi) in enumerate(outs):
-                if tputs[i][j] > 0:
+                if tputs[i][j] >= 0:
                     serve.append(
                         {
                             "model": model, "gpu": ids[g], "tp": 1, "precision": "fp16",
@@ -713,6 +714,7 @@ def _melange_problem_dict(
                 "requests": requests,
                 "slo": {"p95_ttft_ms": slo[0], "p95_tpot_ms": slo[1], "max_load": 1.0},
                 "redundancy": 0,
+                "measured_only": True,
             }
         ]
     }  # fmt: skip
