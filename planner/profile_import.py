@@ -590,13 +590,13 @@ def _melange_profiles(
     gpus: dict[str, tuple], ids: dict[str, str], ins: list, outs: list, model: str, as_of: str,
     name: str,
 ) -> dict:  # fmt: skip
-    """One serve entry per (GPU, bucket) at the bucket's upper ends; a throughput of 0 is kept
-    as ``max_rps: 0`` (measured: cannot serve the bucket within the SLO)."""
+    """One serve entry per (GPU, bucket) with nonzero throughput, at the bucket's upper ends;
+    the workload is ``measured_only``, so a GPU without an entry does not serve that bucket."""
     serve = []
     for g, (_, tputs) in gpus.items():
         for i, (_, phi) in enumerate(ins):
             for j, (_, ohi) in enumerate(outs):
-                if tputs[i][j] >= 0:
+                if tputs[i][j] > 0:
                     serve.append(
                         {
                             "model": model, "gpu": ids[g], "tp": 1, "precision": "fp16",

@@ -58,9 +58,7 @@ class ServeProfile(Strict):
     precision: Precision = "fp16"
     prompt: int = Field(gt=0, le=1_000_000)
     output: int = Field(gt=0, le=1_000_000)
-    max_rps: float | None = Field(
-        None, ge=0, le=1e6, description="req/s per replica at the SLO; 0: cannot meet it"
-    )
+    max_rps: float | None = Field(None, gt=0, le=1e6, description="req/s per replica at the SLO")
     slo: MeasuredSlo | None = None
     points: list[MeasuredPoint] = []
     source: str = Field(min_length=1, max_length=1000)
@@ -188,7 +186,7 @@ def serve_rate(
         rated.append(((-(p.prompt + p.output), r[0] if r else 0.0), p, f, r))
     rated.sort(key=lambda x: x[0])
     _, p, f, r = rated[0]
-    if r is None or r[0] <= 0:
+    if r is None:
         return "outside_slo"
     return Measured(r[0], p.source, p.as_of, f, f"{r[1]} ({p.prompt}+{p.output} tokens)")
 
