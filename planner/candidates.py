@@ -284,7 +284,8 @@ def serve_candidates(
             else:
                 found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
-        out.extend(found[:keep])
+        # a measured configuration is always offered: the team runs it and trusts it
+        out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
         if not found:
             dropped.append(
                 Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason="; ".join(reasons))
