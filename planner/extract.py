@@ -1213,13 +1213,33 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
     return out
 
 
+def _train_measured(ctx: _Context) -> list[Assumption]:
+    """Training configurations chosen whose throughput a profile measured."""
+    out = []
+    for (job, key), y in ctx.m.y.items():
+        c = ctx.m.train_cand(job, key)
+        if _v(y) > 0.5 and c.measured is not None:
+            m = c.measured
+            out.append(
+                Assumption(
+                    group=f"train:{job}",
+                    key=f"{key}/tokens_per_s_per_gpu",
+                    value=m.rate,
+                    unit="tokens/s per GPU",
+                    source=f"measured ({m.note}): {m.source} [{m.file}]",
+                    as_of=m.as_of,
+                )
+            )
+    return out
+
+
 def _capacity_assumptions(ctx: _Context) -> list[Assumption]:
     """Req/s per replica of each replica type the plan uses for a request mix or from a
     measured profile, per bucket: measured (the profile's source) or modeled (the physics)."""
     used = {
         (w, key) for cells in (ctx.m.n, ctx.m.q) for (w, key, *_), x in cells.items() if _v(x) > 0.5
     }
-    out = []
+    out = _train_measured(ctx)
     for w, key in sorted(used):
         c = ctx.m.serve_cand(w, key)
         for b in c.buckets:

@@ -225,3 +225,68 @@ def test_bad_mix_or_profile_exits_2_naming_file_line_and_field(
     assert where in res.output and says in res.output, res.output
     assert ".yaml:" in res.output  # file:line
     assert not (tmp_path / "x.xlsx").exists()
+
+
+def _train_problem() -> dict:
+    return {
+        "name": "train",
+        "horizon": {"start": "2027-01", "months": 3},
+        "budget": {"capex_usd": 0},
+        "site": {"power_usd_per_kwh": 0.1},
+        "gpus": ["h100-sxm"],
+        "offers": {
+            "files": [],
+            "extra": [
+                {
+                    "id": "q-h100",
+                    "provider": "quote",
+                    "gpu": "h100-sxm",
+                    "kind": "on_demand",
+                    "usd_per_gpu_hour": 2.0,
+                    "gpus_per_instance": 8,
+                    "source": "test quote",
+                    "as_of": "2026-11",
+                },
+            ],
+        },  # fmt: skip
+        "workloads": {
+            "train": [
+                {
+                    "name": "ft",
+                    "model": "llama-3-8b",
+                    "tokens": 2e10,
+                    "window": {"start": "2027-01", "deadline": "2027-03"},
+                },
+            ]
+        },  # fmt: skip
+        "finance": {"discount_rate": 0, "residual": "none"},
+    }
+
+
+def test_a_measured_training_throughput_replaces_the_modeled_one(tmp_path):
+    """Measured at half the modeled tokens/s on 8 H100: that candidate's planned hours double
+    (the realized-hours model stays on top), the plan says so, and verify agrees."""
+    from planner.candidates import build_candidates
+
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(_train_problem(), sort_keys=False))
+    modeled = {c.gpus: c for c in build_candidates(load_problem(path)).train["ft"]}
+    tps = modeled[8].estimate.tokens_per_s_per_gpu
+    prof = {"train": [{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 8,
+                       "tokens_per_s_per_gpu": tps / 2, "source": "our run", "as_of": "2026-10"}]}  # fmt: skip
+    problem = _train_problem()
+    problem["profiles"] = ["p.yaml"]
+    path = _write(tmp_path, problem, prof)
+    inputs = load_problem(path)
+    measured = {c.gpus: c for c in build_candidates(inputs).train["ft"]}
+    assert measured[8].measured is not None and modeled[8].measured is None
+    assert measured[8].estimate.wall_hours == pytest.approx(2 * modeled[8].estimate.wall_hours)
+    assert measured[4].wall_hours == modeled[4].wall_hours  # other counts keep the physics
+    plan = plan_problem(inputs, solver="cbc", time_limit=60)
+    assert verify_plan(inputs, plan) == []
+    # 8-GPU instances either way: 8 GPUs at the measured speed still beat 4 at the modeled one
+    assert {al.gpus for al in plan.train_allocations} == {8}
+    hours = sum(al.wall_hours for al in plan.train_allocations)
+    assert hours == pytest.approx(measured[8].wall_hours, rel=1e-6)
+    notes = [a for a in plan.assumptions if a.group == "train:ft"]
+    assert notes and notes[0].value == pytest.approx(tps / 2) and "our run" in notes[0].source
