@@ -675,5 +675,25 @@ def check_candidates(inputs: Inputs, cands: Candidates) -> None:
             lines.append(
                 f"{kind} {name!r}: no allowed GPU can run it:\n      " + "\n      ".join(reasons)
             )
+    lines += _unserved_buckets(inputs, cands)
     if lines:
         raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)
+
+
+def _unserved_buckets(inputs: Inputs, cands: Candidates) -> list[str]:
+    """Request buckets of a mix that no kept replica configuration serves within the SLO."""
+    lines = []
+    for w in inputs.problem.workloads.serve:
+        clist = cands.serve.get(w.name, [])
+        if not clist or w.requests is None:
+            continue
+        for i, b in enumerate(w.requests):
+            if any(c.bucket_rates[i] > 0 for c in clist):
+                continue
+            why = sorted({f"{c.key}: {c.buckets[i].capacity.reason}" for c in clist if c.buckets})
+            lines.append(
+                f"serving workload {w.name!r} bucket {b.name!r} (prompt {b.shape()[0]}, output "
+                f"{b.shape()[1]} tokens): no allowed GPU serves it within the SLO:\n      "
+                + "\n      ".join(why[:8])
+            )
+    return lines

@@ -303,15 +303,25 @@ class _Serving:
     peak_gpus: defaultdict[str, float]  # workload -> most GPUs in use in one (month, slice)
 
 
-def _bucket_fields(ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str) -> dict:
-    """A mix's per-bucket rates and the capacity the replicas give each bucket."""
+def _bucket_fields(
+    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, replicas: float
+) -> dict:
+    """A mix's per-bucket rates and the capacity these replicas give each bucket: the type's
+    pooled capacity (owned and rented replicas of one type share it) split in proportion to
+    replicas."""
     if not c.mixed:
         return {}
     rates = {b.bucket: b.rate for b in c.buckets}
+    of_type = [
+        x for (ww, key, *_, tt, ss), x in ctx.m.q.items() if (ww, key, tt, ss) == (w, c.key, t, s)
+    ]
+    owned = ctx.m.n.get((w, c.key, t, s))
+    total = sum(_int(x) for x in [*of_type, *([owned] if owned is not None else [])])
+    part = replicas / total if total else 0.0
     given = {}
     for b in rates:
-        v = ctx.m.alloc.get((w, b, c.key, source, t, s))
-        given[b] = max(_v(v), 0.0) if v is not None else 0.0
+        v = ctx.m.alloc.get((w, b, c.key, t, s))
+        given[b] = max(_v(v), 0.0) * part if v is not None else 0.0
     return {"bucket_rates_rps": rates, "bucket_capacity_rps": given}
 
 
@@ -319,7 +329,7 @@ def _serve_allocation(
     ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str, replicas: float
 ) -> ServeAllocation:
     return ServeAllocation(
-        **_bucket_fields(ctx, w, c, t, s, source),
+        **_bucket_fields(ctx, w, c, t, s, replicas),
         workload=w,
         month=ctx.months[t],
         slice=ctx.slices[s].name,
