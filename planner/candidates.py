@@ -395,9 +395,27 @@ def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
         return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))
 
     live = [c for c in cands if c.rate_rps > 0]
-    if any(c.mixed for c in live):  # per-bucket rates: one mix rate does not rank replicas
-        return live
-    return [b for b in live if not any(beats(a, b) for a in live)]
+    test = mix_beats if any(getattr(c, "mixed", False) for c in live) else beats
+    return [b for b in live if not any(test(a, b) for a in live)]
+
+
+def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
+    """For a request mix: ``tp_b / tp_a`` replicas of ``a`` on the same GPUs serve at least
+    what one of ``b`` does in every bucket (each type keeps its own spares, so a smaller
+    replica never needs more of them). Ties: the smaller, then earlier key stays.
+
+    >>> from types import SimpleNamespace as NS
+    >>> c = lambda k, tp, r: NS(gpu="g", tp=tp, key=k, bucket_rates=r)
+    >>> mix_beats(c("a", 1, (3.0, 1.0)), c("b", 2, (5.0, 2.0))), mix_beats(c("a", 1, (3.0, 0.9)), c("b", 2, (5.0, 2.0)))
+    (True, False)
+    """
+    if a is b or a.gpu != b.gpu or b.tp % a.tp:
+        return False
+    k = b.tp // a.tp
+    pairs = list(zip(a.bucket_rates, b.bucket_rates, strict=True))
+    if any(k * ra < rb for ra, rb in pairs):
+        return False
+    return any(k * ra > rb * (1 + 1e-12) for ra, rb in pairs) or (a.tp, a.key) < (b.tp, b.key)
 
 
 def serve_rental_pairs(
@@ -455,7 +473,7 @@ def serve_rental_pairs(
         return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
 
     if any(getattr(c, "mixed", False) for c, _ in kept):
-        return kept  # a mix: no replica type dominates another on one rate
+        return _mix_pairs(kept)
     leaders = [
         rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None
     ]
@@ -472,6 +490,31 @@ def serve_rental_pairs(
                 continue
         out.append((c, o))
     return out
+
+
+def _mix_pairs(kept: list[tuple[ServeCandidate, Offer]]) -> list[tuple[ServeCandidate, Offer]]:
+    """A request mix: a non-reserved pair is dropped when an uncapped non-reserved pair gives
+    at least its req/s in every bucket for at most its price per replica-hour (ties: earlier
+    wins). Swapping each of its replicas for one of the other keeps every bucket served and
+    needs no more spares (each type keeps its own)."""
+
+    def cost(c: ServeCandidate, o: Offer) -> float:
+        return o.marginal_usd_per_gpu_hour * c.tp
+
+    def dominated(i: int) -> bool:
+        c, o = kept[i]
+        for j, (d, p) in enumerate(kept):
+            if j == i or p.kind == "reserved" or p.max_gpus is not None:
+                continue
+            pairs = list(zip(d.bucket_rates, c.bucket_rates, strict=True))
+            if cost(d, p) > cost(c, o) or any(x < y for x, y in pairs):
+                continue
+            better = cost(d, p) < cost(c, o) or any(x > y for x, y in pairs)
+            if better or j < i:
+                return True
+        return False
+
+    return [kc for i, kc in enumerate(kept) if kc[1].kind == "reserved" or not dominated(i)]
 
 
 def rental_gpus(k: int, offer: Offer) -> int:
