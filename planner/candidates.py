@@ -25,11 +25,13 @@ from planner.capacity import (
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import (
+    FLAT,
     HOURS_PER_MONTH,
     LoadSlice,
-    load_slices,
     mean_request_rate,
     peak_request_rate,
+    problem_slices,
+    workload_slices,
 )
 from planner.errors import InfeasibleError, InputError
 from planner.physics.calibration_values import Calibration, default_calibration
@@ -594,11 +596,16 @@ def _physics(inputs: Inputs, calib: Calibration, window_hours: dict[str, float])
     return results[:n], results[n:]
 
 
+def _utilizations(inputs: Inputs) -> list[float]:
+    return [w.traffic.utilization for w in inputs.problem.workloads.serve]
+
+
 def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candidates:
     calib = calib or default_calibration()
     p = inputs.problem
     months = p.month_labels()
-    cands = Candidates(months=months, slices=load_slices(1.0))
+    cands = Candidates(months=months, slices=problem_slices(_utilizations(inputs)))
+    flat = cands.slices == [FLAT]
     cands.offers = prune_offers(inputs.offers)
     for job in p.workloads.train:
         window = train_window(job, p.horizon.start)
@@ -616,7 +623,7 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
             else min(p.horizon.months - 1, month_index(p.horizon.start, w.end))
         )
         cands.active[w.name] = list(range(a, b + 1))
-        slices = load_slices(w.traffic.utilization)
+        slices = workload_slices(w.traffic.utilization, flat)
         cands.serve_loads[w.name] = [s.load for s in slices]
         mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
         for t in cands.active[w.name]:

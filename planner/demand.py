@@ -62,6 +62,30 @@ def load_slices(utilization: float) -> list[LoadSlice]:
     ]
 
 
+FLAT = LoadSlice("flat", HOURS_PER_MONTH, 1.0)
+
+
+def problem_slices(utilizations: list[float]) -> list[LoadSlice]:
+    """The load slices a problem is planned in (hours only; loads per workload come from
+    :func:`workload_slices`): one flat slice of the whole month when every serving workload
+    has a constant load (utilization 1: the four day blocks would be identical copies of the
+    same month), else the four day blocks.
+
+    >>> [s.name for s in problem_slices([1.0, 1.0])], [s.name for s in problem_slices([1.0, 0.5])]
+    (['flat'], ['peak', 'high', 'mid', 'low'])
+    >>> [s.name for s in problem_slices([])]  # no service: the day blocks, as always
+    ['peak', 'high', 'mid', 'low']
+    """
+    if utilizations and all(u >= 1.0 for u in utilizations):
+        return [FLAT]
+    return load_slices(1.0)
+
+
+def workload_slices(utilization: float, flat: bool) -> list[LoadSlice]:
+    """A serving workload's slices: :func:`load_slices` at its utilization, or the flat one."""
+    return [FLAT] if flat else load_slices(utilization)
+
+
 def mean_request_rate(daily_active_users: float, requests_per_user_per_day: float) -> float:
     """Mean request rate in requests/s: DAU x requests per user per day / 86 400 s.
 

@@ -290,3 +290,15 @@ def test_a_measured_training_throughput_replaces_the_modeled_one(tmp_path):
     assert hours == pytest.approx(measured[8].wall_hours, rel=1e-6)
     notes = [a for a in plan.assumptions if a.group == "train:ft"]
     assert notes and notes[0].value == pytest.approx(tps / 2) and "our run" in notes[0].source
+
+
+def test_an_error_on_line_100_says_line_100(tmp_path):
+    """rich turns ':100:' into an emoji unless told not to; file:line must survive printing."""
+    text = "#\n" * 99 + yaml.safe_dump(_problem(TWO), sort_keys=False).replace(
+        "name: mix", "name: mix\nbogus_key: 1", 1
+    )
+    path = tmp_path / "mix.yaml"
+    path.write_text(text)
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILES))
+    res = CliRunner().invoke(cli, ["solve", str(path), "-o", str(tmp_path / "x.xlsx")])
+    assert res.exit_code == 2 and "mix.yaml:101:" in res.output, res.output

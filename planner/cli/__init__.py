@@ -26,7 +26,8 @@ from planner.errors import (
     VerificationError,
 )
 
-err_console = Console(stderr=True, soft_wrap=True)
+# emoji=False: a message like "file.yaml:100: field" must not become "file.yaml💯 field"
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 # (module, command) pairs: one module per command group, registered on the group below.
 COMMANDS: tuple[tuple[str, str], ...] = (

@@ -27,7 +27,7 @@ from planner.offers_import import (
 
 
 def _summary(result: ImportResult, out: Path) -> None:
-    console = Console(soft_wrap=True)
+    console = Console(soft_wrap=True, emoji=False)
     table = Table(title=f"{len(result.offers)} offers -> {out}")
     for col in ("provider", "on-demand", "spot", "GPUs", "marketplace"):
         table.add_column(col, justify="left" if col in ("provider", "GPUs") else "right")

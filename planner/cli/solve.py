@@ -68,7 +68,7 @@ def solve(
     if json_path and json_path != "-":
         write_json(plan, json_path)
         written.append(f"json: {json_path}")
-    out = Console(stderr=json_path == "-")
+    out = Console(stderr=json_path == "-", emoji=False)
     print_summary(plan, out, wide=wide)
     for line in written:
         out.print(line, highlight=False)

@@ -128,7 +128,7 @@ def whatif(
     base = wi.load_base(problem)
     vs = wi.make_varies(base, list(varies) if varies else wi.default_varies(base))
     n = len(wi.grid(vs))
-    console = Console(stderr=json_path == "-")
+    console = Console(stderr=json_path == "-", emoji=False)
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs and pipes: do not squeeze the table
     where = (
@@ -295,7 +295,7 @@ def breakeven(
     """Find the value of one input at which PROBLEM's plan changes (bisection on solves)."""
     from planner import whatif as wi
 
-    console = Console(stderr=json_path == "-")
+    console = Console(stderr=json_path == "-", emoji=False)
     base = wi.load_base(problem)
     key, lo, hi = wi.parse_bounds(vary)
     locs = wi.resolve_key(base.data, key)  # a bad path or value fails before any solve

@@ -169,7 +169,34 @@ def headroom_sentences(plan: Plan) -> list[str]:
             else f"{w.name} is sized to run at most {w.config['max_load']:.0%} of its p95 "
             "capacity at peak, with no spare replica (redundancy: 0)."
         )
+        if w.config.get("requests"):
+            out.append(mix_sentence(plan, w.name, w.config["requests"], spare))
     return out
+
+
+def mix_sentence(plan: Plan, name: str, requests: list[dict], spare: int) -> str:
+    """Which GPU types serve which request buckets of a mix, by the capacity the plan gives
+    each bucket over the horizon."""
+    given: dict[str, dict[str, float]] = {}
+    for al in plan.serve_allocations:
+        if al.workload != name:
+            continue
+        for b, v in al.bucket_capacity_rps.items():
+            kind = f"{al.gpu} x{al.gpus_per_replica}"
+            given.setdefault(b, {}).setdefault(kind, 0.0)
+            given[b][kind] += v
+    parts = []
+    for r in requests:
+        on = given.get(r["name"], {})
+        total = sum(on.values())
+        kinds = [f"{k} ({v / total:.0%})" for k, v in sorted(on.items(), key=lambda kv: -kv[1])
+                 if total and v / total >= 0.005]  # fmt: skip
+        parts.append(
+            f"{r['name']} ({r['share']:.0%} of requests, up to {r['prompt']}+{r['output']} "
+            f"tokens) on {', '.join(kinds) or 'nothing'}"
+        )
+    tail = f"; each GPU type in use keeps {_plural(spare, 'spare replica')}" if spare else ""
+    return f"{name} serves its request mix by size: " + "; ".join(parts) + tail + "."
 
 
 def reserve_sentences(plan: Plan) -> list[str]:

@@ -211,7 +211,7 @@ def show_table(console: Console, table: Table, wide: bool) -> None:
 
 def print_summary(plan: Plan, console: Console | None = None, wide: bool = False) -> None:
     """The plan in four tables: cost, what to buy, what to rent, and each workload's result."""
-    c = console or Console()
+    c = console or Console(emoji=False)
     c.print(_header_line(plan))
     tables = [cost_table(plan, c, wide)]
     if plan.purchases:

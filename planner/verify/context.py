@@ -27,11 +27,13 @@ from planner.capacity import (
 )
 from planner.catalog import MULTI_NODE_FABRICS, Offer
 from planner.demand import (
+    FLAT,
     HOURS_PER_MONTH,
     LoadSlice,
-    load_slices,
     mean_request_rate,
     peak_request_rate,
+    problem_slices,
+    workload_slices,
 )
 from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
 from planner.physics.calibration_values import default_calibration
@@ -247,7 +249,7 @@ class VerifyContext:
     @classmethod
     def from_inputs(cls, inputs: Inputs, plan: Plan) -> VerifyContext:
         months = inputs.problem.month_labels()
-        slices = load_slices(1.0)
+        slices = problem_slices([w.traffic.utilization for w in inputs.problem.workloads.serve])
         ctx = cls(
             inputs=inputs,
             plan=plan,
@@ -388,7 +390,8 @@ class VerifyContext:
         a = month_index(p.horizon.start, w.start)
         b = self.T - 1 if w.end is None else min(self.T - 1, month_index(p.horizon.start, w.end))
         mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
-        loads = {s.name: s.load for s in load_slices(w.traffic.utilization)}
+        flat = self.slices == [FLAT]
+        loads = {s.name: s.load for s in workload_slices(w.traffic.utilization, flat)}
         demand = {
             (t, s): peak_request_rate(
                 mean, w.traffic.utilization, w.traffic.growth_per_month, t - a
