@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from planner.capacity import BucketCapacity, bucket_capacity, replica_of_mix
 from planner.catalog import GpuSpec, Offer
 from planner.demand import (
     HOURS_PER_MONTH,
@@ -26,7 +27,7 @@ from planner.demand import (
 from planner.errors import InfeasibleError, InputError
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import spot_overhead
-from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Dropped
 from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
@@ -67,12 +68,27 @@ class ServeCandidate:
     workload: str
     gpu: str
     tp: int
-    rate_rps: float
+    rate_rps: float  # one request shape: its rate; a mix: the mix rate (capacity.mix_rate)
     capacity: ReplicaCapacity
+    # a request mix (workload.requests): the capacity per bucket, in the workload's order
+    buckets: tuple[BucketCapacity, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.gpu}_tp{self.tp}"
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.buckets) > 1
+
+    @property
+    def bucket_rates(self) -> tuple[float, ...]:
+        """Req/s per replica for each bucket (0: cannot serve it); one shape: ``(rate_rps,)``."""
+        return tuple(b.rate for b in self.buckets) if self.buckets else (self.rate_rps,)
+
+    @property
+    def measured(self) -> bool:
+        return any(b.measured is not None for b in self.buckets)
 
 
 @dataclass
@@ -224,35 +240,51 @@ def train_candidates(
     return out, dropped
 
 
+def serve_candidate(
+    w: ServeWorkload, inputs: Inputs, gid: str, tp: int, calib: Calibration
+) -> ServeCandidate | str:
+    """Replicas of ``tp`` x ``gid`` for ``w`` (every bucket of a mix), or why none can serve.
+
+    One request shape: its capacity. A mix: the capacity per bucket (measured profiles win
+    over the physics, :func:`planner.capacity.bucket_capacity`); the candidate is kept when
+    it serves at least one bucket within the SLO.
+    """
+    buckets = w.buckets()
+    caps = tuple(bucket_capacity(inputs, w, b, gid, tp, calib) for b in buckets)
+    served = [c for c in caps if c.rate > 0]
+    if not served:
+        return "; ".join(dict.fromkeys(c.capacity.reason or "no capacity" for c in caps))
+    if len(buckets) == 1 and caps[0].measured is None:
+        return ServeCandidate(w.name, gid, tp, caps[0].rate, caps[0].capacity)
+    rep = replica_of_mix(list(caps), [b.share for b in buckets])
+    return ServeCandidate(w.name, gid, tp, rep.rate_rps, rep, caps)
+
+
+def serve_tp_sizes(w: ServeWorkload, inputs: Inputs, gid: str) -> list[int]:
+    """Replica sizes tried: 1-8 GPUs within a node, plus any size a profile measured."""
+    gpu = inputs.gpus[gid]
+    sizes = {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
+    return sorted(sizes | inputs.profiles.serve_tps(w.model, gid, w.precision))
+
+
 def serve_candidates(
     w: ServeWorkload, inputs: Inputs, calib: Calibration
 ) -> tuple[list[ServeCandidate], list[Dropped]]:
-    model = inputs.models[w.model]
     out: list[ServeCandidate] = []
     dropped: list[Dropped] = []
-    for gid, gpu in inputs.gpus.items():
+    # a mix keeps every size: which is best differs per bucket
+    keep = SERVE_KEEP_PER_GPU if len(w.buckets()) == 1 else len(TP_SIZES) + 8
+    for gid in inputs.gpus:
         found: list[ServeCandidate] = []
         reasons = []
-        for tp in TP_SIZES:
-            if tp > max(gpu.node_gpus, 8):
-                continue
-            cap = replica_capacity(
-                model,
-                gpu,
-                tp,
-                w.precision,
-                w.tokens.prompt,
-                w.tokens.output,
-                w.slo.p95_ttft_ms,
-                w.slo.p95_tpot_ms,
-                calib,
-            )
-            if cap.feasible and cap.rate_rps > 0:
-                found.append(ServeCandidate(w.name, gid, tp, cap.rate_rps, cap))
+        for tp in serve_tp_sizes(w, inputs, gid):
+            c = serve_candidate(w, inputs, gid, tp, calib)
+            if isinstance(c, str):
+                reasons.append(f"tp{tp}: {c}")
             else:
-                reasons.append(f"tp{tp}: {cap.reason}")
+                found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
-        out.extend(found[:SERVE_KEEP_PER_GPU])
+        out.extend(found[:keep])
         if not found:
             dropped.append(
                 Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason="; ".join(reasons))
@@ -343,6 +375,8 @@ def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
         return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))
 
     live = [c for c in cands if c.rate_rps > 0]
+    if any(c.mixed for c in live):  # per-bucket rates: one mix rate does not rank replicas
+        return live
     return [b for b in live if not any(beats(a, b) for a in live)]
 
 
@@ -400,6 +434,8 @@ def serve_rental_pairs(
         c, o = kept[i]
         return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
 
+    if any(getattr(c, "mixed", False) for c, _ in kept):
+        return kept  # a mix: no replica type dominates another on one rate
     leaders = [
         rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None
     ]

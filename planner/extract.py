@@ -53,7 +53,7 @@ from planner.plan import (
 )
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, contract_offer_id
 from planner.solve import SolveResult
-from planner.tolerances import at_most
+from planner.tolerances import RPS, at_least, at_most
 
 EPS = tol.INTEGRALITY
 
@@ -303,10 +303,23 @@ class _Serving:
     peak_gpus: defaultdict[str, float]  # workload -> most GPUs in use in one (month, slice)
 
 
+def _bucket_fields(ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str) -> dict:
+    """A mix's per-bucket rates and the capacity the replicas give each bucket."""
+    if not c.mixed:
+        return {}
+    rates = {b.bucket: b.rate for b in c.buckets}
+    given = {}
+    for b in rates:
+        v = ctx.m.alloc.get((w, b, c.key, source, t, s))
+        given[b] = max(_v(v), 0.0) if v is not None else 0.0
+    return {"bucket_rates_rps": rates, "bucket_capacity_rps": given}
+
+
 def _serve_allocation(
     ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str, replicas: float
 ) -> ServeAllocation:
     return ServeAllocation(
+        **_bucket_fields(ctx, w, c, t, s, source),
         workload=w,
         month=ctx.months[t],
         slice=ctx.slices[s].name,
@@ -966,6 +979,23 @@ def _served_rps(serving: _Serving) -> dict[tuple[str, str, str], float]:
     return served
 
 
+def _mix_covered(ctx: _Context, w: ServeWorkload, serving: _Serving) -> bool:
+    """A mix: every bucket of every active (month, slice) gets its share of the demand over
+    ``max_load`` in capacity."""
+    given: defaultdict[tuple[str, str, str], float] = defaultdict(float)
+    for a in serving.allocations:
+        if a.workload == w.name:
+            for b, v in a.bucket_capacity_rps.items():
+                given[(a.month, a.slice, b)] += v
+    for t in ctx.cands.active[w.name]:
+        for s, sl in enumerate(ctx.slices):
+            for b in w.buckets():
+                need = b.share * ctx.cands.demand[(w.name, t, s)] / w.slo.max_load
+                if not at_least(given[(ctx.months[t], sl.name, b.name)], need, RPS):
+                    return False
+    return True
+
+
 def _demand_covered(
     ctx: _Context, w: ServeWorkload, served: dict[tuple[str, str, str], float]
 ) -> bool:
@@ -985,7 +1015,33 @@ def _serve_tokens(ctx: _Context, w: ServeWorkload) -> float:
         ctx.cands.demand[(w.name, t, s)] * ctx.slices[s].hours_per_month * 3600.0
         for t in ctx.cands.active[w.name]
         for s in range(len(ctx.slices))
-    ) * (w.tokens.prompt + w.tokens.output)
+    ) * sum(b.share * sum(b.shape()) for b in w.buckets())
+
+
+def _replica_buckets(c: ServeCandidate) -> dict:
+    """Per-bucket rates of a replica type, and which were measured (with their source)."""
+    if not c.buckets:
+        return {}
+    return {
+        "bucket_rates_rps": {b.bucket: b.rate for b in c.buckets},
+        "measured": {
+            b.bucket: f"{b.measured.note}: {b.measured.source} ({b.measured.as_of})"
+            for b in c.buckets
+            if b.measured is not None
+        },
+    }
+
+
+def _request_mix(w: ServeWorkload) -> dict:
+    """The mix as planned: each bucket's share and the shape its capacity is planned at."""
+    if w.requests is None:
+        return {}
+    return {
+        "requests": [
+            {"name": b.name, "share": b.share, "prompt": b.shape()[0], "output": b.shape()[1]}
+            for b in w.requests
+        ]
+    }
 
 
 def _serve_result(
@@ -1001,7 +1057,8 @@ def _serve_result(
     cl = [ctx.m.serve_cand(w.name, k) for k in sorted(serving.used.get(w.name, set()))]
     ttft = max((c.capacity.p95_ttft_ms for c in cl), default=float("inf"))
     tpot = max((c.capacity.p95_tpot_ms for c in cl), default=float("inf"))
-    covered = _demand_covered(ctx, w, served)
+    mixed = any(c.mixed for c in cl)
+    covered = _mix_covered(ctx, w, serving) if mixed else _demand_covered(ctx, w, served)
     tokens = _serve_tokens(ctx, w)
     cost = costs.cost(w.name)
     predicted = {"p95_ttft_ms": ttft, "p95_tpot_ms": tpot}
@@ -1013,6 +1070,7 @@ def _serve_result(
             "batch": c.capacity.batch,
             "rate_rps_per_replica": c.rate_rps,
             "tokens_per_s": c.capacity.tokens_per_s,
+            **_replica_buckets(c),
         }
         for c in cl
     ]
@@ -1028,6 +1086,7 @@ def _serve_result(
             "demand_covered": covered,
             "max_load": w.slo.max_load,
             "redundancy": w.redundancy,
+            **_request_mix(w),
         },
         cost_usd=cost,
         cost_share=0.0,

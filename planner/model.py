@@ -169,7 +169,7 @@ from planner.candidates import (
 )
 from planner.catalog import GpuSpec, Offer
 from planner.demand import HOURS_PER_MONTH
-from planner.problem import Inputs, TrainJob, month_index
+from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
 
 LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -239,6 +239,9 @@ class PlannerModel:
     sell: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)  # (entry, t)
     sold: dict[tuple[str, int], dict] = field(default_factory=dict)  # cards sold by month t
     on: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
+    # request mixes: req/s of capacity (demand / max_load) given to a bucket by one replica
+    # option, keyed (workload, bucket, candidate key, "owned" or offer id, t, s)
+    alloc: dict[tuple[str, str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # nominal
     pv_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # present value
     residual: pulp.LpAffineExpression = field(default_factory=pulp.LpAffineExpression)  # nominal
@@ -729,6 +732,9 @@ def add_serving_constraints(m: PlannerModel) -> None:
             (c, o, nid("q", w, c.key, o.id))
             for c, o in serve_rental_pairs(cands, m.cands.offers.values(), spot_ok)
         ]
+        if any(c.mixed for c, _, _ in options):
+            add_mix_serving_constraints(m, spec, options, when, exact)
+            continue
         mu_max = max((c.rate_rps for c, _, _ in options), default=0.0)
         demand_name, floor_name = nid("serve_demand", w), nid("serve_floor", w)
         periods: dict[int, _Largest] = {}
@@ -761,6 +767,102 @@ def add_serving_constraints(m: PlannerModel) -> None:
                 m.add([*terms, *largest.minus], GE, need + largest.constant, f"{demand_name}_{ts}")
                 m.add([(v, 1.0) for v, _ in terms], GE, 1.0 + R, f"{floor_name}_{ts}")
         _add_in_use(m, w, periods, in_use)
+
+
+def add_mix_serving_constraints(
+    m: PlannerModel, spec: ServeWorkload, options: list, when: dict, exact: bool
+) -> None:
+    """A request mix: buckets ``b`` with shares ``f_b``, rates ``mu_rb`` per replica type.
+
+    Continuous ``alloc[k,b,x,t,s] >= 0``: req/s of capacity replica option ``x`` (type ``r``,
+    owned or an offer) gives bucket ``b``; replicas ``x`` whole as for one shape; ``on[k,r,p]``
+    binary per type and spare period. Rows per month and slice::
+
+        serve_bucket_<k>_<b>   sum_x alloc[b,x] >= f_b D / max_load
+        serve_share_<k>_<r>    sum_{x of r} sum_b alloc[b,x] / mu_rb <= sum_{x of r} x - R on[r,p]
+        serve_floor_<k>        sum_x x >= 1 + R
+        serve_in_use_<k>_<r>   sum x of r <= (their bounds) on[r,p]   (R > 0 only)
+
+    A replica's time is shared among buckets (Mélange's pooled capacity, with a bucket's load
+    split continuously where Mélange cuts it in slices), and each replica type in use keeps
+    ``R`` spares of its own: buckets are routed by type, so a failed replica's requests must
+    be taken by replicas of its type (exact for one type, the routing the plan describes).
+    """
+    w, R, load = spec.name, spec.redundancy, spec.slo.max_load
+    buckets = [b.name for b in spec.buckets()]
+    shares = [b.share for b in spec.buckets()]
+    types = sorted({c.key for c, _, _ in options})
+    on: dict[tuple[str, int], pulp.LpVariable] = {}
+    in_use: dict[tuple[str, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
+    active = m.cands.active[w]
+    for t in active:
+        first = t - (t - active[0]) % SPARE_PERIOD_MONTHS
+        for key in types if R > 0 else ():
+            if (key, first) not in on:
+                name = nid("on", w, key, m.cands.months[first])
+                on[(key, first)] = m.var(name, 0, 1, pulp.LpInteger)
+            m.on[(w, key, t)] = on[(key, first)]
+        for s in range(len(m.cands.slices)):
+            need = [f * max(m.cands.demand[(w, t, s)], 0.0) / load for f in shares]
+            ts = when[(t, s)]
+            cell = _MixCell(w, buckets, need, t, s, ts, R)
+            _add_mix_cell(m, cell, options, exact)
+            for key, terms in cell.share_rows.items():
+                if R > 0:
+                    terms.append((on[(key, first)], float(R)))
+                m.add(terms, LE, 0.0, nid("serve_share", w, key, ts))
+            for i, b in enumerate(buckets):
+                m.add(cell.bucket_rows[i], GE, need[i], nid("serve_bucket", w, b, ts))
+            m.add([(x, 1.0) for x, _, _ in cell.xs], GE, 1.0 + R, nid("serve_floor", w, ts))
+            for x, key, up in cell.xs if R > 0 else ():
+                in_use[(key, t)].append((x, up))
+    for (key, t), cells in in_use.items():
+        big = sum(up for _, up in cells)
+        name = nid("serve_in_use", w, key, m.cands.months[t])
+        m.add([*((x, 1.0) for x, _ in cells), (m.on[(w, key, t)], -big)], LE, 0, name)
+
+
+@dataclass
+class _MixCell:
+    """One (month, slice) of a request mix: its variables and rows as they are built."""
+
+    w: str
+    buckets: list[str]
+    need: list[float]  # req/s of capacity per bucket (demand / max_load)
+    t: int
+    s: int
+    ts: str
+    R: int
+    xs: list[tuple[pulp.LpVariable, str, float]] = field(default_factory=list)
+    share_rows: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    bucket_rows: dict[int, list] = field(default_factory=lambda: defaultdict(list))
+
+
+def _add_mix_cell(m: PlannerModel, cell: _MixCell, options: list, exact: bool) -> None:
+    """Replica and alloc variables of one (month, slice) of a mix; an option's bound is the
+    replicas it needs to serve every bucket it can alone, plus the spares."""
+    w, t, s = cell.w, cell.t, cell.s
+    for c, o, name in options:
+        if o is not None and t not in _offer_months(m, o):
+            continue
+        rates = c.bucket_rates
+        alone = sum(cell.need[i] / mu for i, mu in enumerate(rates) if mu > 0)
+        up = max(1 + cell.R, math.ceil(alone * (1 + 1e-9)) + cell.R)
+        x = m.var(f"{name}_{cell.ts}", 0, up, _replica_category(o, exact))
+        src = "owned" if o is None else o.id
+        if o is None:
+            m.n[(w, c.key, t, s)] = x
+        else:
+            m.q[(w, c.key, o.id, t, s)] = x
+        cell.xs.append((x, c.key, float(up)))
+        cell.share_rows[c.key].append((x, -1.0))
+        for i, mu in enumerate(rates):
+            if mu <= 0 or cell.need[i] <= 0:
+                continue
+            a = m.var(nid("alloc", w, cell.buckets[i], c.key, src, cell.ts), 0, cell.need[i])
+            m.alloc[(w, cell.buckets[i], c.key, src, t, s)] = a
+            cell.share_rows[c.key].append((a, 1.0 / mu))
+            cell.bucket_rows[i].append((a, 1.0))
 
 
 def _add_in_use(

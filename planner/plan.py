@@ -202,6 +202,11 @@ class ServeAllocation(_Data):
     source: str  # "owned" or an offer id
     replicas: float
     demand_rps: float  # the slice's demand for the workload (same on every row of the slice)
+    # A request mix (workload.requests): req/s per replica for each bucket (0: cannot serve
+    # it) and the req/s of capacity these replicas give each bucket (demand / max_load terms:
+    # sum over buckets of capacity / rate <= replicas, less the spares of the type)
+    bucket_rates_rps: dict[str, float] = {}
+    bucket_capacity_rps: dict[str, float] = {}
 
 
 class TrainAllocation(_Data):

@@ -32,8 +32,8 @@ from planner.catalog import (
     with_server,
 )
 from planner.economics import FinanceDefaults, FinanceTerms, load_finance_defaults
-from planner.profiles import ProfileFile, Profiles
 from planner.errors import InputError
+from planner.profiles import ProfileFile, Profiles
 from planner.units import CaseInsensitive, Count
 from planner.yamlio import (
     LocatedError,
@@ -382,7 +382,9 @@ class ServeWorkload(Strict):
             return list(self.requests)
         assert self.tokens is not None  # the validator guarantees one of them
         return [
-            RequestBucket(name="all", prompt=self.tokens.prompt, output=self.tokens.output, share=1.0)
+            RequestBucket(
+                name="all", prompt=self.tokens.prompt, output=self.tokens.output, share=1.0
+            )
         ]
 
 

@@ -116,9 +116,7 @@ class Profiles:
     def serve_tps(self, model: str, gpu: str, precision: str) -> set[int]:
         """Tensor-parallel sizes measured for a model on a GPU at a precision."""
         return {
-            p.tp
-            for p, _ in self.serve
-            if (p.model, p.gpu, p.precision) == (model, gpu, precision)
+            p.tp for p, _ in self.serve if (p.model, p.gpu, p.precision) == (model, gpu, precision)
         }
 
 

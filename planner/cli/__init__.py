@@ -39,6 +39,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("planner.cli.whatif", "breakeven"),
     ("planner.cli.verify", "verify"),
     ("planner.cli.verify", "explain"),
+    ("planner.cli.profile", "profile"),
 )
 
 

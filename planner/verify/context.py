@@ -11,11 +11,13 @@ uses the row): the figures and the families then skip exactly the same rows.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.candidates import planned_wall_hours, spot_overhead_for
+from planner.capacity import BucketCapacity, bucket_capacity, replica_of_mix
 from planner.catalog import MULTI_NODE_FABRICS, Offer
 from planner.demand import (
     HOURS_PER_MONTH,
@@ -26,7 +28,7 @@ from planner.demand import (
 )
 from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
 from planner.physics.calibration_values import default_calibration
-from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
@@ -72,6 +74,17 @@ class ServeState:
     replicas_up: defaultdict[Cell, float] = field(default_factory=lambda: defaultdict(float))
     # per cell: (req/s per replica, replicas) of every row, to take the R largest out
     replica_rates: defaultdict[Cell, list] = field(default_factory=lambda: defaultdict(list))
+    # a request mix: capacity given per (cell, bucket); per (cell, gpu, tp) replica-seconds
+    # per second the buckets take (sum capacity / rate) and the replicas of that type
+    given: defaultdict[tuple[int, str, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    type_busy: defaultdict[tuple[int, str, str, int], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    type_replicas: defaultdict[tuple[int, str, str, int], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
 
     def spare_rps(self, cell: Cell) -> float:
         """Req/s lost when the ``redundancy`` fastest replicas of the cell are down."""
@@ -182,6 +195,7 @@ class VerifyContext:
     busy: defaultdict[tuple[str, int], float] = field(default_factory=_floats)
     serve: list[ServeState] = field(default_factory=list)
     capacity: dict[ConfigKey, ReplicaCapacity | None] = field(default_factory=dict)
+    bucket_caps: dict[ConfigKey, dict[str, BucketCapacity]] = field(default_factory=dict)
     serve_configs_used: defaultdict[str, set[tuple[str, int]]] = field(
         default_factory=lambda: defaultdict(set)
     )
@@ -393,6 +407,8 @@ class VerifyContext:
             return row
         cap = self._capacity(row.key, state.w)
         row.rate = cap.rate_rps if cap is not None and cap.feasible else 0.0
+        if state.w.requests is not None:
+            self._mix_row(state, row)
         if al.replicas > 0:
             self.serve_configs_used[state.w.name].add((al.gpu, al.gpus_per_replica))
         # a rate above the physics' does not serve more: the serving family flags it
@@ -416,23 +432,30 @@ class VerifyContext:
         return row
 
     def _capacity(self, key: ConfigKey, w: ServeWorkload) -> ReplicaCapacity | None:
-        """The physics' replica for ``key`` (None: GPU not allowed), computed once per key."""
+        """The replica for ``key`` (None: GPU not allowed), computed once per key: measured
+        where a profile applies, else the physics; a mix: the mix rate, feasible when it
+        serves some bucket (each bucket's rate is in ``bucket_caps``)."""
         if key not in self.capacity:
             _, gpu_id, tp = key
             if gpu_id not in self.inputs.gpus or tp < 1:
                 self.capacity[key] = None
-            else:
-                self.capacity[key] = replica_capacity(
-                    self.inputs.models[w.model],
-                    self.inputs.gpus[gpu_id],
-                    tp,
-                    w.precision,
-                    w.tokens.prompt,
-                    w.tokens.output,
-                    w.slo.p95_ttft_ms,
-                    w.slo.p95_tpot_ms,
-                )
+                return None
+            caps = [bucket_capacity(self.inputs, w, b, gpu_id, tp) for b in w.buckets()]
+            self.bucket_caps[key] = {c.bucket: c for c in caps}
+            self.capacity[key] = replica_of_mix(caps, [b.share for b in w.buckets()])
         return self.capacity[key]
+
+    def _mix_row(self, state: ServeState, row: ServeRow) -> None:
+        """A mix's row: capacity given per bucket, and the replica time it takes."""
+        al, t = row.al, row.t
+        assert t is not None  # rows without a month never get here
+        caps = self.bucket_caps.get(row.key, {})
+        kind = (t, al.slice, al.gpu, al.gpus_per_replica)
+        state.type_replicas[kind] += al.replicas
+        for b, v in al.bucket_capacity_rps.items():
+            state.given[(t, al.slice, b)] += v
+            rate = caps[b].rate if b in caps else 0.0
+            state.type_busy[kind] += v / rate if rate > 0 else (math.inf if v > 0 else 0.0)
 
     def _add_training(self, j: TrainJob) -> None:
         state = TrainState(j, [al for al in self.plan.train_allocations if al.workload == j.name])

@@ -17,7 +17,7 @@ from planner.catalog import GpuSpec
 from planner.demand import HOURS_PER_MONTH
 from planner.plan import FleetMonth, Purchase, WorkloadResult
 from planner.problem import ServeWorkload, TrainJob, month_index
-from planner.tolerances import at_least, at_most, whole
+from planner.tolerances import RPS, at_least, at_most, whole
 
 from .context import (
     ConfigKey,
@@ -29,7 +29,7 @@ from .context import (
     VerifyContext,
 )
 from .existing import check_existing
-from .findings import ABS, REL, Checker, Findings, close
+from .findings import ABS, REL, Checker, Findings, bad_number, close
 
 H = HOURS_PER_MONTH
 
@@ -283,8 +283,37 @@ def _check_serve_row(
         "whole in every load slice)",
         group=("whole", w.name),
     )
+    if w.requests is not None:
+        _check_mix_row(chk, ctx, row, what)
     if al.source != "owned":
         _check_serve_offer(chk, ctx, row, what)
+
+
+def _check_mix_row(chk: Checker, ctx: VerifyContext, row: ServeRow, what: str) -> None:
+    """A mix's row: per-bucket rates are the measured or modeled ones; capacity only to
+    buckets of the workload the replica can serve."""
+    al = row.al
+    caps = ctx.bucket_caps.get(row.key, {})
+    for b, rate in al.bucket_rates_rps.items():
+        cap = caps.get(b)
+        if not chk.check(cap is not None, f"{what}: unknown request bucket {b!r}"):
+            continue
+        assert cap is not None
+        origin = "measured" if cap.measured is not None else "modeled"
+        chk.check(
+            close(cap.rate, rate, rel=1e-6, abs_=1e-9),
+            f"{what}: plan says {rate:.4f} req/s per replica for bucket {b}; {origin}: "
+            f"{cap.rate:.4f}",
+            group=("bucket_rate", row.key, b),
+        )
+    for b, v in al.bucket_capacity_rps.items():
+        ok = b in caps and (caps[b].rate > 0 or v <= RPS)
+        chk.check(
+            ok and not bad_number(v) and v >= -RPS,
+            f"{what}: gives bucket {b!r} {v:.4f} req/s of capacity, which this replica "
+            "cannot serve within the SLO (or not a number >= 0)",
+            group=("bucket_given", row.key, b),
+        )
 
 
 def _check_serve_config(chk: Checker, ctx: VerifyContext, w: ServeWorkload, key: ConfigKey) -> None:
@@ -320,7 +349,43 @@ def _check_serve_offer(chk: Checker, ctx: VerifyContext, row: ServeRow, what: st
     chk.check(not o.cluster, f"{what}: {o.id} is a cluster product, rented for training only")
 
 
+def _check_mix_cover(chk: Checker, ctx: VerifyContext, state: ServeState) -> None:
+    """A mix: shares sum to 1; every bucket gets its share of the demand over max_load in
+    capacity; each replica type's buckets take at most its replicas less R spares."""
+    w, R = state.w, state.w.redundancy
+    buckets = w.buckets()
+    total = sum(b.share for b in buckets)
+    chk.check(abs(total - 1) <= 1e-6, f"serving {w.name}: request shares sum to {total:.6g}, not 1")
+    for (t, s), need in state.demand.items():
+        for b in buckets:
+            want = b.share * need / w.slo.max_load
+            got = state.given.get((t, s, b.name), 0.0)
+            chk.check(
+                at_least(got, want, RPS),
+                f"serving {w.name} {ctx.months[t]} {s} bucket {b.name}: capacity {got:.3f} "
+                f"req/s < its share {b.share:g} of the demand over max_load ({want:.3f})",
+                group=("bucket_demand", w.name),
+            )
+        chk.check(
+            state.replicas_up.get((t, s), 0.0) >= 1 + R - 1e-6,
+            f"serving {w.name} {ctx.months[t]} {s}: fewer than 1 + {R} replicas up (serve_floor)",
+            group=("floor", w.name),
+        )
+    for (t, s, gpu, tp), busy in state.type_busy.items():
+        have = state.type_replicas.get((t, s, gpu, tp), 0.0)
+        spare = R if have > 0 else 0
+        chk.check(
+            at_most(busy, have - spare, RPS),
+            f"serving {w.name} {ctx.months[t]} {s}: the buckets on {gpu} x{tp} need "
+            f"{busy:.3f} replicas, {have:.0f} are up with {spare} spare",
+            group=("mix_share", w.name),
+        )
+
+
 def _check_serve_cover(chk: Checker, ctx: VerifyContext, state: ServeState) -> None:
+    if state.w.requests is not None:
+        _check_mix_cover(chk, ctx, state)
+        return
     name = state.w.name
     R, load = state.w.redundancy, state.w.slo.max_load
     for (t, s), need in state.demand.items():

@@ -1,0 +1,112 @@
+"""Replica capacity per request bucket: a measured profile where one applies, else the physics.
+
+Shared by :mod:`planner.candidates` (what the model may use) and :mod:`planner.verify` (what a
+plan claims is checked against the same numbers). Pure functions of the inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.physics.calibration_values import Calibration
+from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.problem import Inputs, RequestBucket, ServeWorkload
+from planner.profiles import Measured, serve_rate
+
+
+@dataclass(frozen=True)
+class BucketCapacity:
+    """One replica configuration's capacity for one request bucket."""
+
+    bucket: str
+    capacity: ReplicaCapacity  # rate_rps 0 and feasible False: cannot serve the bucket
+    measured: Measured | None = None  # where the rate came from when it was measured
+
+    @property
+    def rate(self) -> float:
+        return self.capacity.rate_rps if self.capacity.feasible else 0.0
+
+
+def _measured_capacity(w: ServeWorkload, tp: int, b: RequestBucket, m: Measured) -> ReplicaCapacity:
+    """A measured rate as a ReplicaCapacity: latencies are known only to be within the SLO."""
+    return ReplicaCapacity(
+        feasible=True,
+        reason=None,
+        gpus=tp,
+        precision=w.precision,
+        batch=0,
+        rate_rps=m.rate,
+        p95_ttft_ms=w.slo.p95_ttft_ms,
+        p95_tpot_ms=w.slo.p95_tpot_ms,
+        tokens_per_s=m.rate * b.shape()[1],
+    )
+
+
+def bucket_capacity(
+    inputs: Inputs,
+    w: ServeWorkload,
+    b: RequestBucket,
+    gpu_id: str,
+    tp: int,
+    calib: Calibration | None = None,
+) -> BucketCapacity:
+    """Req/s one replica of ``tp`` x ``gpu_id`` sustains for bucket ``b`` within ``w``'s SLO.
+
+    A profile measured for (model, GPU, tp, precision) at a shape inside the bucket's ranges
+    wins over the physics; a profile measured but never within the SLO means the replica
+    cannot serve the bucket. Otherwise :func:`planner.physics.serve.replica_capacity` at the
+    bucket's planned shape (the upper end of its ranges).
+    """
+    slo = (w.slo.p95_ttft_ms, w.slo.p95_tpot_ms)
+    m = serve_rate(
+        inputs.profiles, w.model, gpu_id, tp, w.precision, b.prompt_range(), b.output_range(), slo
+    )
+    if m == "outside_slo":
+        why = "measured, but no measured run is within the SLO"
+        return BucketCapacity(
+            b.name, ReplicaCapacity(False, why, tp, w.precision, 0, 0.0, 0.0, 0.0, 0.0)
+        )
+    if isinstance(m, Measured):
+        return BucketCapacity(b.name, _measured_capacity(w, tp, b, m), m)
+    prompt, output = b.shape()
+    cap = replica_capacity(
+        inputs.models[w.model], inputs.gpus[gpu_id], tp, w.precision, prompt, output, *slo, calib
+    )
+    return BucketCapacity(b.name, cap)
+
+
+def mix_rate(shares: list[float], rates: list[float]) -> float:
+    """Req/s of the bucket mix one replica serves if it takes every bucket it can: the covered
+    share over the replica-seconds per request, ``sum_b f_b / sum_b (f_b / mu_b)`` over the
+    buckets with ``mu_b > 0`` (0 when it serves none). A heuristic figure (sorting, starts,
+    the report's one rate per replica); the model and the verifier use the per-bucket rates.
+
+    >>> mix_rate([0.5, 0.5], [2.0, 1.0]), mix_rate([0.5, 0.5], [2.0, 0.0]), mix_rate([1.0], [0.0])
+    (1.3333333333333333, 2.0, 0.0)
+    """
+    served = [(f, mu) for f, mu in zip(shares, rates, strict=True) if mu > 0]
+    if not served:
+        return 0.0
+    return sum(f for f, _ in served) / sum(f / mu for f, mu in served)
+
+
+def replica_of_mix(caps: list[BucketCapacity], shares: list[float]) -> ReplicaCapacity:
+    """One ReplicaCapacity for a replica type serving a mix: the mix rate, and the worst p95
+    latencies over the buckets it serves (each bucket meets the SLO; the report shows the
+    slowest). One bucket: its capacity as is.
+    """
+    if len(caps) == 1:
+        return caps[0].capacity
+    served = [c for c in caps if c.rate > 0]
+    if not served:
+        return caps[0].capacity
+    worst = max(served, key=lambda c: (c.capacity.p95_tpot_ms, c.capacity.p95_ttft_ms))
+    rate = mix_rate(shares, [c.rate for c in caps])
+    # tokens/s at the mix rate: output tokens per request averaged over the buckets served
+    out = sum(
+        f * c.capacity.tokens_per_s / c.rate
+        for c, f in zip(caps, shares, strict=True)
+        if c.rate > 0
+    )
+    covered = sum(f for c, f in zip(caps, shares, strict=True) if c.rate > 0)
+    return replace(worst.capacity, rate_rps=rate, tokens_per_s=rate * out / covered)
