@@ -11,8 +11,9 @@ holds:
 
 * a seeded generator of instances in Mélange's own JSON input format (``gpu_info`` with
   ``cost`` $/h and ``tputs`` req/s per bucket, ``workload_distribution``, ``total_request_rate``,
-  ``slice_factor``) plus the bucket token boundaries (``input_boundaries``,
-  ``output_boundaries``; Mélange's own config leaves them implicit);
+  ``slice_factor``; nothing else: Mélange's runner takes no other key). The config leaves the
+  bucket token ranges implicit; they are Mélange's profiling sizes (:data:`EDGES`, each a
+  bucket's upper end), extended past 2000 tokens for grids above 6 x 6;
 * an independent PuLP/CBC implementation of Mélange's ILP (:func:`melange_ilp`);
 * the planner on the same input (:func:`planner_solve`, through
   ``planner.profile_import.melange_problem``).
@@ -43,9 +44,10 @@ ROOT = HERE.parent
 
 LADDER = ["4gpu-4x4-s1", "6gpu-6x6-s4", "8gpu-8x8-s8", "12gpu-10x10-s8"]
 
-# Mélange's profiling ladder (melange/profiling/benchmark-launcher.sh: 25 .. 2000 tokens),
-# extended for grids up to 10 x 10; bucket k spans [EDGES[k], EDGES[k + 1]] tokens.
-EDGES = (1, 25, 100, 250, 500, 1000, 2000, 4000, 8000, 12000, 16000)
+# Mélange's profiling sizes (melange/profiling/benchmark-launcher.sh: 25 .. 2000 tokens), each
+# the upper end of a bucket, extended for grids up to 10 x 10: bucket k is
+# [EDGES[k - 1] + 1, EDGES[k]] tokens ([1, 25] for k = 0), as the planner's importer reads them.
+EDGES = (25, 100, 250, 500, 1000, 2000, 4000, 8000, 12000, 16000)
 
 SLO_TTFT_MS = 1000.0  # the SLO the generated throughputs stand for (Mélange: TPOT 40-120 ms)
 SLO_TPOT_MS = 120.0
@@ -104,8 +106,8 @@ def parse_size(text: str) -> Size:
     size = Size(*(int(g) for g in m.groups()))
     if not 1 <= size.gpus <= len(GPUS):
         raise ValueError(f"size {text!r}: 1..{len(GPUS)} GPU types")
-    if not (1 <= size.inputs < len(EDGES) and 1 <= size.outputs < len(EDGES)):
-        raise ValueError(f"size {text!r}: 1..{len(EDGES) - 1} buckets per axis")
+    if not (1 <= size.inputs <= len(EDGES) and 1 <= size.outputs <= len(EDGES)):
+        raise ValueError(f"size {text!r}: 1..{len(EDGES)} buckets per axis")
     if size.slice_factor < 1:
         raise ValueError(f"size {text!r}: slice factor >= 1")
     return size
@@ -117,6 +119,15 @@ def parse_size(text: str) -> Size:
 def _sig(x: float, digits: int = 3) -> float:
     """Round to ``digits`` significant digits (profiled numbers are not exact)."""
     return 0.0 if x == 0 else round(x, digits - 1 - math.floor(math.log10(abs(x))))
+
+
+def bucket_range(k: int) -> tuple[int, int]:
+    """Token range of bucket ``k`` on either axis.
+
+    >>> bucket_range(0), bucket_range(2)
+    ((1, 25), (101, 250))
+    """
+    return (1 if k == 0 else EDGES[k - 1] + 1), EDGES[k]
 
 
 def _bucket_tput(
@@ -141,7 +152,7 @@ def _gpu_entry(
     for i in range(size.inputs):
         row = []
         for j in range(size.outputs):
-            inp, out = (EDGES[i], EDGES[i + 1]), (EDGES[j], EDGES[j + 1])
+            inp, out = bucket_range(i), bucket_range(j)
             if g.memory_gb < largest_gb and inp[1] + out[1] > g.memory_gb * 250:
                 row.append(0.0)
                 continue
@@ -165,8 +176,8 @@ def _distribution(rng: random.Random, size: Size) -> list[list[float]]:
 
 
 def generate_config(size: Size, seed: int) -> dict:
-    """A Mélange input config (its JSON format, plus the bucket boundaries); same size and
-    seed, same config."""
+    """A Mélange input config (its JSON format: bucket k of either axis is
+    :func:`bucket_range` ``(k)``); same size and seed, same config."""
     rng = random.Random(f"melange-{size.label}-{seed}")
     kinds = sorted(rng.sample(GPUS, size.gpus), key=lambda g: g.usd_per_h)
     largest = max(g.memory_gb for g in kinds)
@@ -179,8 +190,6 @@ def generate_config(size: Size, seed: int) -> dict:
         "workload_distribution": _distribution(rng, size),
         "total_request_rate": round(rng.uniform(1.0, 50.0), 2),
         "slice_factor": size.slice_factor,
-        "input_boundaries": list(EDGES[: size.inputs + 1]),
-        "output_boundaries": list(EDGES[: size.outputs + 1]),
     }
 
 
@@ -304,6 +313,8 @@ def planner_solve(
         profiles_file=PROFILES_FILE,
         slo_ttft_ms=SLO_TTFT_MS,
         slo_tpot_ms=SLO_TPOT_MS,
+        input_edges=EDGES,
+        output_edges=EDGES,
     )
     with tempfile.TemporaryDirectory(prefix="melange_bench_") as tmp:
         path = Path(tmp) / "problem.yaml"
