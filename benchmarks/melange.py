@@ -205,6 +205,7 @@ class Outcome:
     solve_s: float
     wall_s: float
     counts: dict[str, int] = field(default_factory=dict)
+    off_menu: list[str] = field(default_factory=list)  # planner choices Mélange does not have
 
 
 def slices(config: dict) -> list[tuple[int, int, float]]:
@@ -280,6 +281,38 @@ def melange_ilp(config: dict, time_limit: float = 60.0, gap: float = 0.0) -> Out
 # ---------------------------------------------------------------------------- planner side
 
 
+def _bucket_index(token_range: int | list[int]) -> int:
+    """The bucket (on either axis) whose token range is ``token_range`` (the importer writes a
+    range ``[lo, hi]``, or one number for a one-token bucket)."""
+    lo, hi = (token_range, token_range) if isinstance(token_range, int) else token_range
+    return next(k for k in range(len(EDGES)) if bucket_range(k) == (lo, hi))
+
+
+def off_menu(config: dict, problem: dict, plan: object) -> list[str]:
+    """Serving choices of the planner's plan that Mélange's ILP does not have: a bucket given
+    capacity on a GPU type whose profiled max req/s for it is 0 (the planner's physics filled
+    the gap), on a replica of more than one GPU, or at a rate other than the profiled one."""
+    gpu_of = dict(zip(problem["gpus"], config["gpu_info"], strict=True))
+    cell = {
+        b["name"]: (_bucket_index(b["prompt"]), _bucket_index(b["output"]))
+        for w in problem["workloads"]["serve"]
+        for b in w["requests"]
+    }
+    out = []
+    for a in plan.serve_allocations:  # type: ignore[attr-defined]
+        for b, cap in a.bucket_capacity_rps.items():
+            if cap <= 1e-9:
+                continue
+            i, j = cell[b]
+            tput = float(config["gpu_info"][gpu_of[a.gpu]]["tputs"][i][j])
+            rate = a.bucket_rates_rps.get(b, 0.0)
+            if a.gpus_per_replica != 1 or tput <= 0 or abs(rate - tput) > 1e-9 * tput:
+                out.append(
+                    f"{b} on {a.gpus_per_replica} x {a.gpu} at {rate:g} req/s (Mélange: {tput:g})"
+                )
+    return out
+
+
 def _write_yaml(path: Path, data: dict) -> None:
     import yaml
 
@@ -326,7 +359,9 @@ def planner_solve(
             return Outcome(None, res.status, res.seconds, time.perf_counter() - t0)
         plan = extract_plan(m, res)
     usd = plan.totals.total_usd / HOURS_PER_MONTH
-    return Outcome(usd, f"{res.status}:{res.solver}", res.seconds, time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    status = f"{res.status}:{res.solver}"
+    return Outcome(usd, status, res.seconds, wall, off_menu=off_menu(config, problem, plan))
 
 
 # ---------------------------------------------------------------------------- the table
@@ -349,14 +384,20 @@ class Row:
 
     @property
     def failed(self) -> str:
-        """Why this row fails ('' when it passes): the planner dearer than Mélange, or no
-        planner plan where Mélange has one."""
+        """Why this row fails ('' when it passes): the planner dearer than Mélange, a planner
+        plan using a (GPU, replica size, bucket) Mélange's input does not offer, or no planner
+        plan where Mélange has one."""
         mel = self.melange.usd_per_h
         if mel is None:
             return ""
         if self.planner is None or self.planner.usd_per_h is None:
             why = self.error or (self.planner.status if self.planner else "not run")
             return f"the planner has no plan ({why}); Mélange: ${mel:,.4f}/h"
+        if self.planner.off_menu:
+            return (
+                f"the planner's plan uses {len(self.planner.off_menu)} choice(s) Mélange's input "
+                f"does not offer (not the same choices), e.g. {self.planner.off_menu[0]}"
+            )
         if self.planner.usd_per_h > mel * (1 + REL_TOL):
             return (
                 f"the planner's ${self.planner.usd_per_h:,.4f}/h is above Mélange's ${mel:,.4f}/h "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,7 @@ from benchmarks.melange import (
     EDGES,
     generate_config,
     melange_ilp,
+    off_menu,
     parse_size,
     planner_solve,
     slices,
@@ -124,5 +126,37 @@ def test_planner_costs_at_most_melange(label, seed):
     plan = planner_solve(config, f"melange-{label}-{seed}", time_limit=60)
     assert mel.usd_per_h is not None and plan.usd_per_h is not None
     assert plan.usd_per_h <= mel.usd_per_h * (1 + 1e-6)
+    assert plan.off_menu == []  # the same choices: profiled (GPU, bucket) pairs, 1-GPU replicas
     # both buy whole GPUs at the config's prices: a real plan costs something
     assert plan.usd_per_h >= min(i["cost"] for i in config["gpu_info"].values()) - 1e-9
+
+
+def test_off_menu_flags_choices_melange_does_not_have():
+    config = tiny([[0.5, 0.5]], 10.0, [2.0, 0.0], [20.0, 6.0])
+    problem = {
+        "gpus": ["a10g", "a100-sxm-80gb"],
+        "workloads": {
+            "serve": [
+                {
+                    "requests": [
+                        {"name": "short", "prompt": [1, 25], "output": [1, 25]},
+                        {"name": "long", "prompt": [1, 25], "output": [26, 100]},
+                    ]
+                }
+            ]
+        },
+    }
+
+    def alloc(gpu: str, tp: int, rates: dict, caps: dict) -> SimpleNamespace:
+        return SimpleNamespace(
+            gpu=gpu, gpus_per_replica=tp, bucket_rates_rps=rates, bucket_capacity_rps=caps
+        )
+
+    ok = alloc("a10g", 1, {"short": 2.0, "long": 0.0}, {"short": 5.0, "long": 0.0})
+    assert off_menu(config, problem, SimpleNamespace(serve_allocations=[ok])) == []
+    bad = [
+        alloc("a10g", 1, {"long": 0.7}, {"long": 5.0}),  # Mélange: a10g cannot serve "long"
+        alloc("a100-sxm-80gb", 2, {"short": 45.0}, {"short": 5.0}),  # a 2-GPU replica
+        alloc("a100-sxm-80gb", 1, {"short": 25.0}, {"short": 5.0}),  # not the profiled rate
+    ]
+    assert len(off_menu(config, problem, SimpleNamespace(serve_allocations=bad))) == 3
