@@ -15,7 +15,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from planner.capacity import BucketCapacity, bucket_capacity, replica_of_mix
+from planner.capacity import (
+    BucketCapacity,
+    bucket_capacity,
+    measured_factor,
+    replica_of_mix,
+    scale_train,
+    train_measurement,
+)
 from planner.catalog import GpuSpec, Offer
 from planner.demand import (
     HOURS_PER_MONTH,
@@ -31,6 +38,7 @@ from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
 from planner.plan import Dropped
 from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
+from planner.profiles import Measured
 
 # GPU counts tried for a training job (whole nodes of 8 beyond 8).
 TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
@@ -50,6 +58,7 @@ class TrainCandidate:
     estimate: TrainEstimate
     # planned wall hours across rented instances, per fabric speed (GB/s per GPU) on offer
     fabric_hours: tuple[tuple[float, float], ...] = ()
+    measured: Measured | None = None  # a profile's tokens/s per GPU replaced the physics'
 
     @property
     def key(self) -> str:
@@ -159,10 +168,17 @@ def _fabric_calibration(calib: Calibration, gbs: float) -> Calibration:
     return with_inter_node_gbs(calib, gbs)
 
 
+def _train_counts(job: TrainJob, inputs: Inputs, gid: str) -> list[int]:
+    """GPU counts tried: the usual ladder plus any count a profile measured."""
+    measured = {p.gpus for p, _ in inputs.profiles.train if (p.model, p.gpu) == (job.model, gid)}
+    return sorted(set(TRAIN_COUNTS) | measured)
+
+
 def _fabric_hours(
-    job: TrainJob, inputs: Inputs, calib: Calibration, gid: str, k: int
+    job: TrainJob, inputs: Inputs, calib: Calibration, gid: str, k: int, factor: float = 1.0
 ) -> tuple[tuple[float, float], ...]:
-    """Planned wall hours of ``k`` x ``gid`` on each fabric speed its offers have."""
+    """Planned wall hours of ``k`` x ``gid`` on each fabric speed its offers have (``factor``:
+    a measured throughput's correction, :func:`planner.capacity.measured_factor`)."""
     speeds = sorted(
         {
             gbs
@@ -186,7 +202,7 @@ def _fabric_hours(
             stack=job.stack,
         )
         if est.fits:
-            out.append((gbs, planned_wall_hours(est, job)))
+            out.append((gbs, planned_wall_hours(scale_train(est, factor), job)))
     return tuple(out)
 
 
@@ -205,12 +221,15 @@ def train_candidates(
     for gid, gpu in inputs.gpus.items():
         first: TrainCandidate | None = None
         last_reason = "no configuration tried"
-        for k in TRAIN_COUNTS:
+        for k in _train_counts(job, inputs, gid):
             if gpu.node_gpus > 1 and k > gpu.node_gpus and k % gpu.node_gpus:
                 continue
+            m = train_measurement(inputs, job, gid, k)
             est = estimate_train(
                 model, gpu, k, job.tokens, job.method, calib, seq_len=job.seq_len, stack=job.stack
             )
+            factor = measured_factor(est, m)
+            est = scale_train(est, factor)
             if not est.fits:
                 last_reason = est.reason or "does not fit"
                 continue
@@ -222,7 +241,7 @@ def train_candidates(
                 )
                 continue
             cand = TrainCandidate(
-                job.name, gid, k, hours, est, _fabric_hours(job, inputs, calib, gid, k)
+                job.name, gid, k, hours, est, _fabric_hours(job, inputs, calib, gid, k, factor), m
             )
             if first is None:
                 first = cand
@@ -263,7 +282,7 @@ def serve_candidate(
 def serve_tp_sizes(w: ServeWorkload, inputs: Inputs, gid: str) -> list[int]:
     """Replica sizes tried: 1-8 GPUs within a node, plus any size a profile measured."""
     gpu = inputs.gpus[gid]
-    sizes = {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
+    sizes = set() if w.measured_only else {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
     return sorted(sizes | inputs.profiles.serve_tps(w.model, gid, w.precision))
 
 
@@ -284,7 +303,8 @@ def serve_candidates(
             else:
                 found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
-        out.extend(found[:keep])
+        # a measured configuration is always offered: the team runs it and trusts it
+        out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
         if not found:
             dropped.append(
                 Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason="; ".join(reasons))
@@ -655,5 +675,25 @@ def check_candidates(inputs: Inputs, cands: Candidates) -> None:
             lines.append(
                 f"{kind} {name!r}: no allowed GPU can run it:\n      " + "\n      ".join(reasons)
             )
+    lines += _unserved_buckets(inputs, cands)
     if lines:
         raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)
+
+
+def _unserved_buckets(inputs: Inputs, cands: Candidates) -> list[str]:
+    """Request buckets of a mix that no kept replica configuration serves within the SLO."""
+    lines = []
+    for w in inputs.problem.workloads.serve:
+        clist = cands.serve.get(w.name, [])
+        if not clist or w.requests is None:
+            continue
+        for i, b in enumerate(w.requests):
+            if any(c.bucket_rates[i] > 0 for c in clist):
+                continue
+            why = sorted({f"{c.key}: {c.buckets[i].capacity.reason}" for c in clist if c.buckets})
+            lines.append(
+                f"serving workload {w.name!r} bucket {b.name!r} (prompt {b.shape()[0]}, output "
+                f"{b.shape()[1]} tokens): no allowed GPU serves it within the SLO:\n      "
+                + "\n      ".join(why[:8])
+            )
+    return lines

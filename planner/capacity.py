@@ -1,4 +1,5 @@
-"""Replica capacity per request bucket: a measured profile where one applies, else the physics.
+"""Capacity from measurements where a profile applies, else the physics: serving replicas per
+request bucket, training throughput per GPU count.
 
 Shared by :mod:`planner.candidates` (what the model may use) and :mod:`planner.verify` (what a
 plan claims is checked against the same numbers). Pure functions of the inputs.
@@ -10,8 +11,9 @@ from dataclasses import dataclass, replace
 
 from planner.physics.calibration_values import Calibration
 from planner.physics.serve import ReplicaCapacity, replica_capacity
-from planner.problem import Inputs, RequestBucket, ServeWorkload
-from planner.profiles import Measured, serve_rate
+from planner.physics.train import TrainEstimate
+from planner.problem import Inputs, RequestBucket, ServeWorkload, TrainJob
+from planner.profiles import Measured, serve_rate, train_rate
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ def bucket_capacity(
         )
     if isinstance(m, Measured):
         return BucketCapacity(b.name, _measured_capacity(w, tp, b, m), m)
+    if w.measured_only:
+        why = "not measured (measured_only: no modeled capacity)"
+        return BucketCapacity(
+            b.name, ReplicaCapacity(False, why, tp, w.precision, 0, 0.0, 0.0, 0.0, 0.0)
+        )
     prompt, output = b.shape()
     cap = replica_capacity(
         inputs.models[w.model], inputs.gpus[gpu_id], tp, w.precision, prompt, output, *slo, calib
@@ -110,3 +117,41 @@ def replica_of_mix(caps: list[BucketCapacity], shares: list[float]) -> ReplicaCa
     )
     covered = sum(f for c, f in zip(caps, shares, strict=True) if c.rate > 0)
     return replace(worst.capacity, rate_rps=rate, tokens_per_s=rate * out / covered)
+
+
+def train_measurement(inputs: Inputs, job: TrainJob, gpu_id: str, gpus: int) -> Measured | None:
+    """A profile's tokens/s per GPU for ``job``'s model on ``gpus`` x ``gpu_id`` (bf16)."""
+    return train_rate(inputs.profiles, job.model, gpu_id, "bf16", gpus)
+
+
+def measured_factor(est: TrainEstimate, m: Measured | None) -> float:
+    """How much longer than modeled a run takes at the measured throughput: modeled tokens/s
+    per GPU over measured (1 without a measurement).
+
+    >>> from types import SimpleNamespace as NS
+    >>> measured_factor(NS(tokens_per_s_per_gpu=4000.0), NS(rate=3200.0))
+    1.25
+    """
+    if m is None or not est.fits or est.tokens_per_s_per_gpu <= 0:
+        return 1.0
+    return est.tokens_per_s_per_gpu / m.rate
+
+
+def scale_train(est: TrainEstimate, factor: float) -> TrainEstimate:
+    """``est`` with every hour multiplied by ``factor`` and its throughput and MFU divided by
+    it: a measured steady-state throughput replaces the modeled one, the realized-hours model
+    (failures, restarts, scatter) stays on top of it."""
+    if factor == 1.0 or not est.fits:
+        return est
+    return replace(
+        est,
+        wall_hours=est.wall_hours * factor,
+        gpu_hours=est.gpu_hours * factor,
+        steady_wall_hours=est.steady_wall_hours * factor,
+        wall_hours_p10=est.wall_hours_p10 * factor,
+        wall_hours_p90=est.wall_hours_p90 * factor,
+        gpu_hours_p10=est.gpu_hours_p10 * factor,
+        gpu_hours_p90=est.gpu_hours_p90 * factor,
+        tokens_per_s_per_gpu=est.tokens_per_s_per_gpu / factor,
+        mfu=est.mfu / factor,
+    )

@@ -303,15 +303,25 @@ class _Serving:
     peak_gpus: defaultdict[str, float]  # workload -> most GPUs in use in one (month, slice)
 
 
-def _bucket_fields(ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str) -> dict:
-    """A mix's per-bucket rates and the capacity the replicas give each bucket."""
+def _bucket_fields(
+    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, replicas: float
+) -> dict:
+    """A mix's per-bucket rates and the capacity these replicas give each bucket: the type's
+    pooled capacity (owned and rented replicas of one type share it) split in proportion to
+    replicas."""
     if not c.mixed:
         return {}
     rates = {b.bucket: b.rate for b in c.buckets}
+    of_type = [
+        x for (ww, key, *_, tt, ss), x in ctx.m.q.items() if (ww, key, tt, ss) == (w, c.key, t, s)
+    ]
+    owned = ctx.m.n.get((w, c.key, t, s))
+    total = sum(_int(x) for x in [*of_type, *([owned] if owned is not None else [])])
+    part = replicas / total if total else 0.0
     given = {}
     for b in rates:
-        v = ctx.m.alloc.get((w, b, c.key, source, t, s))
-        given[b] = max(_v(v), 0.0) if v is not None else 0.0
+        v = ctx.m.alloc.get((w, b, c.key, t, s))
+        given[b] = max(_v(v), 0.0) * part if v is not None else 0.0
     return {"bucket_rates_rps": rates, "bucket_capacity_rps": given}
 
 
@@ -319,7 +329,7 @@ def _serve_allocation(
     ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str, replicas: float
 ) -> ServeAllocation:
     return ServeAllocation(
-        **_bucket_fields(ctx, w, c, t, s, source),
+        **_bucket_fields(ctx, w, c, t, s, replicas),
         workload=w,
         month=ctx.months[t],
         slice=ctx.slices[s].name,
@@ -1213,12 +1223,64 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
     return out
 
 
+def _train_measured(ctx: _Context) -> list[Assumption]:
+    """Training configurations chosen whose throughput a profile measured."""
+    out = []
+    for (job, key), y in ctx.m.y.items():
+        c = ctx.m.train_cand(job, key)
+        if _v(y) > 0.5 and c.measured is not None:
+            m = c.measured
+            out.append(
+                Assumption(
+                    group=f"train:{job}",
+                    key=f"{key}/tokens_per_s_per_gpu",
+                    value=m.rate,
+                    unit="tokens/s per GPU",
+                    source=f"measured ({m.note}): {m.source} [{m.file}]",
+                    as_of=m.as_of,
+                )
+            )
+    return out
+
+
+def _capacity_assumptions(ctx: _Context) -> list[Assumption]:
+    """Req/s per replica of each replica type the plan uses for a request mix or from a
+    measured profile, per bucket: measured (the profile's source) or modeled (the physics)."""
+    used = {
+        (w, key) for cells in (ctx.m.n, ctx.m.q) for (w, key, *_), x in cells.items() if _v(x) > 0.5
+    }
+    out = _train_measured(ctx)
+    for w, key in sorted(used):
+        c = ctx.m.serve_cand(w, key)
+        for b in c.buckets:
+            m = b.measured
+            source = (
+                f"measured ({m.note}): {m.source} [{m.file}]"
+                if m
+                else f"modeled: planner physics at the bucket's planned shape "
+                f"(batch {b.capacity.batch}, p95 TTFT {b.capacity.p95_ttft_ms:.0f} ms, "
+                f"TPOT {b.capacity.p95_tpot_ms:.1f} ms)"
+            )
+            out.append(
+                Assumption(
+                    group=f"serve:{w}",
+                    key=f"{key}/{b.bucket}" if c.mixed else key,
+                    value=b.rate,
+                    unit="req/s per replica",
+                    source=source if b.rate > 0 else f"cannot serve: {b.capacity.reason}",
+                    as_of=m.as_of if m else "",
+                )
+            )
+    return out
+
+
 def _read_assumptions(
     ctx: _Context, result: SolveResult, rentals: list[Rental]
 ) -> list[Assumption]:
     """Assumptions section: problem and solver, every GPU figure, the price of each offer the
     plan rents (USD/GPU-h), the load slices and serving loads."""
     out = _problem_assumptions(ctx, result) + _finance_assumptions(ctx)
+    out += _capacity_assumptions(ctx)
     for gpu in ctx.inputs.gpus.values():
         out.extend(gpu_assumptions(gpu))
     used_offers = {r.offer for r in rentals}

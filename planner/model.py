@@ -239,9 +239,9 @@ class PlannerModel:
     sell: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)  # (entry, t)
     sold: dict[tuple[str, int], dict] = field(default_factory=dict)  # cards sold by month t
     on: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
-    # request mixes: req/s of capacity (demand / max_load) given to a bucket by one replica
-    # option, keyed (workload, bucket, candidate key, "owned" or offer id, t, s)
-    alloc: dict[tuple[str, str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
+    # request mixes: req/s of capacity (demand / max_load) given to a bucket by the replicas
+    # of one type (owned and rented pooled), keyed (workload, bucket, candidate key, t, s)
+    alloc: dict[tuple[str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
     cost_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # nominal
     pv_terms: dict[str, pulp.LpAffineExpression] = field(default_factory=dict)  # present value
     residual: pulp.LpAffineExpression = field(default_factory=pulp.LpAffineExpression)  # nominal
@@ -774,12 +774,12 @@ def add_mix_serving_constraints(
 ) -> None:
     """A request mix: buckets ``b`` with shares ``f_b``, rates ``mu_rb`` per replica type.
 
-    Continuous ``alloc[k,b,x,t,s] >= 0``: req/s of capacity replica option ``x`` (type ``r``,
-    owned or an offer) gives bucket ``b``; replicas ``x`` whole as for one shape; ``on[k,r,p]``
-    binary per type and spare period. Rows per month and slice::
+    Continuous ``alloc[k,b,r,t,s] >= 0``: req/s of capacity the replicas of type ``r`` (owned
+    and on every offer ``x`` of it, pooled) give bucket ``b``; replicas ``x`` whole as for one
+    shape; ``on[k,r,p]`` binary per type and spare period. Rows per month and slice::
 
-        serve_bucket_<k>_<b>   sum_x alloc[b,x] >= f_b D / max_load
-        serve_share_<k>_<r>    sum_{x of r} sum_b alloc[b,x] / mu_rb <= sum_{x of r} x - R on[r,p]
+        serve_bucket_<k>_<b>   sum_r alloc[b,r] >= f_b D / max_load
+        serve_share_<k>_<r>    sum_b alloc[b,r] / mu_rb <= sum_{x of r} x - R on[r,p]
         serve_floor_<k>        sum_x x >= 1 + R
         serve_in_use_<k>_<r>   sum x of r <= (their bounds) on[r,p]   (R > 0 only)
 
@@ -839,8 +839,9 @@ class _MixCell:
 
 
 def _add_mix_cell(m: PlannerModel, cell: _MixCell, options: list, exact: bool) -> None:
-    """Replica and alloc variables of one (month, slice) of a mix; an option's bound is the
-    replicas it needs to serve every bucket it can alone, plus the spares."""
+    """Replica and alloc variables of one (month, slice) of a mix. Alloc is per replica type
+    (owned and rented replicas of a type pool their time); an option's bound is the replicas
+    it needs to serve every bucket it can alone, plus the spares."""
     w, t, s = cell.w, cell.t, cell.s
     for c, o, name in options:
         if o is not None and t not in _offer_months(m, o):
@@ -849,18 +850,18 @@ def _add_mix_cell(m: PlannerModel, cell: _MixCell, options: list, exact: bool) -
         alone = sum(cell.need[i] / mu for i, mu in enumerate(rates) if mu > 0)
         up = max(1 + cell.R, math.ceil(alone * (1 + 1e-9)) + cell.R)
         x = m.var(f"{name}_{cell.ts}", 0, up, _replica_category(o, exact))
-        src = "owned" if o is None else o.id
         if o is None:
             m.n[(w, c.key, t, s)] = x
         else:
             m.q[(w, c.key, o.id, t, s)] = x
         cell.xs.append((x, c.key, float(up)))
+        first = c.key not in cell.share_rows
         cell.share_rows[c.key].append((x, -1.0))
-        for i, mu in enumerate(rates):
+        for i, mu in enumerate(rates if first else ()):
             if mu <= 0 or cell.need[i] <= 0:
                 continue
-            a = m.var(nid("alloc", w, cell.buckets[i], c.key, src, cell.ts), 0, cell.need[i])
-            m.alloc[(w, cell.buckets[i], c.key, src, t, s)] = a
+            a = m.var(nid("alloc", w, cell.buckets[i], c.key, cell.ts), 0, cell.need[i])
+            m.alloc[(w, cell.buckets[i], c.key, t, s)] = a
             cell.share_rows[c.key].append((a, 1.0 / mu))
             cell.bucket_rows[i].append((a, 1.0))
 

@@ -342,6 +342,10 @@ class ServeWorkload(Strict):
         le=100,
         description="spare replicas: the SLO holds at peak with this many replicas down",
     )
+    measured_only: bool = Field(
+        False,
+        description="plan only replica configurations a profile measured (no modeled capacity)",
+    )
 
     _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
 
@@ -611,7 +615,7 @@ def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> 
 
 def _override_gpu(gpu: GpuSpec, ov: GpuOverride) -> GpuSpec:
     changes: dict[str, Any] = {}
-    for key, value in ov.model_dump(exclude={"source", "server"}).items():
+    for key, value in ov.model_dump(exclude={"source", "server", "like", "name"}).items():
         if value is None:
             continue
         old = getattr(gpu, key)

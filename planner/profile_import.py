@@ -189,7 +189,7 @@ def _per_request(result: dict, key: str, name: str) -> list | None:
 def _ttft_p95(result: dict, name: str) -> tuple[float, str]:
     """p95 TTFT in ms and how it was read."""
     if "p95_ttft_ms" in result:
-        return _require(result, "p95_ttft_ms", name), "p95_ttft_ms"
+        return _require(result, "p95_ttft_ms", name), "read"
     ttfts = _per_request(result, "ttfts", name)
     if not ttfts:
         have = sorted(k for k in result if re.fullmatch(r"p[0-9.]+_ttft_ms", k))
@@ -202,7 +202,7 @@ def _ttft_p95(result: dict, name: str) -> tuple[float, str]:
     xs = [_num(t) for t, good in zip(ttfts, ok, strict=True) if good]
     if not xs or any(x is None or x <= 0 for x in xs):
         raise InputError(f"{name}: ttfts holds no usable times (seconds > 0 expected)")
-    return percentile(xs, 95) * 1000, "p95 of the per-request ttfts"
+    return percentile(xs, 95) * 1000, "computed"
 
 
 def _tpot_one(result: dict, i: int, n_out: float) -> float | None:
@@ -223,7 +223,7 @@ def _tpot_one(result: dict, i: int, n_out: float) -> float | None:
 def _tpot_p95(result: dict, name: str) -> tuple[float, str]:
     """p95 TPOT in ms and how it was read."""
     if "p95_tpot_ms" in result:
-        return _require(result, "p95_tpot_ms", name), "p95_tpot_ms"
+        return _require(result, "p95_tpot_ms", name), "read"
     outs = _per_request(result, "output_lens", name)
     if not outs or _per_request(result, "itls", name) is None:
         raise InputError(
@@ -243,7 +243,7 @@ def _tpot_p95(result: dict, name: str) -> tuple[float, str]:
             f"{name}: no request produced more than one output token with timings; "
             "TPOT cannot be computed"
         )
-    return percentile(xs, 95) * 1000, "p95 of per-request TPOT from itls"
+    return percentile(xs, 95) * 1000, "computed"
 
 
 def vllm_point(result: dict, name: str) -> dict:
@@ -275,20 +275,30 @@ def vllm_point(result: dict, name: str) -> dict:
             "p95_ttft_ms": round(ttft, 3),
             "p95_tpot_ms": round(tpot, 3),
         },
-        "how": sorted({ttft_how, tpot_how}),
         "as_of": month_of_vllm_date(result.get("date")),
-        "label": _run_label(result, name),
+        "label": _run_label(result, name, _how(ttft_how, tpot_how)),
         "meta": {k: result.get(k) for k in ("backend", "model_id", "date")},
     }
 
 
-def _run_label(result: dict, name: str) -> str:
-    """``file (date, request_rate r, max_concurrency c)`` for the source text."""
+def _how(ttft: str, tpot: str) -> str:
+    """How a run's p95 latencies were obtained, for the source text.
+
+    >>> _how("read", "computed")
+    'p95 TTFT from p95_ttft_ms, p95 TPOT computed from the per-request lists'
+    """
+    said = {"read": "from p95_{}_ms", "computed": "computed from the per-request lists"}
+    return f"p95 TTFT {said[ttft].format('ttft')}, p95 TPOT {said[tpot].format('tpot')}"
+
+
+def _run_label(result: dict, name: str, how: str) -> str:
+    """``file (date, request_rate r, max_concurrency c, how p95 was read)``."""
     bits = [str(result["date"])] if result.get("date") else []
     if result.get("request_rate") is not None:
         bits.append(f"request_rate {result['request_rate']}")
     if result.get("max_concurrency") is not None:
         bits.append(f"max_concurrency {result['max_concurrency']}")
+    bits.append(how)
     return f"{Path(name).name}" + (f" ({', '.join(bits)})" if bits else "")
 
 
@@ -298,10 +308,9 @@ def _vllm_source(runs: list[dict]) -> str:
     def values(key: str) -> str:
         return ", ".join(sorted({str(r["meta"][key]) for r in runs if r["meta"].get(key)})) or "?"
 
-    how = sorted({h for r in runs for h in r["how"]})
     head = (
         f"vLLM serving benchmark (backend {values('backend')}, model_id {values('model_id')}); "
-        f"p95 read as {', '.join(how)}; runs: "
+        "runs: "
     )
     labels = [r["label"] for r in runs]
     text = head + "; ".join(labels)
@@ -581,7 +590,8 @@ def _melange_profiles(
     gpus: dict[str, tuple], ids: dict[str, str], ins: list, outs: list, model: str, as_of: str,
     name: str,
 ) -> dict:  # fmt: skip
-    """One serve entry per (GPU, bucket) with nonzero throughput, at the bucket's upper ends."""
+    """One serve entry per (GPU, bucket) with nonzero throughput, at the bucket's upper ends;
+    the workload is ``measured_only``, so a GPU without an entry does not serve that bucket."""
     serve = []
     for g, (_, tputs) in gpus.items():
         for i, (_, phi) in enumerate(ins):
@@ -704,6 +714,7 @@ def _melange_problem_dict(
                 "requests": requests,
                 "slo": {"p95_ttft_ms": slo[0], "p95_tpot_ms": slo[1], "max_load": 1.0},
                 "redundancy": 0,
+                "measured_only": True,
             }
         ]
     }  # fmt: skip

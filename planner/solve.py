@@ -613,17 +613,21 @@ def round_up_replicas(m: PlannerModel) -> float:
     slice) the whole counts are re-chosen with everything else fixed: cover the same
     capacity (req/s) and the same number of replicas at least cost with the cell's one or two
     rental pairs in use, or one of them with the cheapest pair per req/s, exactly by
-    enumeration; with more pairs each count is rounded up. Either way only capacity is added
+    enumeration; with more pairs, or a request mix (whose buckets' capacity is given to
+    these very replicas), each count is rounded up. Either way only capacity is added
     and no cap exists to break, so every constraint still holds; the cost added is at most
     one replica-slice per fractional pair, ``sum d_t p_o m_r w_s``.
     """
     before = pulp.value(m.prob.objective) or 0.0
     cells: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
     on: dict[str, pulp.LpVariable | None] = {}
+    mixed: dict[int, bool] = {}
     for (w, key, _oid, t, s), v in m.q.items():
         if v.cat == pulp.LpContinuous and v.varValue is not None:
-            cells[(w, t, s)].append((v, m.serve_cand(w, key).rate_rps))
+            c = m.serve_cand(w, key)
+            cells[(w, t, s)].append((v, c.rate_rps))
             on[v.name] = m.on.get((w, key, t))
+            mixed[id(v)] = c.mixed
     cost = m.prob.objective
     changed = False
     for vs in cells.values():
@@ -632,7 +636,12 @@ def round_up_replicas(m: PlannerModel) -> float:
                 v.varValue = float(round(v.varValue))
             continue
         changed = True
-        _whole_cell(vs, cost, on)
+        if mixed[id(vs[0][0])]:
+            # a request mix: the buckets' capacity sits on these very replicas; only more of them
+            for v, _ in vs:
+                v.varValue = float(math.ceil(v.varValue - 1e-6))
+        else:
+            _whole_cell(vs, cost, on)
     return max(0.0, (pulp.value(m.prob.objective) or 0.0) - before) if changed else 0.0
 
 

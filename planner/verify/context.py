@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.candidates import planned_wall_hours, spot_overhead_for
-from planner.capacity import BucketCapacity, bucket_capacity, replica_of_mix
+from planner.capacity import (
+    BucketCapacity,
+    bucket_capacity,
+    measured_factor,
+    replica_of_mix,
+    scale_train,
+    train_measurement,
+)
 from planner.catalog import MULTI_NODE_FABRICS, Offer
 from planner.demand import (
     HOURS_PER_MONTH,
@@ -129,6 +136,7 @@ class TrainState:
     k: int = 0
     allowed: bool = False  # the GPU is allowed and k >= 1; nothing else is checked otherwise
     est: TrainEstimate | None = None
+    factor: float = 1.0  # measured over modeled hours (a training profile), 1 without one
     a: int = 0  # the window's first and last month
     b: int = 0
     rows: list[TrainRow] = field(default_factory=list)
@@ -467,7 +475,7 @@ class VerifyContext:
         state.allowed = state.gpu in self.inputs.gpus and state.k >= 1
         if not state.allowed:
             return
-        state.est = estimate_train(
+        est = estimate_train(
             self.inputs.models[j.model],
             self.inputs.gpus[state.gpu],
             state.k,
@@ -476,6 +484,8 @@ class VerifyContext:
             seq_len=j.seq_len,
             stack=j.stack,
         )
+        state.factor = measured_factor(est, train_measurement(self.inputs, j, state.gpu, state.k))
+        state.est = scale_train(est, state.factor)
         state.a = month_index(self.problem.horizon.start, j.window.start)
         state.b = month_index(self.problem.horizon.start, j.window.deadline)
         for al in state.allocs:
@@ -550,7 +560,9 @@ class VerifyContext:
         )
         if not est.fits or state.est is None:
             return None
-        return planned_wall_hours(state.est, j) / planned_wall_hours(est, j)
+        return planned_wall_hours(state.est, j) / planned_wall_hours(
+            scale_train(est, state.factor), j
+        )
 
     def _add_reservations(self) -> None:
         for rv in self.plan.reservations:
