@@ -1206,8 +1206,13 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
                 key="redundancy",
                 value=w.redundancy,
                 unit="spare replicas",
-                source="the SLO holds at peak with this many of the fastest replicas down "
-                "(N+1 practice; catalogs/NOTES.md, 'Serving headroom')",
+                source=(
+                    "the SLO holds at peak with this many replicas of each GPU type in use down "
+                    "(a request mix routes buckets by type)"
+                    if w.requests is not None
+                    else "the SLO holds at peak with this many of the fastest replicas down"
+                )
+                + " (N+1 practice; catalogs/NOTES.md, 'Serving headroom')",
             )
         )
         for sl, load in zip(ctx.slices, ctx.cands.serve_loads[w.name], strict=True):

@@ -302,3 +302,36 @@ def test_an_error_on_line_100_says_line_100(tmp_path):
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILES))
     res = CliRunner().invoke(cli, ["solve", str(path), "-o", str(tmp_path / "x.xlsx")])
     assert res.exit_code == 2 and "mix.yaml:101:" in res.output, res.output
+
+
+def test_a_melange_config_plans_on_its_measured_numbers(tmp_path):
+    """import-melange, then solve: every replica rate in the plan is the config's profiled
+    throughput, said to be measured in the JSON and the Assumptions sheet; verify agrees."""
+    problem = tmp_path / "mel.yaml"
+    res = CliRunner().invoke(
+        cli, ["profile", "import-melange", str(FIXTURES / "melange-3gpu.json"), "-o", str(problem)]
+    )
+    assert res.exit_code == 0, res.output
+    profiled = {
+        (e["gpu"], e["prompt"], e["output"]): e["max_rps"]
+        for e in yaml.safe_load((tmp_path / "mel.profiles.yaml").read_text())["serve"]
+    }
+    xlsx, js = tmp_path / "mel.xlsx", tmp_path / "mel.json"
+    res = CliRunner().invoke(cli, ["solve", str(problem), "-o", str(xlsx), "--json", str(js)])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(js.read_text())
+    shapes = {
+        r["name"]: (r["prompt"], r["output"]) for r in plan["workloads"][0]["config"]["requests"]
+    }
+    used = 0
+    for al in plan["serve_allocations"]:
+        for b, v in al["bucket_capacity_rps"].items():
+            if v > 1e-9:
+                used += 1
+                assert al["bucket_rates_rps"][b] == pytest.approx(profiled[(al["gpu"], *shapes[b])])
+    assert used >= 2
+    notes = [a for a in plan["assumptions"] if a["group"] == "serve:melange"]
+    rates = [a for a in notes if "_tp" in a["key"]]
+    assert rates and all(a["source"].startswith("measured") for a in rates)
+    res = CliRunner().invoke(cli, ["verify", str(problem), str(js)])
+    assert res.exit_code == 0, res.output
