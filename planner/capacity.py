@@ -129,7 +129,7 @@ def measured_factor(est: TrainEstimate, m: Measured | None) -> float:
     per GPU over measured (1 without a measurement).
 
     >>> from types import SimpleNamespace as NS
-    >>> measured_factor(NS(tokens_per_s_per_gpu=4000.0), NS(rate=3200.0))
+    >>> measured_factor(NS(fits=True, tokens_per_s_per_gpu=4000.0), NS(rate=3200.0))
     1.25
     """
     if m is None or not est.fits or est.tokens_per_s_per_gpu <= 0:

@@ -7,7 +7,7 @@ from typing import Any
 
 from planner.candidates import Candidates, ServeCandidate, TrainCandidate
 from planner.catalog import GpuSpec, ModelArch, ResidualCurve, ServerSpec, with_server
-from planner.demand import load_slices
+from planner.demand import FLAT, problem_slices, workload_slices
 from planner.problem import Inputs, Problem, resolve
 
 
@@ -241,12 +241,15 @@ def candidates(
     from planner.problem import month_index
 
     p = inputs.problem
-    c = Candidates(months=p.month_labels(), slices=load_slices(1.0))
+    c = Candidates(
+        months=p.month_labels(),
+        slices=problem_slices([w.traffic.utilization for w in p.workloads.serve]),
+    )
     c.offers = prune_offers(inputs.offers)
     for w in p.workloads.serve:
         a = month_index(p.horizon.start, w.start)
         c.active[w.name] = list(range(a, p.horizon.months))
-        sl = load_slices(w.traffic.utilization)
+        sl = workload_slices(w.traffic.utilization, c.slices == [FLAT])
         c.serve_loads[w.name] = [s.load for s in sl]
         mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
         for t in c.active[w.name]:
