@@ -48,6 +48,8 @@ Variables
 ``n[k,r,t,s]``    integer replicas of workload k on owned GPUs
 ``q[k,r,o,t,s]``  replicas rented from offer o, continuous: the average over the slice's hours
                   of hourly rentals, with at least one whole replica always up (``serve_floor``)
+``alloc[k,b,r,t,s]``  request mixes (``requests:``): req/s of capacity replica type r (owned
+                  and rented replicas pooled) gives bucket b of workload k
 ``res[o,t]``      integer instances of reserved offer o committed from month t for ``L_o`` months
 ``sell[i,t]``     integer nodes (``n_g`` cards) of existing entry i sold at the start of month
                   t (entries with ``sell: allowed``); ``X_gt = sum_{i: g_i = g} sum_{tau<=t}
@@ -101,6 +103,10 @@ Constraints (label used for the constraint names)
                                 spare period p of 12 months, for types faster than the slowest
 ``serve_in_use_<k>_<r>_<t>``    sum_{s, o} (n + q)[k,r,.,t,s] <= (sum of their bounds) on[k,r,p]
                                 (t in p): a type serves only in periods it is counted in L
+``serve_bucket_<k>_<b>_<t>_<s>`` a request mix instead of serve_demand (shares ``f_b``, rates
+                                ``mu_rb``): sum_r alloc[b,r] >= f_b D[k,t,s] / max_load_k
+``serve_share_<k>_<r>_<t>_<s>``  sum_b alloc[b,r] / mu_rb <= sum_o x[r,o] - R_k on[k,r,p]: each
+                                replica type in use keeps R spares (buckets are routed by type)
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
 ``server_slots_<g>_<t>``        partial servers: own[g,t] <= S_g sum_{tau<=t} buy
 ``server_used_<g>_<t>``         partial servers: sum_{tau<=t} buy <= own[g,t] (an empty server
