@@ -373,34 +373,66 @@ def _cbc_tmp_base() -> str:
 _TIME_LIMIT_NO_PLAN = "\x00time limit, no solution file"
 
 
-def _solve_cbc(m: PlannerModel, time_limit: float, gap: float, threads: int) -> str:
-    """Run CBC on ``m`` in a private temporary directory; returns CBC's log.
+_START_KEPT = "\x00time limit, the MIP start kept"
+
+
+def _cbc_start(m: PlannerModel, time_limit: float, threads: int) -> tuple[bool, float | None]:
+    """CBC's MIP start: on a large model the LP-rounded plan (:func:`mip_start`, the LP solved
+    by HiGHS in at most a third of the time limit), else the all-rental plan. Returns (a
+    start is set, the LP optimum as a bound or None)."""
+    if _large(m):
+        started, bound = mip_start(m, threads, lp_seconds=time_limit / 3)
+        if started:
+            return True, bound
+        return rental_start(m), bound
+    return rental_start(m), None
+
+
+def _solve_cbc(
+    m: PlannerModel, time_limit: float, gap: float, threads: int
+) -> tuple[str, float | None]:
+    """Run CBC on ``m`` in a private temporary directory; returns (CBC's log, the LP bound of
+    its start or None).
 
     The model, solution and log files live in that directory and go with it whatever happens;
-    on an interrupt (Ctrl-C, SIGTERM) the CBC process is ended too.
+    on an interrupt (Ctrl-C, SIGTERM) the CBC process is ended too. When CBC stops at its
+    time limit without writing a plan, the checked MIP start is kept as the plan.
     """
+    t0 = time.perf_counter()
+    warm, lp_bound = _cbc_start(m, time_limit, threads)
+    start_values = {v.name: v.varValue for v in m.prob.variables()} if warm else None
+    left = max(1.0, time_limit - (time.perf_counter() - t0))
     with tempfile.TemporaryDirectory(prefix="planner_cbc_", dir=_cbc_tmp_base()) as tmp:
         log_path = Path(tmp) / "cbc.log"
         cmd = pulp.PULP_CBC_CMD(
             msg=False,
-            timeLimit=time_limit,
+            timeLimit=left,
             gapRel=gap,
             threads=threads,
             logPath=str(log_path),
-            warmStart=rental_start(m),
+            warmStart=warm,
         )
         cmd.tmpDir = tmp
         start = time.perf_counter()
         try:
             m.prob.solve(cmd)
         except pulp.PulpSolverError as exc:
-            if time.perf_counter() - start >= 0.9 * time_limit:
-                return _TIME_LIMIT_NO_PLAN  # CBC stopped by its clock before any solution
-            raise SolverError(f"CBC failed: {exc}") from None
+            if time.perf_counter() - start < 0.9 * left:
+                raise SolverError(f"CBC failed: {exc}") from None
+            if start_values is None or not _restore(m, start_values):
+                return _TIME_LIMIT_NO_PLAN, lp_bound  # CBC stopped by its clock, no plan
+            return _START_KEPT, lp_bound
         except BaseException:
             _stop_cbc()
             raise
-        return log_path.read_text(errors="replace") if log_path.exists() else ""
+        return (log_path.read_text(errors="replace") if log_path.exists() else ""), lp_bound
+
+
+def _restore(m: PlannerModel, values: dict[str, float | None]) -> bool:
+    """Put a checked start back as the plan; False if it no longer satisfies the model."""
+    for v in m.prob.variables():
+        v.varValue = values.get(v.name)
+    return all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
 
 
 def solve_model(
@@ -421,7 +453,7 @@ def solve_model(
     log = ""
     lp_bound: float | None = None
     if solver == "cbc":
-        log = _solve_cbc(m, time_limit, gap, threads)
+        log, lp_bound = _solve_cbc(m, time_limit, gap, threads)
     else:
         start_plan = False
         if _large(m):
@@ -433,10 +465,14 @@ def solve_model(
         except pulp.PulpSolverError as exc:
             raise SolverError(f"HiGHS failed: {exc}") from None
     elapsed = time.perf_counter() - start
-    status = "time_limit" if log == _TIME_LIMIT_NO_PLAN else _status(m.prob, elapsed, time_limit)
+    status = {_TIME_LIMIT_NO_PLAN: "time_limit", _START_KEPT: "feasible"}.get(log) or _status(
+        m.prob, elapsed, time_limit
+    )
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
     if solver == "cbc":
         rel_gap = _cbc_gap(log, objective) if objective is not None else None
+        if objective is not None and lp_bound is not None:
+            rel_gap = _with_bound(objective, 1.0 if rel_gap is None else rel_gap, lp_bound)
     else:
         rel_gap = None
         model = getattr(m.prob, "solverModel", None)

@@ -140,3 +140,30 @@ def test_the_repair_stays_within_its_stated_bound_and_never_beats_the_exact_mode
         plan.repair_usd == relaxed.repair_usd and plan.repair_bound_usd == relaxed.repair_bound_usd
     )
     assert all(a.replicas == round(a.replicas) for a in plan.serve_allocations)
+
+
+def test_cbc_stopped_without_a_plan_keeps_the_checked_start(monkeypatch):
+    """A large model on CBC starts from the LP-rounded plan; when CBC's clock runs out before
+    it writes any plan, that checked start is the answer (feasible, verified), not a failure,
+    and its gap is measured against the LP bound."""
+    import time
+
+    import planner.solve as solve
+
+    inputs, m = _model(6, 4, 12, 0)
+    monkeypatch.setattr(solve, "_large", lambda _m: True)
+
+    real = m.prob.solve
+
+    def out_of_time(cmd, **kw):
+        if not isinstance(cmd, pulp.PULP_CBC_CMD):
+            return real(cmd, **kw)  # the start's LP (HiGHS), the repair and the polish
+        time.sleep(1.0)  # CBC used its whole (1 s) limit
+        raise pulp.PulpSolverError("Pulp: Error while executing")
+
+    monkeypatch.setattr(m.prob, "solve", out_of_time)
+    res = solve_model(m, solver="cbc", time_limit=0.5)
+    assert res.status in ("feasible", "optimal") and res.objective is not None
+    assert res.gap is not None and 0 <= res.gap < 1
+    assert _feasible_and_whole(m)
+    assert verify_plan(inputs, extract_plan(m, res)) == []
