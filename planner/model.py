@@ -744,7 +744,7 @@ def add_serving_constraints(m: PlannerModel) -> None:
         mu_max = max((c.rate_rps for c, _, _ in options), default=0.0)
         demand_name, floor_name = nid("serve_demand", w), nid("serve_floor", w)
         periods: dict[int, _Largest] = {}
-        in_use: dict[tuple[str, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
+        in_use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]] = defaultdict(list)
         for t in m.cands.active[w]:
             first = t - (t - m.cands.active[w][0]) % SPARE_PERIOD_MONTHS
             if first not in periods:
@@ -769,7 +769,7 @@ def add_serving_constraints(m: PlannerModel) -> None:
                         m.q[(w, c.key, o.id, t, s)] = x
                     terms.append((x, c.rate_rps))
                     if c.key in largest.flags:
-                        in_use[(c.key, t)].append((x, float(up)))
+                        in_use[(c.key, t, s)].append((x, float(up)))
                 m.add([*terms, *largest.minus], GE, need + largest.constant, f"{demand_name}_{ts}")
                 m.add([(v, 1.0) for v, _ in terms], GE, 1.0 + R, f"{floor_name}_{ts}")
         _add_in_use(m, w, periods, in_use)
@@ -876,20 +876,21 @@ def _add_in_use(
     m: PlannerModel,
     w: str,
     periods: dict[int, _Largest],
-    in_use: dict[tuple[str, int], list[tuple[pulp.LpVariable, float]]],
+    in_use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]],
 ) -> None:
-    """serve_in_use per workload, replica type and month: ``sum_{s,o} x <= (sum up_x) on``.
+    """serve_in_use per workload, replica type, month and slice: ``sum_o x <= up on``.
 
-    One row per (type, month) rather than one per replica variable: the same integer plans
-    (``on = 0`` forbids every replica of the type) with ~5x fewer rows on the 50-workload,
-    36-month benchmark. (One row per spare period was smaller still, but HiGHS 1.16's
-    presolve returned a dearer plan as optimal on tests/fixtures/infeasible/budget.yaml with
-    it: $112,500 against $110,000 with presolve off and with CBC.)
+    ``up`` is the most replicas of the type an optimal plan uses in the cell (enough alone for
+    the demand and the spare, ``max(1 + R, ceil((D/max_load + R mu_max) / mu_r))``, the bound
+    of every one of its variables). Summed over the month's slices and the type's owned and
+    rented options it was several times too large, and the LP set ``on`` (and with it the
+    spare) to a fraction of what a plan needs: the LP bound of the 50-workload, 36-month
+    benchmark rises from $2.53M to $2.69M with these rows.
     """
-    for (key, t), xs in in_use.items():
+    for (key, t, s), xs in in_use.items():
         on = m.on[(w, key, t)]
-        big = sum(up for _, up in xs)
-        name = nid("serve_in_use", w, key, m.cands.months[t])
+        big = max(up for _, up in xs)
+        name = nid("serve_in_use", w, key, m.cands.months[t], m.cands.slices[s].name)
         m.add([*((x, 1.0) for x, _ in xs), (on, -big)], LE, 0, name)
 
 
