@@ -102,7 +102,8 @@ Constraints (label used for the constraint names)
 ``serve_largest_<k>_<r>_<p>``   L[k,p] >= mu_r on[k,r,p] (L >= the slowest mu always), per
                                 spare period p of 12 months, for types faster than the slowest
 ``serve_in_use_<k>_<r>_<t>``    sum_{s, o} (n + q)[k,r,.,t,s] <= (sum of their bounds) on[k,r,p]
-                                (t in p): a type serves only in periods it is counted in L
+                                (t in p): a type serves only in periods it is counted in L; from
+                                5,000 rental cells one row per slice, ``sum_o (n + q) <= up_r on``
 ``serve_bucket_<k>_<b>_<t>_<s>`` a request mix instead of serve_demand (shares ``f_b``, rates
                                 ``mu_rb``): sum_r alloc[b,r] >= f_b D[k,t,s] / max_load_k
 ``serve_share_<k>_<r>_<t>_<s>``  sum_b alloc[b,r] / mu_rb <= sum_o x[r,o] - R_k on[k,r,p]: each
@@ -727,7 +728,8 @@ def add_serving_constraints(m: PlannerModel) -> None:
         (t, s): nid(months[t], sl.name) for t in range(len(months)) for s, sl in enumerate(slices)
     }
     specs = {w.name: w for w in m.inputs.problem.workloads.serve}
-    exact = _rental_cells(m) <= EXACT_RENTAL_CELLS
+    cells = _rental_cells(m)
+    exact, per_cell = cells <= EXACT_RENTAL_CELLS, cells >= IN_USE_PER_CELL
     for w, cands in m.cands.serve.items():
         spec = specs[w]
         R, load = spec.redundancy, spec.slo.max_load
@@ -769,7 +771,7 @@ def add_serving_constraints(m: PlannerModel) -> None:
                         m.q[(w, c.key, o.id, t, s)] = x
                     terms.append((x, c.rate_rps))
                     if c.key in largest.flags:
-                        in_use[(c.key, t, s)].append((x, float(up)))
+                        in_use[(c.key, t, s if per_cell else -1)].append((x, float(up)))
                 m.add([*terms, *largest.minus], GE, need + largest.constant, f"{demand_name}_{ts}")
                 m.add([(v, 1.0) for v, _ in terms], GE, 1.0 + R, f"{floor_name}_{ts}")
         _add_in_use(m, w, periods, in_use)
@@ -878,19 +880,27 @@ def _add_in_use(
     periods: dict[int, _Largest],
     in_use: dict[tuple[str, int, int], list[tuple[pulp.LpVariable, float]]],
 ) -> None:
-    """serve_in_use per workload, replica type, month and slice: ``sum_o x <= up on``.
+    """serve_in_use per workload, replica type and month (``s = -1``: ``sum_{s,o} x <= (sum
+    up_x) on``), or on large models per month and slice (``sum_o x <= up on``).
 
-    ``up`` is the most replicas of the type an optimal plan uses in the cell (enough alone for
-    the demand and the spare, ``max(1 + R, ceil((D/max_load + R mu_max) / mu_r))``, the bound
-    of every one of its variables). Summed over the month's slices and the type's owned and
-    rented options it was several times too large, and the LP set ``on`` (and with it the
-    spare) to a fraction of what a plan needs: the LP bound of the 50-workload, 36-month
-    benchmark rises from $2.53M to $2.69M with these rows.
+    Per slice, ``up`` is the most replicas of the type an optimal plan uses in the cell
+    (enough alone for the demand and the spare, the bound of each of its variables); summed
+    over a month's slices and options, as in the compact row, it is several times too large
+    and the LP sets ``on`` (and with it the spare) to a fraction. The fine rows lift the LP
+    bound of the 50-workload, 36-month benchmark from $2.53M to $2.69M and its plan from
+    $4.29M to $4.07M; on models of a few thousand rental cells (every file in problems/) they
+    gave no better plans and a dearer reference within its time limit, so those keep the
+    compact rows. (One row per spare period was smaller still, but HiGHS 1.16's presolve
+    returned a dearer plan as optimal on tests/fixtures/infeasible/budget.yaml with it.)
     """
     for (key, t, s), xs in in_use.items():
         on = m.on[(w, key, t)]
-        big = max(up for _, up in xs)
-        name = nid("serve_in_use", w, key, m.cands.months[t], m.cands.slices[s].name)
+        month = m.cands.months[t]
+        if s < 0:
+            big, name = sum(up for _, up in xs), nid("serve_in_use", w, key, month)
+        else:
+            big = max(up for _, up in xs)
+            name = nid("serve_in_use", w, key, month, m.cands.slices[s].name)
         m.add([*((x, 1.0) for x, _ in xs), (on, -big)], LE, 0, name)
 
 
@@ -899,6 +909,8 @@ def _add_in_use(
 # whole afterwards (the repair step, :func:`planner.solve.whole_replicas`). Integer rentals
 # everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells).
 EXACT_RENTAL_CELLS = 300
+# From this many rented cells the spare's in-use rows are per load slice (:func:`_add_in_use`).
+IN_USE_PER_CELL = 5_000
 
 
 def _rental_cells(m: PlannerModel) -> int:
