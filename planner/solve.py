@@ -477,8 +477,8 @@ def solve_model(
         rel_gap = None
         model = getattr(m.prob, "solverModel", None)
         if model is not None and objective is not None:
-            info = model.getInfo()
-            rel_gap = max(0.0, float(info.mip_gap)) if info.mip_gap < 1e30 else 0.0
+            integer = any(v.cat == pulp.LpInteger for v in m.prob.variables())
+            rel_gap = highs_gap(model.getInfo().mip_gap, integer)
             rel_gap = _with_bound(objective, rel_gap, lp_bound)
     repair = bound_usd = 0.0
     if objective is not None:
@@ -530,6 +530,19 @@ def repair_bound(m: PlannerModel) -> float:
         for v in m.q.values()
         if v.cat == pulp.LpContinuous and v.varValue is not None and not whole(v.varValue)
     )
+
+
+def highs_gap(mip_gap: float, integer: bool) -> float:
+    """HiGHS's relative gap as the plan reports it. HiGHS says ``inf`` both for a pure LP (no
+    gap: 0) and for a MIP stopped before it had any bound (1: nothing is proven; a bound from
+    elsewhere, :func:`_with_bound`, may narrow it).
+
+    >>> highs_gap(0.02, True), highs_gap(float("inf"), False), highs_gap(float("inf"), True)
+    (0.02, 0.0, 1.0)
+    """
+    if mip_gap < 1e30:
+        return max(0.0, float(mip_gap))
+    return 1.0 if integer else 0.0
 
 
 def _with_bound(objective: float, rel_gap: float, bound: float | None) -> float:
