@@ -63,6 +63,7 @@ def child(size: str, solver: str, time_limit: float, gap: float, seed: int, veri
     out["cons"] = len(prob.constraints)
     res = solve_model(model, solver=solver, time_limit=time_limit, gap=gap)
     out.update(status=res.status, objective=res.objective, gap=res.gap, solve_s=res.seconds)
+    out["message"] = res.message
     if solver == "auto":  # the default path: say which solver it picked
         out["solver"] = f"auto:{res.solver}"
     if res.has_solution:

@@ -199,8 +199,13 @@ def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[
     """
     from planner.start import lp_rounded_start
 
+    import highspy
+
     m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=lp_seconds))
-    solved = pulp.LpStatus[m.prob.status] == "Optimal"
+    # HiGHS's own status: PuLP reads an LP stopped at its time limit as "Optimal", and the
+    # objective of that interrupted point is no bound at all (a 200-workload model reported
+    # "optimal, 0 %" on it)
+    solved = m.prob.solverModel.getModelStatus() == highspy.HighsModelStatus.kOptimal
     bound = pulp.value(m.prob.objective) if solved else None
     lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
     if not solved:
