@@ -197,9 +197,9 @@ def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[
     the 50-workload, 36-month benchmark: LP 7 s ($2.50M), rounded plan $4.29M against the
     all-rental $7.79M and HiGHS's own first plan of $20.8M after 30 s.
     """
-    from planner.start import lp_rounded_start
-
     import highspy
+
+    from planner.start import lp_rounded_start
 
     m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=lp_seconds))
     # HiGHS's own status: PuLP reads an LP stopped at its time limit as "Optimal", and the
