@@ -103,7 +103,8 @@ Constraints (label used for the constraint names)
                                 spare period p of 12 months, for types faster than the slowest
 ``serve_in_use_<k>_<r>_<t>``    sum_{s, o} (n + q)[k,r,.,t,s] <= (sum of their bounds) on[k,r,p]
                                 (t in p): a type serves only in periods it is counted in L; from
-                                5,000 rental cells one row per slice, ``sum_o (n + q) <= up_r on``
+                                5,000 to 50,000 rental cells one row per slice, ``sum_o (n + q)
+                                <= up_r on``
 ``serve_bucket_<k>_<b>_<t>_<s>`` a request mix instead of serve_demand (shares ``f_b``, rates
                                 ``mu_rb``): sum_r alloc[b,r] >= f_b D[k,t,s] / max_load_k
 ``serve_share_<k>_<r>_<t>_<s>``  sum_b alloc[b,r] / mu_rb <= sum_o x[r,o] - R_k on[k,r,p]: each
@@ -729,7 +730,8 @@ def add_serving_constraints(m: PlannerModel) -> None:
     }
     specs = {w.name: w for w in m.inputs.problem.workloads.serve}
     cells = _rental_cells(m)
-    exact, per_cell = cells <= EXACT_RENTAL_CELLS, cells >= IN_USE_PER_CELL
+    exact = cells <= EXACT_RENTAL_CELLS
+    per_cell = IN_USE_PER_CELL[0] <= cells <= IN_USE_PER_CELL[1]
     for w, cands in m.cands.serve.items():
         spec = specs[w]
         R, load = spec.redundancy, spec.slo.max_load
@@ -909,8 +911,11 @@ def _add_in_use(
 # whole afterwards (the repair step, :func:`planner.solve.whole_replicas`). Integer rentals
 # everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells).
 EXACT_RENTAL_CELLS = 300
-# From this many rented cells the spare's in-use rows are per load slice (:func:`_add_in_use`).
-IN_USE_PER_CELL = 5_000
+# Between these many rented cells the spare's in-use rows are per load slice
+# (:func:`_add_in_use`). Below, they gave no better plans and a dearer reference; above (the
+# 200-workload, 36-month benchmark: 116k cells, 259k rows), the LP relaxation that the MIP
+# start rounds no longer finished in half of a 120 s limit, and HiGHS's own plan cost 4x more.
+IN_USE_PER_CELL = (5_000, 50_000)
 
 
 def _rental_cells(m: PlannerModel) -> int:

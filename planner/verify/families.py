@@ -124,8 +124,11 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
         pu.slots == gpu.slots,
         f"{what}: servers of {pu.slots} slots != the catalog's {gpu.slots}",
     )
+    # a server bought ahead of its cards (legal, never cheaper) has no card to divide by:
+    # its unit is the server's total
+    unit = pu.total_usd / pu.count if pu.count > 0 else pu.total_usd
     chk.check(
-        pu.count > 0 and close(pu.unit_usd, pu.total_usd / pu.count),
+        close(pu.unit_usd, unit),
         f"{what}: unit {pu.unit_usd:,.2f} per GPU != total / count",
     )
     cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
