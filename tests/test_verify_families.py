@@ -322,3 +322,28 @@ def test_purchases_chassis_price(solved):
     pu = bad.purchases[0]
     bad.purchases[0] = pu.model_copy(update={"chassis_usd": 1.0})
     _only(inputs, bad, "purchases", "server 1.00")
+
+
+def test_a_server_bought_ahead_of_its_cards_is_priced_per_server(solved):
+    """A purchase of an empty partial-fill server (legal, never cheaper; a time-limited
+    solve of the 200-workload benchmark made one) has its server's total as its unit price,
+    and a wrong unit price is still caught."""
+    from planner.plan import Purchase
+    from planner.verify.families import _check_purchase
+    from planner.verify.findings import Checker
+
+    inputs, plan = solved
+    ctx = VerifyContext.from_inputs(inputs, plan)
+    gpu = next(g for g in inputs.gpus.values() if g.partial_fill)
+    chassis = gpu.chassis_usd
+
+    def findings(unit: float) -> list[str]:
+        chk = Checker("purchases", ctx.months)
+        pu = Purchase(gpu=gpu.id, month=ctx.months[0], count=0, nodes=1, server=gpu.server or "",
+                      slots=gpu.slots, chassis_usd=chassis, unit_usd=unit,
+                      gpu_usd=gpu.purchase_usd.value, overhead_usd=chassis, total_usd=chassis)  # fmt: skip
+        _check_purchase(chk, ctx, pu)
+        return [f.message for f in chk.findings()]
+
+    assert findings(chassis) == []
+    assert any("unit" in f for f in findings(chassis / 2))
