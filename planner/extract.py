@@ -304,20 +304,15 @@ class _Serving:
 
 
 def _bucket_fields(
-    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, replicas: float
+    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, replicas: float, of_type: float
 ) -> dict:
     """A mix's per-bucket rates and the capacity these replicas give each bucket: the type's
-    pooled capacity (owned and rented replicas of one type share it) split in proportion to
-    replicas."""
+    pooled capacity (owned and rented replicas of one type share it; ``of_type`` replicas of
+    it in the cell) split in proportion to replicas."""
     if not c.mixed:
         return {}
     rates = {b.bucket: b.rate for b in c.buckets}
-    of_type = [
-        x for (ww, key, *_, tt, ss), x in ctx.m.q.items() if (ww, key, tt, ss) == (w, c.key, t, s)
-    ]
-    owned = ctx.m.n.get((w, c.key, t, s))
-    total = sum(_int(x) for x in [*of_type, *([owned] if owned is not None else [])])
-    part = replicas / total if total else 0.0
+    part = replicas / of_type if of_type else 0.0
     given = {}
     for b in rates:
         v = ctx.m.alloc.get((w, b, c.key, t, s))
@@ -325,11 +320,28 @@ def _bucket_fields(
     return {"bucket_rates_rps": rates, "bucket_capacity_rps": given}
 
 
+def _replicas_per_type(ctx: _Context) -> defaultdict[tuple[str, str, int, int], int]:
+    """Whole replicas per (workload, replica type, month, slice), owned and rented."""
+    out: defaultdict[tuple[str, str, int, int], int] = defaultdict(int)
+    for (w, key, t, s), x in ctx.m.n.items():
+        out[(w, key, t, s)] += _int(x)
+    for (w, key, _oid, t, s), x in ctx.m.q.items():
+        out[(w, key, t, s)] += _int(x)
+    return out
+
+
 def _serve_allocation(
-    ctx: _Context, w: str, c: ServeCandidate, t: int, s: int, source: str, replicas: float
+    ctx: _Context,
+    w: str,
+    c: ServeCandidate,
+    t: int,
+    s: int,
+    source: str,
+    replicas: float,
+    of_type: float = 0.0,
 ) -> ServeAllocation:
     return ServeAllocation(
-        **_bucket_fields(ctx, w, c, t, s, replicas),
+        **_bucket_fields(ctx, w, c, t, s, replicas, of_type),
         workload=w,
         month=ctx.months[t],
         slice=ctx.slices[s].name,
@@ -348,11 +360,14 @@ def _read_serving(ctx: _Context, usage: _Usage) -> _Serving:
     to ``usage``."""
     out = _Serving([], defaultdict(set), defaultdict(float))
     gpus_in_use: defaultdict[tuple[str, int, int], float] = defaultdict(float)
+    per_type = _replicas_per_type(ctx) if ctx.m.alloc else defaultdict(int)
     for (w, key, t, s), n in ctx.m.n.items():
         c = ctx.m.serve_cand(w, key)
         val = _int(n)
         if val:
-            out.allocations.append(_serve_allocation(ctx, w, c, t, s, "owned", val))
+            out.allocations.append(
+                _serve_allocation(ctx, w, c, t, s, "owned", val, per_type[(w, key, t, s)])
+            )
             gh = val * c.tp * ctx.slices[s].hours_per_month
             usage.busy[(c.gpu, t)] += gh
             usage.owned_hours[(w, c.gpu)] += gh
@@ -362,7 +377,9 @@ def _read_serving(ctx: _Context, usage: _Usage) -> _Serving:
         c = ctx.m.serve_cand(w, key)
         val = _int(q)
         if val:
-            out.allocations.append(_serve_allocation(ctx, w, c, t, s, oid, val))
+            out.allocations.append(
+                _serve_allocation(ctx, w, c, t, s, oid, val, per_type[(w, key, t, s)])
+            )
             # Reserved capacity is paid per reservation, whatever runs on it.
             if ctx.cands.offers[oid].kind != "reserved":
                 usage.rent_hours[(oid, w, t)] += val * c.tp * ctx.slices[s].hours_per_month
