@@ -188,9 +188,12 @@ def _large(m: PlannerModel) -> bool:
     return sum(1 for v in m.prob.variables() if v.cat == pulp.LpInteger) >= START_FROM_INTEGERS
 
 
-def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[bool, float | None]:
-    """Set ``m``'s variables to the cheaper of two feasible plans, the LP-rounded one
-    (:func:`planner.start.lp_rounded_start`) and the all-rental one (:func:`rental_start`).
+def mip_start(
+    m: PlannerModel, threads: int, lp_seconds: float = 60.0, search_seconds: float = 0.0
+) -> tuple[bool, float | None]:
+    """Set ``m``'s variables to the cheaper of two feasible plans, the best LP-rounded one
+    (:func:`planner.start.best_rounded_start`, whose local search may run ``search_seconds``
+    after the LP) and the all-rental one (:func:`rental_start`).
 
     Returns (a start is set, the LP relaxation's optimum or None if the LP did not finish):
     the LP optimum is a lower bound on every plan, which the gap may use when the MIP's own
@@ -200,7 +203,7 @@ def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[
     """
     import highspy
 
-    from planner.start import lp_rounded_start
+    from planner.start import best_rounded_start
 
     m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=lp_seconds))
     # HiGHS's own status: PuLP reads an LP stopped at its time limit as "Optimal", and the
@@ -212,13 +215,16 @@ def mip_start(m: PlannerModel, threads: int, lp_seconds: float = 60.0) -> tuple[
     # An LP stopped at its limit still leaves a point to round (the rounded plan is checked
     # like any other): on the 200-workload benchmark the LP does not finish in 60 s, and
     # without a start HiGHS found no plan at all in the time left.
-    builds = [lambda: lp_rounded_start(m, lp), lambda: rental_start(m)]
+    deadline = time.perf_counter() + search_seconds
     plans = []
-    for build in builds:
-        if build() and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values()):
-            plans.append(
-                (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
-            )
+    if best_rounded_start(m, lp, deadline) is not None:
+        plans.append(
+            (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
+        )
+    if rental_start(m) and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values()):
+        plans.append(
+            (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
+        )
     if not plans:
         return False, bound
     _, best = min(plans, key=lambda p: p[0])
@@ -386,7 +392,9 @@ def _cbc_start(m: PlannerModel, time_limit: float, threads: int) -> tuple[bool, 
     by HiGHS in at most a third of the time limit), else the all-rental plan. Returns (a
     start is set, the LP optimum as a bound or None)."""
     if _large(m):
-        started, bound = mip_start(m, threads, lp_seconds=time_limit / 3)
+        started, bound = mip_start(
+            m, threads, lp_seconds=time_limit / 3, search_seconds=time_limit / 6
+        )
         if started:
             return True, bound
         return rental_start(m), bound
@@ -462,7 +470,9 @@ def solve_model(
     else:
         start_plan = False
         if _large(m):
-            start_plan, lp_bound = mip_start(m, threads, lp_seconds=time_limit / 2)
+            start_plan, lp_bound = mip_start(
+                m, threads, lp_seconds=time_limit / 2, search_seconds=time_limit / 4
+            )
         left = max(1.0, time_limit - (time.perf_counter() - start))
         cmd = _BulkHiGHS(msg=False, timeLimit=left, gapRel=gap, threads=threads, start=start_plan)
         try:

@@ -15,7 +15,13 @@ from planner.candidates import build_candidates, owned_serve_options
 from planner.extract import extract_plan
 from planner.model import build_model
 from planner.solve import START_FROM_INTEGERS, _BulkHiGHS, mip_start, rental_start, solve_model
-from planner.start import lp_rounded_start
+from planner.start import (
+    FLEET_SHIFTS,
+    _bought_types,
+    _without_type,
+    best_rounded_start,
+    lp_rounded_start,
+)
 from planner.verify import verify_plan
 
 
@@ -43,6 +49,28 @@ def test_the_lp_rounded_start_is_a_whole_feasible_plan_above_the_lp(seed):
     assert lp_rounded_start(m, lp)
     assert _feasible_and_whole(m)
     assert pulp.value(m.prob.objective) >= lp_obj * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_best_rounded_start_beats_every_rounding_and_is_a_local_optimum(seed):
+    """Never dearer than any single fleet rounding, whole and feasible, and never dearer than
+    the first move of each rounding's search (dropping the first GPU type the LP buys)."""
+    _, m = _model(8, "all", 12, seed)
+    lp_obj, lp = _lp(m)
+    singles = []
+    for shift in FLEET_SHIFTS:
+        if lp_rounded_start(m, lp, shift):
+            singles.append(pulp.value(m.prob.objective))
+    assert singles
+    best = best_rounded_start(m, lp)
+    assert best is not None and _feasible_and_whole(m)
+    assert best == pytest.approx(pulp.value(m.prob.objective))
+    assert lp_obj * (1 - 1e-9) <= best <= min(singles) * (1 + 1e-9)
+    for shift in FLEET_SHIFTS:
+        first = _bought_types(m, lp)[:1]
+        for g in first:
+            if lp_rounded_start(m, _without_type(m, lp, g), shift):
+                assert pulp.value(m.prob.objective) >= best * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
