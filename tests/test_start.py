@@ -5,22 +5,30 @@ plan solved from it passes the independent verifier."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pulp
 import pytest
 
 from benchmarks.generate import generate, load_inputs
 from planner import tolerances as tol
-from planner.candidates import build_candidates, owned_serve_options
+from planner.candidates import (
+    build_candidates,
+    offer_restricted,
+    owned_serve_options,
+    progress_per_wall_hour,
+)
 from planner.extract import extract_plan
 from planner.model import build_model
 from planner.solve import START_FROM_INTEGERS, _BulkHiGHS, mip_start, rental_start, solve_model
 from planner.start import (
     FLEET_SHIFTS,
     _bought_types,
+    _fleet_vars,
     _without_type,
     best_rounded_start,
     lp_rounded_start,
+    refixed,
 )
 from planner.verify import verify_plan
 
@@ -205,3 +213,56 @@ def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     started, bound = mip_start(m, threads=1, lp_seconds=1e-9)
     assert started and bound is None
     assert _feasible_and_whole(m)
+
+
+def test_refixed_keeps_the_fleet_restores_the_bounds_and_is_feasible():
+    """The re-solve with a plan's fleet fixed: same whole fleet, a feasible whole plan, and
+    the fleet's bounds as they were."""
+    _, m = _model(8, "all", 12, 0)
+    _, lp = _lp(m)
+    assert lp_rounded_start(m, lp)
+    values = {v.name: v.varValue for v in m.prob.variables()}
+    fleet = _fleet_vars(m)
+    bounds = [(v.lowBound, v.upBound) for v in fleet]
+
+    def relax():
+        return _lp(m)[1]
+
+    found = refixed(m, values, relax)
+    assert found is not None
+    assert _feasible_and_whole(m)
+    assert found[0] == pytest.approx(pulp.value(m.prob.objective))
+    assert [(v.lowBound, v.upBound) for v in fleet] == bounds
+    assert all(v.varValue == pytest.approx(values[v.name]) for v in fleet)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_rented_job_runs_on_its_cheapest_rental(seed):
+    """In the rent-only rounding, no other (candidate, on-demand offer) that fits the window
+    would rent a job for less than the one chosen."""
+    inputs, m = _model(8, "all", 12, seed)
+    _, lp = _lp(m)
+    assert lp_rounded_start(m, lp, -math.inf)
+    specs = {j.name: j for j in inputs.problem.workloads.train}
+    for job in m.cands.train:
+        chosen = sum(
+            m.prob.objective.get(r, 0.0) * (r.varValue or 0.0)
+            for (j, *_), r in m.r.items()
+            if j == job
+        )
+        for (j, key, oid, t), _r in m.r.items():
+            o = m.cands.offers[oid]
+            if j != job or t != m.cands.window[job][0] or o.kind != "on_demand":
+                continue
+            if offer_restricted(o):
+                continue
+            c = m.train_cand(job, key)
+            f = progress_per_wall_hour(c, specs[job], o)
+            if not f or c.wall_hours / f > m.cands.window_hours[job]:
+                continue
+            left, other = c.wall_hours / f, 0.0
+            for month in m.cands.window[job]:
+                hours = min(left, 730.0)
+                other += m.prob.objective.get(m.r[(job, key, oid, month)], 0.0) * hours
+                left -= hours
+            assert chosen <= other * (1 + 1e-9)
