@@ -280,10 +280,11 @@ def _rent_serving(m: PlannerModel) -> bool:
         for first in range(0, len(months), SPARE_PERIOD_MONTHS):
             period = months[first : first + SPARE_PERIOD_MONTHS]
             cells = [(t, s, owned[(w, t, s)]) for t in period for s in slices]
+            usable = [p for p in pairs.get(w, []) if all((w, *p, t, 0) in m.q for t in period)]
             options = [
-                _period_option(m, w, spec, cells, pair, cap)
-                for pair in pairs.get(w, [])
-                if all((w, pair[0], pair[1], t, 0) in m.q for t in period)
+                _period_option(m, w, spec, cells, pair, cap, filler)
+                for pair in usable
+                for filler in _fillers(m, w, pair, usable, period[0])
                 for cap in (math.inf, m.serve_cand(w, pair[0]).rate_rps)
             ]
             if not options:
@@ -292,25 +293,81 @@ def _rent_serving(m: PlannerModel) -> bool:
     return True
 
 
-def _period_option(m: PlannerModel, w: str, spec, cells: list, pair, cap: float) -> tuple:
+def _period_option(
+    m: PlannerModel, w: str, spec, cells: list, pair, cap: float, filler=None
+) -> tuple:
     """(rental cost, rentals per cell, owned replicas kept, types in use, L) of covering the
-    period with ``pair``, keeping only owned replicas no faster than ``cap`` req/s."""
+    period with ``pair`` and, cell by cell where it is cheaper, whole replicas of a slower
+    ``filler`` pair (:func:`cover_two`), keeping only owned replicas no faster than ``cap``
+    req/s. The spare ``R L`` is that of the fastest type in use: ``pair``'s or a kept owned
+    one's."""
     key, oid = pair
-    mu = m.serve_cand(w, key).rate_rps
+    two = [(key, oid)] + ([filler] if filler is not None and filler != pair else [])
+    mus = [m.serve_cand(w, k).rate_rps for k, _ in two]
     kept = [(t, s, [(k, x, r) for k, x, r in xs if r <= cap * (1 + 1e-12)]) for t, s, xs in cells]
-    used = {key} | {k for _, _, xs in kept for k, _, _ in xs}
-    largest = max(m.serve_cand(w, k).rate_rps for k in used)
-    R, cost, rents = spec.redundancy, 0.0, {}
+    owned_used = {k for _, _, xs in kept for k, _, _ in xs}
+    largest = max(m.serve_cand(w, k).rate_rps for k in owned_used | {key})
+    R, cost, rents, used = spec.redundancy, 0.0, {}, {key} | owned_used
     for t, s, xs in kept:
         need = max(m.cands.demand[(w, t, s)], 0.0) / spec.slo.max_load + R * largest
         have = sum(x.varValue * r for _, x, r in xs)
         count = sum(x.varValue for _, x, _ in xs)
-        rent = max(math.ceil((need - have) / mu * (1 + 1e-9)), 1 + R - count, 0)
-        q = m.q[(w, key, oid, t, s)]
-        rents[q] = float(rent)
-        cost += m.prob.objective.get(q, 0.0) * rent
+        qs = [m.q[(w, k, o, t, s)] for k, o in two]
+        prices = [m.prob.objective.get(q, 0.0) for q in qs]
+        counts = cover_two(list(zip(mus, prices, strict=True)), need - have, 1 + R - count)
+        for q, k, n in zip(qs, (k for k, _ in two), counts, strict=True):
+            rents[q] = float(n)
+            cost += m.prob.objective.get(q, 0.0) * n
+            if n:
+                used.add(k)
     dropped = [x for (_, _, xs), (_, _, ks) in zip(cells, kept, strict=True) for x in _gone(xs, ks)]
     return cost, rents, dropped, used, largest
+
+
+def cover_two(types: list[tuple[float, float]], rps: float, count: float) -> list[int]:
+    """Cheapest whole counts of one or two replica types ``(req/s, price)`` with at least
+    ``rps`` req/s and ``count`` replicas in all: enumerate the first type's count, fill with
+    the second.
+
+    >>> cover_two([(10.0, 10.0), (3.0, 3.5)], 23.0, 1.0)
+    [2, 1]
+    >>> cover_two([(10.0, 10.0)], 23.0, 4.0)
+    [4]
+    >>> cover_two([(10.0, 10.0), (3.0, 3.5)], -5.0, 0.0)
+    [0, 0]
+    """
+    eps = 1e-9
+    (mu_a, p_a) = types[0]
+    first = max(math.ceil(rps / mu_a * (1 + eps) - eps), math.ceil(count - eps), 0)
+    if len(types) == 1:
+        return [first]
+    mu_b, p_b = types[1]
+    best: tuple[float, list[int]] | None = None
+    for na in range(first + 1):
+        left = rps - na * mu_a
+        nb = max(
+            math.ceil(left / mu_b * (1 + eps) - eps) if left > 0 else 0,
+            math.ceil(count - eps) - na,
+            0,
+        )
+        total = na * p_a + nb * p_b
+        if best is None or total < best[0] - 1e-12:
+            best = (total, [na, nb])
+    return best[1] if best is not None else [first, 0]
+
+
+def _fillers(m: PlannerModel, w: str, pair, usable: list, t: int) -> list:
+    """``None`` (the pair alone) and the slower pairs cheapest per replica and per req/s."""
+    mu = m.serve_cand(w, pair[0]).rate_rps
+    slower = []
+    for k, o in usable:
+        rate = m.serve_cand(w, k).rate_rps
+        if rate < mu * (1 - 1e-12):
+            price = m.prob.objective.get(m.q[(w, k, o, t, 0)], 0.0)
+            slower.append((price, price / rate, (k, o)))
+    if not slower:
+        return [None]
+    return [None, *dict.fromkeys((min(slower)[2], min(slower, key=lambda r: r[1])[2]))]
 
 
 def _gone(xs: list, kept: list) -> list:
