@@ -336,20 +336,18 @@ def cover_two(types: list[tuple[float, float]], rps: float, count: float) -> lis
     >>> cover_two([(10.0, 10.0), (3.0, 3.5)], -5.0, 0.0)
     [0, 0]
     """
-    eps = 1e-9
-    (mu_a, p_a) = types[0]
-    first = max(math.ceil(rps / mu_a * (1 + eps) - eps), math.ceil(count - eps), 0)
+
+    def enough(x: float) -> int:  # whole replicas for x (1e-9 short counts as met)
+        return max(math.ceil(x - 1e-9), 0)
+
+    mu_a, p_a = types[0]
+    first = max(enough(rps / mu_a), enough(count))
     if len(types) == 1:
         return [first]
     mu_b, p_b = types[1]
     best: tuple[float, list[int]] | None = None
     for na in range(first + 1):
-        left = rps - na * mu_a
-        nb = max(
-            math.ceil(left / mu_b * (1 + eps) - eps) if left > 0 else 0,
-            math.ceil(count - eps) - na,
-            0,
-        )
+        nb = max(enough((rps - na * mu_a) / mu_b), enough(count) - na)
         total = na * p_a + nb * p_b
         if best is None or total < best[0] - 1e-12:
             best = (total, [na, nb])
