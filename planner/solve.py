@@ -78,6 +78,10 @@ def _quiet_stdout_fd() -> Iterator[None]:
         os.close(devnull)
 
 
+# Seconds past its time limit after which a HiGHS run is cancelled (:class:`_BulkHiGHS`).
+HIGHS_GRACE_S = 0.5
+
+
 class _BulkHiGHS(pulp.HiGHS):
     """PuLP's HiGHS interface, with the model passed in one call (``passModel``) instead of a
     column and a row at a time: ~10x faster to hand over a 100k-variable model; with
@@ -108,9 +112,15 @@ class _BulkHiGHS(pulp.HiGHS):
                 done.set()
 
         threading.Thread(target=work, name="highs", daemon=True).start()
+        # HiGHS checks its clock between LP solves: in the root's cut loop of a large model
+        # it overran a 15 s limit by 6 s. A cancel at the limit stops it at its next check of
+        # the interrupt flag, which comes sooner.
+        stop_at = time.perf_counter() + (self.timeLimit or math.inf) + HIGHS_GRACE_S
         try:
             while not done.wait(0.1):
-                pass
+                if time.perf_counter() > stop_at:
+                    lp.solverModel.cancelSolve()
+                    stop_at = math.inf
         except BaseException:
             lp.solverModel.cancelSolve()
             done.wait(10.0)  # HiGHS stops at its next check; leave it no time to print
@@ -182,6 +192,14 @@ class _BulkHiGHS(pulp.HiGHS):
 # plan cost $20.8M after 30 s. Smaller models (every file in problems/) solve as before, so
 # their plans and golden fingerprints do not move.
 START_FROM_INTEGERS = 10_000
+# Share of the time limit by which the start's search (:func:`planner.start.best_rounded_start`)
+# ends on a large model; HiGHS gets the rest. Within a 30 s limit on the 36-month benchmarks
+# HiGHS never improved the start; the search did (measured in benchmarks/README.md).
+SEARCH_SHARE = 0.85
+# HiGHS's MIP runs after a start only with at least this many times the LP's seconds left:
+# its root separates cuts for ~10 LP solves without looking at its clock (on the 10-workload,
+# 36-month benchmark a 15 s limit ran 22 s), and in less time it never bettered the start.
+ROOT_FACTOR = 12.0
 
 
 def _large(m: PlannerModel) -> bool:
@@ -189,13 +207,14 @@ def _large(m: PlannerModel) -> bool:
 
 
 def mip_start(
-    m: PlannerModel, threads: int, lp_seconds: float = 60.0, search_seconds: float = 0.0
-) -> tuple[bool, float | None]:
+    m: PlannerModel, threads: int, lp_seconds: float = 60.0, deadline: float | None = None
+) -> tuple[bool, float | None, float]:
     """Set ``m``'s variables to the cheaper of two feasible plans, the best LP-rounded one
-    (:func:`planner.start.best_rounded_start`, whose local search may run ``search_seconds``
+    (:func:`planner.start.best_rounded_start`, whose search runs until ``deadline``
     after the LP) and the all-rental one (:func:`rental_start`).
 
-    Returns (a start is set, the LP relaxation's optimum or None if the LP did not finish):
+    Returns (a start is set, the LP relaxation's optimum or None if the LP did not finish, the
+    LP's seconds):
     the LP optimum is a lower bound on every plan, which the gap may use when the MIP's own
     root has not finished. On the 50-workload, 36-month benchmark: LP 13 s ($2.66M), best
     rounded plan $3.99M against the all-rental $7.79M and HiGHS's own first plan of $20.8M
@@ -205,7 +224,9 @@ def mip_start(
 
     from planner.start import best_rounded_start
 
+    t0 = time.perf_counter()
     m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=lp_seconds))
+    lp_s = time.perf_counter() - t0
     # HiGHS's own status: PuLP reads an LP stopped at its time limit as "Optimal", and the
     # objective of that interrupted point is no bound at all (a 200-workload model reported
     # "optimal, 0 %" on it)
@@ -215,18 +236,10 @@ def mip_start(
     # An LP stopped at its limit still leaves a point to round (the rounded plan is checked
     # like any other): on the 200-workload benchmark the LP does not finish in 60 s, and
     # without a start HiGHS found no plan at all in the time left.
-    deadline = time.perf_counter() + search_seconds
+    deadline = time.perf_counter() if deadline is None else deadline
     plans = []
 
-    def relax() -> dict[str, float] | None:
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return None
-        m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=left))
-        if m.prob.solverModel.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return None
-        return {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
-
+    relax = _Relaxation(m, deadline) if solved else None
     if best_rounded_start(m, lp, deadline, relax) is not None:
         plans.append(
             (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
@@ -236,11 +249,47 @@ def mip_start(
             (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
         )
     if not plans:
-        return False, bound
+        return False, bound, lp_s
     _, best = min(plans, key=lambda p: p[0])
     for v in m.prob.variables():
         v.varValue = best[v.name]
-    return True, bound
+    return True, bound, lp_s
+
+
+class _Relaxation:
+    """The LP just solved by HiGHS (``m.prob.solverModel``), re-solved with some variables
+    fixed: ``relax({name: value})`` returns every variable's LP value, or None if HiGHS does
+    not reach an optimum before ``deadline``. HiGHS keeps its basis between calls, so a
+    re-solve with a different fleet takes a fraction of the first solve."""
+
+    def __init__(self, m: PlannerModel, deadline: float) -> None:
+        self.highs = m.prob.solverModel
+        self.names = [v.name for v in m.prob.variables()]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        lp = self.highs.getLp()
+        self.lower, self.upper = list(lp.col_lower_), list(lp.col_upper_)
+        self.deadline = deadline
+        self.fixed: list[int] = []
+        # presolve would rebuild the problem; off, HiGHS re-solves from its last basis
+        self.highs.setOptionValue("presolve", "off")
+
+    def __call__(self, fixed: dict[str, float]) -> dict[str, float] | None:
+        import highspy
+
+        left = self.deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        idx = sorted({*self.fixed, *(self.index[n] for n in fixed)})
+        lo = [float(fixed.get(self.names[i], self.lower[i])) for i in idx]
+        up = [float(fixed.get(self.names[i], self.upper[i])) for i in idx]
+        self.highs.changeColsBounds(len(idx), idx, lo, up)
+        self.fixed = [self.index[n] for n in fixed]
+        # HiGHS's clock runs across the runs of one Highs object: the limit is on its total
+        self.highs.setOptionValue("time_limit", self.highs.getRunTime() + left)
+        self.highs.run()
+        if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return dict(zip(self.names, self.highs.getSolution().col_value, strict=True))
 
 
 def rental_start(m: PlannerModel) -> bool:
@@ -402,8 +451,8 @@ def _cbc_start(m: PlannerModel, time_limit: float, threads: int) -> tuple[bool, 
     by HiGHS in at most a third of the time limit), else the all-rental plan. Returns (a
     start is set, the LP optimum as a bound or None)."""
     if _large(m):
-        started, bound = mip_start(
-            m, threads, lp_seconds=time_limit / 3, search_seconds=time_limit / 6
+        started, bound, _ = mip_start(
+            m, threads, lp_seconds=time_limit / 3, deadline=time.perf_counter() + time_limit / 2
         )
         if started:
             return True, bound
@@ -478,17 +527,22 @@ def solve_model(
     if solver == "cbc":
         log, lp_bound = _solve_cbc(m, time_limit, gap, threads)
     else:
-        start_plan = False
+        start_plan, lp_s = False, 0.0
         if _large(m):
-            start_plan, lp_bound = mip_start(
-                m, threads, lp_seconds=time_limit / 2, search_seconds=time_limit / 4
+            start_plan, lp_bound, lp_s = mip_start(
+                m, threads, lp_seconds=time_limit / 2, deadline=start + SEARCH_SHARE * time_limit
             )
         left = max(1.0, time_limit - (time.perf_counter() - start))
-        cmd = _BulkHiGHS(msg=False, timeLimit=left, gapRel=gap, threads=threads, start=start_plan)
-        try:
-            m.prob.solve(cmd)
-        except pulp.PulpSolverError as exc:
-            raise SolverError(f"HiGHS failed: {exc}") from None
+        if start_plan and left < ROOT_FACTOR * lp_s:
+            log = _START_KEPT  # HiGHS's root would overrun the limit and not better the start
+        else:
+            cmd = _BulkHiGHS(
+                msg=False, timeLimit=left, gapRel=gap, threads=threads, start=start_plan
+            )
+            try:
+                m.prob.solve(cmd)
+            except pulp.PulpSolverError as exc:
+                raise SolverError(f"HiGHS failed: {exc}") from None
     elapsed = time.perf_counter() - start
     status = {_TIME_LIMIT_NO_PLAN: "time_limit", _START_KEPT: "feasible"}.get(log) or _status(
         m.prob, elapsed, time_limit

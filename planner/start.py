@@ -17,6 +17,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pulp
 
@@ -29,119 +30,132 @@ from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service
 # a quarter node, and no fleet at all (every service rented). On the 10-workload, 36-month
 # benchmark rounding down gave $913,906 and renting everything $877,601; on the 50-workload
 # one rounding down gave $4.07M and renting everything $5.24M: neither wins everywhere.
-FLEET_SHIFTS = (1e-6, 0.25, -math.inf)
+FLEET_SHIFTS = (1e-6, 0.25, 1 - 1e-6, -math.inf)
 
 
 def best_rounded_start(
     m: PlannerModel,
     lp: dict[str, float],
     deadline: float = math.inf,
-    relax: Callable[[], dict[str, float] | None] | None = None,
+    relax: Callable[[dict[str, float]], dict[str, float] | None] | None = None,
 ) -> float | None:
     """The cheapest feasible plan rounded from the LP values ``lp``, left in ``m``'s variables;
     its present value, or None (values unspecified) if no rounding is feasible.
 
-    1. Each fleet rounding of :data:`FLEET_SHIFTS` is tried.
-    2. From each, a local search drops one GPU type's purchases (the LP's cards of that type
-       taken as 0) at a time while that makes the plan cheaper. The LP buys fractions of
-       servers of many types; rounded to whole nodes, a type bought for a fraction of its
-       capacity can cost more than renting what it served.
-    3. With ``relax`` (solves the LP of ``m`` as its bounds stand, returns its values or None),
-       the whole fleet of each plan found, cheapest first, is fixed and the LP solved again:
-       its owned replicas then share whole servers, not the first LP's fractions of them, and
-       are rounded as before (:func:`refixed`).
+    1. Each fleet rounding of :data:`FLEET_SHIFTS` is tried (down to whole nodes, at a
+       quarter node, up, and no fleet).
+    2. With ``relax`` (solves the LP of ``m`` as its bounds stand, returns its values or None),
+       each rounding's whole fleet is fixed and the LP solved again (:func:`refixed`): its
+       owned replicas then fill whole servers, not the first LP's fractions of them.
+    3. From each of these points, cheapest first, a local search drops one GPU type's
+       purchases at a time while that makes the plan cheaper (:func:`_drop_types`); its
+       result is re-solved as in 2. Rounded up, the LP buys a server of every type it
+       touched; the search keeps those that pay.
 
     Steps 2 and 3 stop at ``deadline`` (``time.perf_counter()``). On the 10-workload, 36-month
-    benchmark: rounding down $913,906, no fleet $877,601, after the search $858,640, after
-    the re-solve $780,738 (HiGHS alone: $889,480 after 400 s).
+    benchmark: rounding down $913,906, no fleet $877,601, the fleet rounded up, searched and
+    re-solved (one B200 server) $698,183; HiGHS alone: $649,471 after 600 s, $889,480 after
+    400 s from no start.
     """
-    tried = []
+    memo: dict = {}
+    points: list[_Point] = []
     for shift in FLEET_SHIFTS:
-        value = _try(m, lp, shift)
+        value = _try(m, lp, shift, memo)
         if value is not None:
-            tried.append((value, shift, _values(m)))
-    if not tried:
+            points.append(_Point(value, _values(m), lp, shift))
+    if not points:
         return None
-    plans = [(value, values) for value, _, values in tried]
-    for value, shift, values in sorted(tried, key=lambda row: row[0]):
-        plans.append(_drop_types(m, lp, shift, value, values, deadline))
-    best_value, best_values = min(plans, key=lambda row: row[0])
+    plans = list(points)
+    if relax is not None:
+        for p in sorted(points, key=lambda p: p.value):
+            if time.perf_counter() > deadline:
+                break
+            found = refixed(m, p.values, relax, memo)
+            if found is not None:
+                plans.append(found)
     seen: set[tuple] = set()
-    for _value, values in sorted(plans, key=lambda row: row[0]):
-        fleet = _fleet_of(m, values)
-        if relax is None or time.perf_counter() > deadline or fleet in seen:
+    for p in sorted(plans, key=lambda p: p.value):
+        fleet = _fleet_of(m, p.values)
+        if time.perf_counter() > deadline or fleet in seen or not any(fleet):
             continue
         seen.add(fleet)
-        found = refixed(m, values, relax)
-        if found is not None and found[0] < best_value:
-            best_value, best_values = found
-    for v in m.prob.variables():
-        v.varValue = best_values[v.name]
-    return best_value
+        plans.append(_drop_types(m, p, deadline, relax, memo))
+    best = min(plans, key=lambda p: p.value)
+    for v in _variables(m):
+        v.varValue = best.values[v.name]
+    return best.value
 
 
-def refixed(
-    m: PlannerModel,
-    values: dict[str, float | None],
-    relax: Callable[[], dict[str, float] | None],
-) -> tuple[float, dict[str, float | None]] | None:
-    """The plan rounded from the LP with the fleet of ``values`` fixed (bounds restored)."""
-    fleet = _fleet_vars(m)
-    saved = [(v, v.lowBound, v.upBound) for v in fleet]
-    try:
-        for v in fleet:
-            v.lowBound = v.upBound = float(round(values[v.name] or 0.0))
-        lp = relax()
-    finally:
-        for v, lo, up in saved:
-            v.lowBound, v.upBound = lo, up
-    if lp is None:
-        return None
-    value = _try(m, lp, 1e-6)
-    return None if value is None else (value, _values(m))
+@dataclass
+class _Point:
+    """A feasible rounded plan: its present value, variable values, and the LP values and
+    fleet shift it was rounded from."""
 
-
-def _fleet_vars(m: PlannerModel) -> list[pulp.LpVariable]:
-    out = {v.name: v for v in m.buy.values()}
-    out.update((v.name, v) for e in m.cards.values() for v in e)
-    return list(out.values())
-
-
-def _fleet_of(m: PlannerModel, values: dict[str, float | None]) -> tuple:
-    return tuple(round(values[v.name] or 0.0) for v in _fleet_vars(m))
+    value: float
+    values: dict[str, float | None]
+    lp: dict[str, float]
+    shift: float
 
 
 def _drop_types(
     m: PlannerModel,
-    lp: dict[str, float],
-    shift: float,
-    value: float,
-    values: dict[str, float | None],
+    start: _Point,
     deadline: float,
-) -> tuple[float, dict[str, float | None]]:
-    """Local search from one rounding: drop a GPU type's purchases while the plan gets
-    cheaper (first improvement, passes until none helps or the deadline)."""
-    improved = True
+    relax: Callable[[dict[str, float]], dict[str, float] | None] | None,
+    memo: dict | None = None,
+) -> _Point:
+    """Local search from one plan: drop a GPU type's purchases while the plan gets cheaper
+    (first improvement, passes until none helps or the deadline). A move is priced by the
+    LP re-solved with the smaller fleet fixed (:func:`refixed`), or without ``relax`` by
+    rounding the plan's LP values with that type's purchases taken as 0."""
+    best, improved = start, True
     while improved and time.perf_counter() < deadline:
         improved = False
-        for g in _bought_types(m, lp):
+        for g in _owned_types(m, best.values):
             if time.perf_counter() > deadline:
                 break
-            trial = _without_type(m, lp, g)
-            found = _try(m, trial, shift)
-            if found is not None and found < value * (1 - 1e-9):
-                value, lp, values, improved = found, trial, _values(m), True
-    return value, values
+            found = _drop_one(m, best, g, relax, memo)
+            if found is not None and found.value < best.value * (1 - 1e-9):
+                best, improved = found, True
+    return best
 
 
-def _try(m: PlannerModel, lp: dict[str, float], shift: float) -> float | None:
-    if not lp_rounded_start(m, lp, shift):
+def _drop_one(m: PlannerModel, p: _Point, g: str, relax, memo: dict | None) -> _Point | None:
+    if relax is None:
+        trial = _without_type(m, p.lp, g)
+        value = _try(m, trial, p.shift, memo)
+        return None if value is None else _Point(value, _values(m), trial, p.shift)
+    values = dict(p.values)
+    for name in _fleet_names(m, g):
+        values[name] = 0.0
+    return refixed(m, values, relax, memo)
+
+
+def _owned_types(m: PlannerModel, values: dict[str, float | None]) -> list[str]:
+    """GPU types a plan buys, in catalog order."""
+    return [g for g in m.inputs.gpus if any(values.get(n) for n in _fleet_names(m, g))]
+
+
+def _try(
+    m: PlannerModel, lp: dict[str, float], shift: float, memo: dict | None = None
+) -> float | None:
+    if not lp_rounded_start(m, lp, shift, memo):
         return None
     return pulp.value(m.prob.objective)
 
 
 def _values(m: PlannerModel) -> dict[str, float | None]:
-    return {v.name: v.varValue for v in m.prob.variables()}
+    return {v.name: v.varValue for v in _variables(m)}
+
+
+def _variables(m: PlannerModel) -> list[pulp.LpVariable]:
+    """``m.prob.variables()``, built once per model (PuLP rebuilds the list on every call:
+    0.1 s on a 20,000-variable model, called for every plan the search rounds)."""
+    cached = getattr(m.prob, "_planner_variables", None)
+    if cached is None:
+        cached = m.prob.variables()
+        m.prob._planner_variables = cached
+    return cached
 
 
 def _fleet_names(m: PlannerModel, g: str) -> list[str]:
@@ -162,16 +176,43 @@ def _without_type(m: PlannerModel, lp: dict[str, float], g: str) -> dict[str, fl
     return trial
 
 
-def lp_rounded_start(m: PlannerModel, lp: dict[str, float], shift: float = 1e-6) -> bool:
+def refixed(
+    m: PlannerModel,
+    values: dict[str, float | None],
+    relax: Callable[[dict[str, float]], dict[str, float] | None],
+    memo: dict | None = None,
+) -> _Point | None:
+    """The plan rounded from the LP re-solved with the whole fleet of ``values`` fixed."""
+    fleet = {v.name: float(round(values[v.name] or 0.0)) for v in _fleet_vars(m)}
+    lp = relax(fleet)
+    if lp is None:
+        return None
+    value = _try(m, lp, 1e-6, memo)
+    return None if value is None else _Point(value, _values(m), lp, 1e-6)
+
+
+def _fleet_vars(m: PlannerModel) -> list[pulp.LpVariable]:
+    out = {v.name: v for v in m.buy.values()}
+    out.update((v.name, v) for e in m.cards.values() for v in e)
+    return list(out.values())
+
+
+def _fleet_of(m: PlannerModel, values: dict[str, float | None]) -> tuple:
+    return tuple(round(values[v.name] or 0.0) for v in _fleet_vars(m))
+
+
+def lp_rounded_start(
+    m: PlannerModel, lp: dict[str, float], shift: float = 1e-6, memo: dict | None = None
+) -> bool:
     """Set every variable of ``m`` to a plan rounded from the LP values ``lp``; False (values
     left unspecified) if the plan breaks a constraint, e.g. a budget. The LP's cards owned by
     each month are rounded to whole nodes at ``shift`` (``floor(nodes + shift)``; 1e-6 rounds
     down, ``-inf`` buys nothing)."""
-    for v in m.prob.variables():
+    for v in _variables(m):
         v.varValue = 0.0
     cards = _round_fleet(m, lp, shift)
     _owned_replicas(m, lp, cards)
-    if not _rent_training(m, lp) or not _rent_serving(m):
+    if not _rent_training(m, lp) or not _rent_serving(m, memo):
         return False
     return all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
 
@@ -264,10 +305,13 @@ def _fill(m: PlannerModel, job: str, key: str, oid: str, f: float) -> list:
     return out
 
 
-def _rent_serving(m: PlannerModel) -> bool:
-    """Per service and spare period, whole rented replicas of one uncapped rental pair cover
-    what the owned replicas leave; the pair, and whether owned replicas larger than it are
-    dropped (they raise the spare ``R L`` of every cell), are chosen at least rental cost."""
+def _rent_serving(m: PlannerModel, memo: dict | None = None) -> bool:
+    """Per service and spare period, whole rented replicas of one uncapped rental pair (and,
+    cell by cell, a slower filler pair) cover what the owned replicas leave; the pairs, and
+    whether owned replicas larger than the main pair are dropped (they raise the spare ``R L``
+    of every cell), are chosen at least rental cost. ``memo`` keeps each (service, period,
+    owned replicas)'s choice across calls on the same model (the local search rounds many
+    plans that differ in a few services)."""
     specs = {w.name: w for w in m.inputs.problem.workloads.serve}
     pairs = _rental_pairs(m)
     owned: dict[tuple[str, int, int], list] = defaultdict(list)
@@ -275,22 +319,32 @@ def _rent_serving(m: PlannerModel) -> bool:
         if x.varValue:
             owned[(w, t, s)].append((key, x, m.serve_cand(w, key).rate_rps))
     slices = range(len(m.cands.slices))
+    memo = {} if memo is None else memo
     for w, months in m.cands.active.items():
         spec = specs[w]
         for first in range(0, len(months), SPARE_PERIOD_MONTHS):
             period = months[first : first + SPARE_PERIOD_MONTHS]
             cells = [(t, s, owned[(w, t, s)]) for t in period for s in slices]
-            usable = [p for p in pairs.get(w, []) if all((w, *p, t, 0) in m.q for t in period)]
-            options = [
-                _period_option(m, w, spec, cells, pair, cap, filler)
-                for pair in usable
-                for filler in _fillers(m, w, pair, usable, period[0])
-                for cap in (math.inf, m.serve_cand(w, pair[0]).rate_rps)
-            ]
-            if not options:
+            key = (w, first, tuple((x.name, x.varValue) for _, _, xs in cells for _, x, _ in xs))
+            if key not in memo:
+                memo[key] = _best_option(m, w, spec, cells, pairs, period)
+            if memo[key] is None:
                 return False
-            _apply(m, w, period, min(options, key=lambda o: o[0]))
+            _apply(m, w, period, memo[key])
     return True
+
+
+def _best_option(m: PlannerModel, w: str, spec, cells: list, pairs: dict, period: list):
+    usable = [p for p in pairs.get(w, []) if all((w, *p, t, 0) in m.q for t in period)]
+    fastest_owned = max((r for _, _, xs in cells for _, _, r in xs), default=0.0)
+    options = []
+    for pair in usable:
+        mu = m.serve_cand(w, pair[0]).rate_rps
+        caps = (math.inf, mu) if fastest_owned > mu * (1 + 1e-12) else (math.inf,)
+        for filler in _fillers(m, w, pair, usable, period[0]):
+            for cap in caps:
+                options.append(_period_option(m, w, spec, cells, pair, cap, filler))
+    return min(options, key=lambda o: o[0]) if options else None
 
 
 def _period_option(

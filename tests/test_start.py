@@ -20,7 +20,14 @@ from planner.candidates import (
 )
 from planner.extract import extract_plan
 from planner.model import build_model
-from planner.solve import START_FROM_INTEGERS, _BulkHiGHS, mip_start, rental_start, solve_model
+from planner.solve import (
+    START_FROM_INTEGERS,
+    _BulkHiGHS,
+    _Relaxation,
+    mip_start,
+    rental_start,
+    solve_model,
+)
 from planner.start import (
     FLEET_SHIFTS,
     _bought_types,
@@ -86,7 +93,7 @@ def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
     _, m = _model(6, "all", 12, seed)
     assert rental_start(m)
     rental = pulp.value(m.prob.objective)
-    started, bound = mip_start(m, threads=1)
+    started, bound, _ = mip_start(m, threads=1)
     assert started and bound is not None and bound <= rental * (1 + 1e-9)
     assert _feasible_and_whole(m)
     assert pulp.value(m.prob.objective) <= rental * (1 + 1e-9)
@@ -210,28 +217,32 @@ def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     then no bound at all, so mip_start reports none, but it still hands over a checked plan
     (rounded from wherever the LP stopped, or all-rental)."""
     _, m = _model(6, "all", 12, 0)
-    started, bound = mip_start(m, threads=1, lp_seconds=1e-9)
+    started, bound, _ = mip_start(m, threads=1, lp_seconds=1e-9)
     assert started and bound is None
     assert _feasible_and_whole(m)
 
 
-def test_refixed_keeps_the_fleet_restores_the_bounds_and_is_feasible():
-    """The re-solve with a plan's fleet fixed: same whole fleet, a feasible whole plan, and
-    the fleet's bounds as they were."""
+def test_refixed_keeps_the_fleet_and_is_feasible():
+    """The LP re-solved with a plan's whole fleet fixed (HiGHS warm from its last basis): no
+    cheaper than the free LP, at that very fleet; the plan rounded from it is whole and
+    feasible with the same fleet, and the PuLP model's bounds are untouched."""
     _, m = _model(8, "all", 12, 0)
-    _, lp = _lp(m)
+    lp_obj, lp = _lp(m)
+    relax = _Relaxation(m, math.inf)
     assert lp_rounded_start(m, lp)
     values = {v.name: v.varValue for v in m.prob.variables()}
     fleet = _fleet_vars(m)
     bounds = [(v.lowBound, v.upBound) for v in fleet]
-
-    def relax():
-        return _lp(m)[1]
-
+    fixed = {v.name: float(values[v.name]) for v in fleet}
+    again = relax(fixed)
+    assert again is not None
+    assert all(again[n] == pytest.approx(x, abs=1e-6) for n, x in fixed.items())
+    cost = sum(c * again[v.name] for v, c in m.prob.objective.items())
+    assert cost >= lp_obj * (1 - 1e-7)
     found = refixed(m, values, relax)
     assert found is not None
     assert _feasible_and_whole(m)
-    assert found[0] == pytest.approx(pulp.value(m.prob.objective))
+    assert found.value == pytest.approx(pulp.value(m.prob.objective))
     assert [(v.lowBound, v.upBound) for v in fleet] == bounds
     assert all(v.varValue == pytest.approx(values[v.name]) for v in fleet)
 
