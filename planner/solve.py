@@ -233,6 +233,10 @@ def mip_start(
     solved = m.prob.solverModel.getModelStatus() == highspy.HighsModelStatus.kOptimal
     bound = pulp.value(m.prob.objective) if solved else None
     lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
+    if bound is None:  # the LP did not finish: a bound that needs no LP (seconds, not minutes)
+        from planner.bound import separable_bound
+
+        bound = separable_bound(m)
     # An LP stopped at its limit still leaves a point to round (the rounded plan is checked
     # like any other): on the 200-workload benchmark the LP does not finish in 60 s, and
     # without a start HiGHS found no plan at all in the time left.

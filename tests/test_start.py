@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.generate import generate, load_inputs
 from planner import tolerances as tol
+from planner.bound import separable_bound
 from planner.candidates import (
     build_candidates,
     offer_restricted,
@@ -214,12 +215,15 @@ def test_cbc_stopped_without_a_plan_keeps_the_checked_start(monkeypatch):
 
 def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     """PuLP reads an LP that HiGHS stopped at its time limit as 'Optimal'; its objective is
-    then no bound at all, so mip_start reports none, but it still hands over a checked plan
-    (rounded from wherever the LP stopped, or all-rental)."""
+    then no bound at all, so mip_start reports the separable bound instead (planner.bound),
+    and it still hands over a checked plan (rounded from wherever the LP stopped, or
+    all-rental), never below that bound."""
     _, m = _model(6, "all", 12, 0)
     started, bound, _ = mip_start(m, threads=1, lp_seconds=1e-9)
-    assert started and bound is None
+    assert started and bound is not None
+    assert bound == pytest.approx(separable_bound(m))
     assert _feasible_and_whole(m)
+    assert bound <= pulp.value(m.prob.objective) * (1 + 1e-9)
 
 
 def test_refixed_keeps_the_fleet_and_is_feasible():
