@@ -60,6 +60,8 @@ def best_rounded_start(
     memo: dict = {}
     points: list[_Point] = []
     for shift in FLEET_SHIFTS:
+        if points and time.perf_counter() > deadline:
+            break
         value = _try(m, lp, shift, memo)
         if value is not None:
             points.append(_Point(value, _values(m), lp, shift))
