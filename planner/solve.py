@@ -452,6 +452,7 @@ _TIME_LIMIT_NO_PLAN = "\x00time limit, no solution file"
 
 
 _START_KEPT = "\x00time limit, the MIP start kept"
+_SEARCHED = "\x00the start's searched plan, no MIP"
 
 
 def _cbc_start(m: PlannerModel, time_limit: float, threads: int) -> tuple[bool, float | None]:
@@ -545,7 +546,7 @@ def solve_model(
             )
         left = max(1.0, time_limit - (time.perf_counter() - start))
         if start_plan and left < ROOT_FACTOR * lp_s:
-            log = _START_KEPT  # HiGHS's root would overrun the limit and not better the start
+            log = _SEARCHED  # HiGHS's root would overrun the limit and not better the start
         else:
             cmd = _BulkHiGHS(
                 msg=False, timeLimit=left, gapRel=gap, threads=threads, start=start_plan
@@ -555,9 +556,11 @@ def solve_model(
             except pulp.PulpSolverError as exc:
                 raise SolverError(f"HiGHS failed: {exc}") from None
     elapsed = time.perf_counter() - start
-    status = {_TIME_LIMIT_NO_PLAN: "time_limit", _START_KEPT: "feasible"}.get(log) or _status(
-        m.prob, elapsed, time_limit
-    )
+    status = {
+        _TIME_LIMIT_NO_PLAN: "time_limit",
+        _START_KEPT: "feasible",
+        _SEARCHED: "feasible",
+    }.get(log) or _status(m.prob, elapsed, time_limit)
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
     if solver == "cbc":
         rel_gap = _cbc_gap(log, objective) if objective is not None else None
@@ -596,6 +599,11 @@ def solve_model(
         "time_limit": f"no feasible plan found within {time_limit:g} s",
         "error": "the solver ended without a usable answer",
     }[status]
+    if log == _SEARCHED and status == "feasible":
+        message = (
+            "the best plan of a search over rounded fleets of the LP relaxation (too little "
+            "time left for HiGHS's MIP to better it), not proven optimal"
+        )
     if repair > 0:
         if status == "feasible":
             message = "a plan with whole replicas, not proven optimal"

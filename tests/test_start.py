@@ -120,6 +120,10 @@ def test_a_large_model_solved_from_its_start_passes_verification():
     assert res.has_solution
     plan = extract_plan(m, res)
     assert verify_plan(inputs, plan) == []
+    # the gap is against a true bound: the LP's (it finishes here), never above the plan
+    assert res.gap is not None and 0 < res.gap < 1
+    if res.status == "feasible":
+        assert "not proven optimal" in res.message
 
 
 def test_owned_options_never_drop_the_fastest_replica_per_gpu():
