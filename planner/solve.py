@@ -217,12 +217,11 @@ def mip_start(
     (:func:`planner.start.best_rounded_start`, whose search runs until ``deadline``
     after the LP) and the all-rental one (:func:`rental_start`).
 
-    Returns (a start is set, the LP relaxation's optimum or None if the LP did not finish, the
-    LP's seconds):
-    the LP optimum is a lower bound on every plan, which the gap may use when the MIP's own
-    root has not finished. On the 50-workload, 36-month benchmark: LP 13 s ($2.66M), best
-    rounded plan $3.99M against the all-rental $7.79M and HiGHS's own first plan of $20.8M
-    after 30 s.
+    Returns (a start is set, a lower bound, the LP's seconds). The bound is the LP optimum,
+    or when the LP did not finish :func:`planner.bound.separable_bound` (None where that is
+    not computed); the gap uses it when the MIP's own root has not finished. On the
+    50-workload, 36-month benchmark: LP 13 s ($2.66M), searched plan $3.88M against the
+    all-rental $7.79M and HiGHS's own first plan of $20.8M after 30 s.
     """
     import highspy
 
