@@ -811,8 +811,8 @@ def _whole_cell(vs: list, objective, on: dict[str, pulp.LpVariable | None]) -> N
 
 
 def _cover(pairs: list, rps: float, count: float, price: dict[str, float]) -> dict[str, int]:
-    """Cheapest whole counts of one or two replica types with at least ``rps`` req/s and
-    ``count`` replicas: enumerate the first type's count, fill with the second.
+    """Cheapest whole counts of one or two replica types ``(variable, req/s)`` with at least
+    ``rps`` req/s and ``count`` replicas (:func:`planner.start.cover_two`, by variable name).
 
     >>> from types import SimpleNamespace as NS
     >>> a, b = NS(name="a"), NS(name="b")
@@ -821,13 +821,8 @@ def _cover(pairs: list, rps: float, count: float, price: dict[str, float]) -> di
     >>> _cover([(a, 10.0)], 23.0, 4.0, {"a": 10.0})
     {'a': 4}
     """
-    (a, mu_a), (b, mu_b) = pairs[0], pairs[-1]
-    if a is b:
-        return {a.name: max(math.ceil(rps / mu_a), math.ceil(count), 0)}
-    best: tuple[float, dict[str, int]] | None = None
-    for na in range(max(math.ceil(rps / mu_a), math.ceil(count), 0) + 1):
-        nb = max(math.ceil(max(rps - na * mu_a, 0.0) / mu_b), math.ceil(count) - na, 0)
-        total = na * price[a.name] + nb * price[b.name]
-        if best is None or total < best[0] - 1e-12:
-            best = (total, {a.name: na, b.name: nb})
-    return best[1] if best is not None else {}
+    from planner.start import cover_two
+
+    chosen = pairs[:1] if pairs[0][0] is pairs[-1][0] else [pairs[0], pairs[-1]]
+    counts = cover_two([(mu, price[v.name]) for v, mu in chosen], rps, count)
+    return {v.name: n for (v, _), n in zip(chosen, counts, strict=True)}
