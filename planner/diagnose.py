@@ -339,46 +339,65 @@ def diagnose_infeasible(
     time_limit: float | None = None,
 ) -> list[str]:
     """Lines saying why ``inputs`` has no plan and what would fix it."""
-    p = inputs.problem
     cands = cands or build_candidates(inputs)
-    empty = [n for n, cl in {**cands.train, **cands.serve}.items() if not cl]
-    if empty:
-        lines = []
-        for n in empty:
-            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == n]
-            lines.append(f"workload {n!r}: no allowed GPU can run it ({'; '.join(reasons)})")
+    lines = _without_candidates(cands)
+    if lines:
         return lines
 
     def probe(inp: Inputs, objective: str, c: Candidates = cands) -> Probe:
         return minimize(inp, c, objective, solver, time_limit)
 
-    has = {
-        "capex": True,
-        "total": p.budget.total_usd is not None,
-        "power": p.site.power_cap_kw is not None,
-    }
     free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
     if free.value is None:
-        if not free.exact:
-            return [
-                f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"
-            ]
-        lines = []
-        names = list(cands.train) + list(cands.serve)
-        for n in names:
-            alone = probe(
-                relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n})
-            )
-            if alone.value is None:
-                lines.append(explain_workload(inputs, cands, n))
-        if not lines:
-            lines.append(
-                "each workload can be placed alone, but not all together: they compete for "
-                "capped rental offers (max_gpus) or reserved capacity; allow more GPU types or offers"
-            )
-        return lines
+        return _unplaceable(inputs, cands, probe, free)
+    spec = _limit_spec(inputs)
+    unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
 
-    lines: list[str] = []
+    def need_alone(key: str) -> Probe:
+        if key not in unlimited:
+            unlimited[key] = probe(relaxed(inputs, True, True, True), spec[key][0])
+        return unlimited[key]
+
+    lines = _limits_too_small(inputs, spec, probe, need_alone)
+    if lines:
+        return lines + fabric_notes(inputs, cands)
+    return _limits_together(spec, need_alone)
+
+
+def _without_candidates(cands: Candidates) -> list[str]:
+    """One line per workload that no allowed GPU can run (with each GPU's reason)."""
+    lines = []
+    for n, cl in {**cands.train, **cands.serve}.items():
+        if not cl:
+            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == n]
+            lines.append(f"workload {n!r}: no allowed GPU can run it ({'; '.join(reasons)})")
+    return lines
+
+
+def _unplaceable(inputs: Inputs, cands: Candidates, probe, free: Probe) -> list[str]:
+    """No plan even without budgets and power cap: which workloads cannot be placed alone."""
+    if not free.exact:
+        return [
+            f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"
+        ]
+    lines = []
+    for n in list(cands.train) + list(cands.serve):
+        alone = probe(
+            relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n})
+        )
+        if alone.value is None:
+            lines.append(explain_workload(inputs, cands, n))
+    if not lines:
+        lines.append(
+            "each workload can be placed alone, but not all together: they compete for "
+            "capped rental offers (max_gpus) or reserved capacity; allow more GPU types or offers"
+        )
+    return lines
+
+
+def _limit_spec(inputs: Inputs) -> dict[str, tuple]:
+    """The limits the problem sets: key -> (objective to minimize, limit, label, format)."""
+    p = inputs.problem
     spec = {
         "capex": (
             "capex",
@@ -399,14 +418,18 @@ def diagnose_infeasible(
             lambda x: f"{x:,.1f} kW",
         ),
     }
-    keys = [k for k in spec if has[k]]
-    unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
+    has = {
+        "capex": True,
+        "total": p.budget.total_usd is not None,
+        "power": p.site.power_cap_kw is not None,
+    }
+    return {k: v for k, v in spec.items() if has[k]}
 
-    def need_alone(key: str) -> Probe:
-        if key not in unlimited:
-            unlimited[key] = probe(relaxed(inputs, True, True, True), spec[key][0])
-        return unlimited[key]
 
+def _limits_too_small(inputs: Inputs, spec: dict, probe, need_alone) -> list[str]:
+    """Each limit too small: with the others as set, or even with no other limit."""
+    lines: list[str] = []
+    keys = list(spec)
     for key in keys:
         objective, limit, label, fmt = spec[key]
         res = probe(
@@ -430,11 +453,13 @@ def diagnose_infeasible(
                 f"{label} = {fmt(limit)}; even with no other limit a plan needs at least "
                 f"{fmt(alone.value)} (short by {fmt(alone.value - limit)})"
             )
-    if lines:
-        return lines + fabric_notes(inputs, cands)
+    return lines
+
+
+def _limits_together(spec: dict, need_alone) -> list[str]:
+    """Every limit is large enough on its own; together they leave no plan."""
     parts = []
-    for key in keys:
-        objective, limit, label, fmt = spec[key]
+    for key, (_, limit, label, fmt) in spec.items():
         alone = need_alone(key)
         if alone.value is not None:
             parts.append(
