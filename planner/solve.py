@@ -23,14 +23,22 @@ from planner.errors import InputError, SolverError
 from planner.model import PlannerModel
 from planner.tolerances import whole
 
-SOLVERS = ("auto", "cbc", "highs")
+SOLVERS = ("auto", "cbc", "highs", "scip")
+
+def scip_available() -> bool:
+    try:
+        import pyscipopt  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def pick_solver(m: PlannerModel) -> str:
     """``--solver auto``: HiGHS, which closed every benchmark size CBC closed and more
-    (benchmarks/README.md) and solves the reference in ~12 s where CBC stops at its time
-    limit with a 4 % gap; CBC (PuLP's bundled default, where the project began) stays
-    selectable with ``--solver cbc``."""
+    (benchmarks/README.md). SCIP (``--solver scip``) solves the exact model (every rented
+    replica integer) and can prove the reference optimal ($749,673), but its time varies
+    with its random seed from 23 s to over 120 s on that model (measured on 2 cores), so it
+    is not the default; CBC (PuLP's bundled default) stays selectable with ``--solver cbc``."""
     return "highs"
 
 
@@ -185,6 +193,63 @@ class _BulkHiGHS(pulp.HiGHS):
             sol.col_value = [float(v.varValue or 0.0) for v in variables]
             sol.value_valid = True
             lp.solverModel.setSolution(sol)
+
+
+class _SCIP(pulp.SCIP_PY):
+    """PuLP's SCIP interface (``pyscipopt``), run in a worker thread as :class:`_BulkHiGHS`:
+    SCIP's own Ctrl-C handler is off, so an interrupt reaches the planner, which stops SCIP
+    (``interruptSolve``) and goes on with the interrupt; SCIP is also stopped at its time
+    limit plus :data:`HIGHS_GRACE_S` if it overruns it."""
+
+    def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        with _quiet_stdout_fd():  # SCIP's banner would corrupt `--json -`
+            super().buildSolverModel(lp)
+        lp.solverModel.setParam("misc/catchctrlc", False)
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        import threading
+
+        done = threading.Event()
+        model = lp.solverModel
+
+        def work() -> None:
+            try:
+                with _quiet_stdout_fd():
+                    model.optimizeNogil()
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="scip", daemon=True).start()
+        stop_at = time.perf_counter() + (self.timeLimit or math.inf) + HIGHS_GRACE_S
+        try:
+            while not done.wait(0.1):
+                if time.perf_counter() > stop_at:
+                    model.interruptSolve()
+                    stop_at = math.inf
+        except BaseException:
+            model.interruptSolve()
+            done.wait(10.0)
+            raise
+
+
+def _solve_scip(m: PlannerModel, time_limit: float, gap: float) -> float | None:
+    """Solve the exact model (every rented replica integer) with SCIP; returns SCIP's
+    relative gap (None without a plan). The replicas' categories are restored afterwards."""
+    relaxed = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
+    try:
+        for v in relaxed:
+            v.cat = pulp.LpInteger
+        try:
+            m.prob.solve(_SCIP(msg=False, timeLimit=max(0.1, time_limit), gapRel=gap))
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"SCIP failed: {exc}") from None
+    finally:
+        for v in relaxed:
+            v.cat = pulp.LpContinuous
+    if m.prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return None
+    round_up_replicas(m)  # snap SCIP's integers (within its feasibility tolerance) to whole
+    return max(0.0, float(m.prob.solverModel.getGap()))
 
 
 # From this many integer variables HiGHS is handed a MIP start (:func:`mip_start`): on the
@@ -532,8 +597,13 @@ def solve_model(
     start = time.perf_counter()
     log = ""
     lp_bound: float | None = None
+    scip_gap: float | None = None
     if solver == "cbc":
         log, lp_bound = _solve_cbc(m, time_limit, gap, threads)
+    elif solver == "scip":
+        if not scip_available():
+            raise InputError("--solver scip: pyscipopt is not installed (pip install pyscipopt)")
+        scip_gap = _solve_scip(m, time_limit, gap)
     else:
         start_plan, lp_s = False, 0.0
         if _large(m):
@@ -561,7 +631,9 @@ def solve_model(
         _SEARCHED: "feasible",
     }.get(log) or _status(m.prob, elapsed, time_limit)
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
-    if solver == "cbc":
+    if solver == "scip":
+        rel_gap = scip_gap if objective is not None else None
+    elif solver == "cbc":
         rel_gap = _cbc_gap(log, objective) if objective is not None else None
         if objective is not None and lp_bound is not None:
             rel_gap = _with_bound(objective, 1.0 if rel_gap is None else rel_gap, lp_bound)

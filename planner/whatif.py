@@ -810,8 +810,10 @@ def run_whatif(
     """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written."""
     if not isinstance(base, Base):
         base = load_base(base)
-    if solver not in ("auto", "cbc", "highs"):
-        raise InputError(f"--solver: unknown solver {solver!r}; allowed: auto, cbc, highs")
+    from planner.solve import SOLVERS
+
+    if solver not in SOLVERS:
+        raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
     vs = make_varies(base, list(varies) if varies else default_varies(base))
     tasks = make_tasks(base, vs, solver, time_limit, gap)
     if with_base:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-SOLVERS = click.Choice(["auto", "cbc", "highs"], case_sensitive=False)
+SOLVERS = click.Choice(["auto", "cbc", "highs", "scip"], case_sensitive=False)
 
 
 class _FiniteRange(click.ParamType):
