@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from planner.candidates import Candidates, build_candidates, check_candidates
 from planner.errors import InfeasibleError, SolverError
 from planner.extract import extract_plan
@@ -10,6 +12,29 @@ from planner.plan import Plan
 from planner.problem import Inputs
 from planner.solve import SolveResult, solve_model
 
+# Share of a command's time limit kept for what follows the solve (extracting, verifying and
+# writing the plan, the buy margins) when the limit bounds the whole command.
+AFTER_SOLVE_SHARE = 0.2
+# ... and never less than this many seconds of it for the solver itself.
+MIN_SOLVE_S = 1.0
+
+
+def solver_seconds(limit: float, deadline: float | None, now: float) -> float:
+    """The solver's time limit: ``limit``, or with a command ``deadline`` (a
+    ``time.perf_counter()`` instant) what is left of it less :data:`AFTER_SOLVE_SHARE` of
+    ``limit`` for the steps after the solve, at least :data:`MIN_SOLVE_S`.
+
+    >>> solver_seconds(60.0, None, 0.0)
+    60.0
+    >>> solver_seconds(60.0, 60.0, 5.0)   # 55 s left, 12 s of them kept for after the solve
+    43.0
+    >>> solver_seconds(10.0, 10.0, 9.5)
+    1.0
+    """
+    if deadline is None:
+        return limit
+    return max(MIN_SOLVE_S, deadline - now - AFTER_SOLVE_SHARE * limit)
+
 
 def solve_inputs(
     inputs: Inputs,
@@ -17,15 +42,19 @@ def solve_inputs(
     time_limit: float | None = None,
     gap: float | None = None,
     cands: Candidates | None = None,
+    deadline: float | None = None,
 ) -> tuple[PlannerModel, SolveResult]:
+    """Build and solve; with ``deadline`` (``time.perf_counter()`` instant by which the whole
+    command must end) the solver gets what building left (:func:`solver_seconds`)."""
     cands = cands or build_candidates(inputs)
     check_candidates(inputs, cands)
     m = build_model(inputs, cands)
     opts = inputs.problem.solver
+    limit = time_limit if time_limit is not None else opts.time_limit_s
     result = solve_model(
         m,
         solver=solver,
-        time_limit=time_limit if time_limit is not None else opts.time_limit_s,
+        time_limit=solver_seconds(limit, deadline, time.perf_counter()),
         gap=gap if gap is not None else opts.gap,
     )
     return m, result
@@ -37,9 +66,11 @@ def plan_problem(
     time_limit: float | None = None,
     gap: float | None = None,
     diagnose: bool = True,
+    deadline: float | None = None,
 ) -> Plan:
-    """Solve a problem and return its Plan; an infeasible problem raises InfeasibleError."""
-    m, result = solve_inputs(inputs, solver, time_limit, gap)
+    """Solve a problem and return its Plan; an infeasible problem raises InfeasibleError.
+    ``deadline``: see :func:`solve_inputs`."""
+    m, result = solve_inputs(inputs, solver, time_limit, gap, deadline=deadline)
     if result.status == "infeasible":
         diagnosis: list[str] = []
         if diagnose:

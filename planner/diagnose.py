@@ -679,7 +679,8 @@ class _Resolver:
     noise: float = 0.0  # the plan's own gap (a repaired plan's can exceed the solver's)
 
     def outcome(self, inputs: Inputs, cands: Candidates) -> str:
-        """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan."""
+        """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan; a re-solve
+        stopped by its time limit says so and gives the range its bound proves."""
         # Differences within the solver's gap are noise, not the worth of the change.
         tol = max(abs(self.total) * max(self.gap, self.noise), 1.0)
         mm = build_model(inputs, cands)
@@ -688,10 +689,20 @@ class _Resolver:
             return f"no plan ({rr.status})"
         new = float(rr.objective or 0.0)
         d = new - self.total
+        unproven = ""
+        if rr.status == "feasible" and rr.gap is not None:
+            low = new * (1 - rr.gap)
+            unproven = (
+                f"; re-solved for {rr.seconds:.0f} s, not proven: the cost without it is "
+                f"between {_fmt_usd(low)} and {_fmt_usd(new)}"
+            )
         if abs(d) <= tol:
-            return f"PV {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})"
+            return (
+                f"PV {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})" + unproven
+            )
         pct = f", {d / self.total:+.1%}" if self.total else ""
-        return f"PV {_fmt_usd(new)} ({'+' if d >= 0 else '-'}{_fmt_usd(abs(d))}{pct})"
+        sign = "+" if d >= 0 else "-"
+        return f"PV {_fmt_usd(new)} ({sign}{_fmt_usd(abs(d))}{pct}){unproven}"
 
 
 def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str]:
@@ -854,19 +865,37 @@ def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:
     ]
 
 
-def buy_margins(inputs: Inputs, plan: Plan, solver: str = "auto") -> list[str]:
+# A margin's re-solve is not worth starting with less than this many seconds for it.
+MIN_MARGIN_S = 1.0
+
+
+def buy_margins(
+    inputs: Inputs, plan: Plan, solver: str = "auto", time_limit: float | None = None
+) -> list[str]:
     """How close buying is to the next-best plan: for each GPU type the plan buys, the line
     ``planner explain`` prints for the problem without that type (re-solved), e.g.
-    ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``."""
+    ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``.
+
+    ``time_limit``: seconds for all the re-solves together, shared equally (``planner solve``
+    gives what its own time limit leaves); None gives each the problem's solver time limit.
+    With less than :data:`MIN_MARGIN_S` per type the margins are not computed, and the line
+    says so and where to get them."""
     bought = list(dict.fromkeys(p.gpu for p in plan.purchases))
     if not bought:
         return []
     opts = inputs.problem.solver
+    per_type = opts.time_limit_s if time_limit is None else time_limit / len(bought)
+    if per_type < MIN_MARGIN_S:
+        return [
+            f"not computed: the time limit left {max(time_limit or 0.0, 0.0):.0f} s for "
+            f"{len(bought)} re-solve(s); `planner explain PROBLEM` prints what the plan would "
+            "cost without each GPU type it buys."
+        ]
     cands = build_candidates(inputs)
     rs = _Resolver(
         plan.objective_usd if plan.objective_usd is not None else plan.totals.total_usd,
         solver,
-        opts.time_limit_s,
+        per_type,
         opts.gap,
     )
     used = {p.gpu for p in plan.purchases} | {r.gpu for r in plan.rentals}

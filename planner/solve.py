@@ -25,6 +25,7 @@ from planner.tolerances import whole
 
 SOLVERS = ("auto", "cbc", "highs", "scip")
 
+
 def scip_available() -> bool:
     try:
         import pyscipopt  # noqa: F401
@@ -648,7 +649,10 @@ def solve_model(
     if objective is not None:
         relaxed = objective
         bound_usd = repair_bound(m)
-        whole_replicas(m, min(time_limit, 30.0), threads)
+        # the repair is part of the time limit (it must run: it makes replicas whole; a
+        # stopped re-solve falls back to rounding up)
+        left = time_limit - (time.perf_counter() - start)
+        whole_replicas(m, min(REPAIR_S, max(MIN_REPAIR_S, left)), threads)
         # the repair re-chooses rentals: dearer (whole replicas) or, after a time-limited
         # solve, sometimes cheaper; the objective is the repaired plan's either way
         objective = pulp.value(m.prob.objective)
@@ -728,6 +732,8 @@ def _with_bound(objective: float, rel_gap: float, bound: float | None) -> float:
     return max(0.0, 1 - best / objective)
 
 
+# Seconds at most, and at least, the repair's re-solve gets (:func:`whole_replicas`).
+REPAIR_S, MIN_REPAIR_S = 30.0, 0.5
 # Seconds at most the exact model (whole rentals) gets after the repair, started from the
 # repaired plan: it proves the repaired plan optimal on problems of a few hundred cells (~1 s
 # on problems/finetune_lab.yaml and inference_startup.yaml); on the reference, where the
