@@ -89,6 +89,10 @@ def _quiet_stdout_fd() -> Iterator[None]:
 
 # Seconds past its time limit after which a HiGHS run is cancelled (:class:`_BulkHiGHS`).
 HIGHS_GRACE_S = 0.5
+# Seconds an interrupted solve is given to stop before the interrupt goes on regardless (the
+# solver's thread is a daemon and ends with the process): HiGHS checks its cancel flag only
+# between steps, and in presolve on a 10-workload, 36-month model took ~10 s to see it.
+INTERRUPT_WAIT_S = 2.0
 
 
 class _BulkHiGHS(pulp.HiGHS):
@@ -132,7 +136,7 @@ class _BulkHiGHS(pulp.HiGHS):
                     stop_at = math.inf
         except BaseException:
             lp.solverModel.cancelSolve()
-            done.wait(10.0)  # HiGHS stops at its next check; leave it no time to print
+            done.wait(INTERRUPT_WAIT_S)  # HiGHS stops at its next check; leave it no time to print
             raise
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)
@@ -229,7 +233,7 @@ class _SCIP(pulp.SCIP_PY):
                     stop_at = math.inf
         except BaseException:
             model.interruptSolve()
-            done.wait(10.0)
+            done.wait(INTERRUPT_WAIT_S)
             raise
 
 

@@ -32,12 +32,11 @@ def near(got, want) -> bool:
 @pytest.fixture(scope="module")
 def books(tmp_path_factory):
     soffice()  # fail before the solves if LibreOffice is missing
-    from planner.api import plan_problem
-    from planner.problem import load_problem
+    from tests.solved import solved
 
     d = tmp_path_factory.mktemp("finance_recalc")
     plans = {"curve": server_plan("curve"), "straight_line": server_plan("straight_line")}
-    write_json(plan_problem(load_problem(REFERENCE)), d / "reference.json")
+    write_json(solved(REFERENCE)[1], d / "reference.json")
     plans["reference"] = load_plan(d / "reference.json")  # as `planner report` reads it
     paths = {k: d / f"{k}.xlsx" for k in plans}
     for k, plan in plans.items():

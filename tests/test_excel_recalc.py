@@ -367,17 +367,16 @@ REFERENCE = Path(__file__).resolve().parents[1] / "problems" / "2m_budget.yaml"
 
 def test_pdf_page_one_is_the_decision(tmp_path):
     """LibreOffice prints the reference workbook; page 1 says the decision, the years, the risks."""
-    from planner.api import plan_problem
     from planner.diagnose import buy_margins
-    from planner.problem import load_problem
+    from tests.solved import solved
 
     exe = soffice()
     pdftotext = shutil.which("pdftotext")
     assert pdftotext, "pdftotext (poppler-utils) is required to read the PDF"
-    inputs = load_problem(REFERENCE)
-    plan = plan_problem(inputs)
+    inputs, plan = solved(REFERENCE)
     path = tmp_path / "2m_budget.xlsx"
-    write_workbook(plan, path, margins=buy_margins(inputs, plan))
+    # bounded as `planner solve` bounds them (10 % of its default 60 s limit)
+    write_workbook(plan, path, margins=buy_margins(inputs, plan, time_limit=6.0))
     profile = tmp_path / "lo_profile"
     subprocess.run(
         [

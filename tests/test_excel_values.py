@@ -75,10 +75,9 @@ def test_pandas_reads_summary_totals_equal_to_the_plan(saved):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The reference problem solved (about a second): its workload costs are the solver's."""
-    from planner.api import plan_problem
-    from planner.problem import load_problem
+    from tests.solved import solved
 
-    plan = plan_problem(load_problem(REFERENCE))
+    _, plan = solved(REFERENCE)
     path = tmp_path_factory.mktemp("reference") / "2m_budget.xlsx"
     write_workbook(plan, path)
     return plan, path

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import json
 import math
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from planner.api import plan_problem
 from planner.candidates import build_candidates, spot_overhead_for
 from planner.plan import Plan
-from planner.problem import Inputs, load_problem
+from planner.problem import Inputs
 from planner.verify import verify_plan
 
 PROBLEMS = sorted((Path(__file__).resolve().parent.parent / "problems").glob("*.yaml"))
 
 
-@cache
 def solved(path: str) -> tuple[Inputs, Plan]:
-    inputs = load_problem(path)
-    return inputs, plan_problem(inputs, time_limit=60)
+    from tests.solved import solved as shared
+
+    return shared(path)
 
 
 def test_there_are_example_problems():

@@ -28,9 +28,10 @@ def _with_spot(tmp_path: Path, spot: dict) -> Path:
 
 
 def test_spot_is_off_unless_asked_for():
-    inputs = load_problem(REFERENCE)
+    from tests.solved import solved
+
+    inputs, plan = solved(REFERENCE)
     assert all(not j.spot.allowed for j in inputs.problem.workloads.train)
-    plan = plan_problem(inputs)
     assert not [r for r in plan.rentals if r.kind == "spot"]
 
 

@@ -18,7 +18,7 @@ from planner.api import plan_problem
 from planner.cli import cli
 from planner.errors import ExitCode
 from planner.plan import Plan, write_json
-from planner.problem import load_problem, load_problem_text
+from planner.problem import load_problem_text
 from planner.verify import verify_plan, verify_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,9 +50,9 @@ workloads:
 
 @pytest.fixture(scope="module")
 def solved():
-    inputs = load_problem(BUDGET)
-    plan = plan_problem(inputs)
-    return inputs, plan
+    from tests.solved import solved as shared
+
+    return shared(BUDGET)  # solved once per test process, shared with test_verify_families
 
 
 @pytest.fixture(scope="module")

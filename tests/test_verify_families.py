@@ -18,7 +18,7 @@ import pytest
 
 from planner.api import plan_problem
 from planner.plan import Plan
-from planner.problem import Inputs, load_problem, load_problem_text
+from planner.problem import Inputs, load_problem_text
 from planner.verify import (
     FAMILIES,
     Finding,
@@ -51,8 +51,9 @@ BY_NAME = {
 
 @pytest.fixture(scope="module")
 def solved() -> tuple[Inputs, Plan]:
-    inputs = load_problem(BUDGET)
-    return inputs, plan_problem(inputs)
+    from tests.solved import solved as shared
+
+    return shared(BUDGET)  # solved once per test process, shared with tests/test_verify.py
 
 
 @pytest.fixture(scope="module")

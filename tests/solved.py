@@ -1,0 +1,33 @@
+"""The shipped problems solved once per test process, shared by every test module.
+
+The reference (problems/2m_budget.yaml) takes ~17 s to solve; nine modules read its plan.
+Each caller gets its own deep copy, so a test that tampers with a plan changes no other
+test's. With pytest-xdist each worker process solves at most once per problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+
+from planner.plan import Plan
+from planner.problem import Inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "problems" / "2m_budget.yaml"
+
+
+@functools.cache
+def _solve(path: str) -> tuple[Inputs, Plan]:
+    from planner.api import plan_problem
+    from planner.problem import load_problem
+
+    inputs = load_problem(path)
+    return inputs, plan_problem(inputs, time_limit=60)
+
+
+def solved(path: str | Path = REFERENCE) -> tuple[Inputs, Plan]:
+    """(inputs, plan) of the problem file at ``path`` with the default solver, limit 60 s."""
+    inputs, plan = _solve(str(Path(path).resolve()))
+    return copy.deepcopy(inputs), plan.model_copy(deep=True)
