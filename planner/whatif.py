@@ -637,8 +637,17 @@ def run_task(task: Task) -> ScenarioResult:
 
     try:
         inputs = scenario_inputs(task)
+        # the per-scenario time limit bounds the scenario, building and extracting included
+        limit = (
+            task.time_limit if task.time_limit is not None else inputs.problem.solver.time_limit_s
+        )
         plan = plan_problem(
-            inputs, solver=task.solver, time_limit=task.time_limit, gap=task.gap, diagnose=False
+            inputs,
+            solver=task.solver,
+            time_limit=limit,
+            gap=task.gap,
+            diagnose=False,
+            deadline=t0 + limit,
         )
     except InputError as exc:
         return fail("invalid", str(exc))
