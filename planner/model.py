@@ -915,7 +915,7 @@ EXACT_RENTAL_CELLS = 300
 # (:func:`_add_in_use`). Below, they gave no better plans and a dearer reference; above (the
 # 200-workload, 36-month benchmark: 116k cells, 259k rows), the LP relaxation that the MIP
 # start rounds no longer finished in half of a 120 s limit, and HiGHS's own plan cost 4x more.
-IN_USE_PER_CELL = (5_000, 50_000)
+IN_USE_PER_CELL = (0, 50_000)
 
 
 def _rental_cells(m: PlannerModel) -> int:
