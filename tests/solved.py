@@ -24,10 +24,10 @@ def _solve(path: str) -> tuple[Inputs, Plan]:
     from planner.problem import load_problem
 
     inputs = load_problem(path)
-    return inputs, plan_problem(inputs, time_limit=60)
+    return inputs, plan_problem(inputs)  # the file's own solver options (default 60 s)
 
 
 def solved(path: str | Path = REFERENCE) -> tuple[Inputs, Plan]:
-    """(inputs, plan) of the problem file at ``path`` with the default solver, limit 60 s."""
+    """(inputs, plan) of the problem file at ``path`` with the default solver and its limit."""
     inputs, plan = _solve(str(Path(path).resolve()))
     return copy.deepcopy(inputs), plan.model_copy(deep=True)
