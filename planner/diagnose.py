@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -876,27 +877,52 @@ def buy_margins(
     ``planner explain`` prints for the problem without that type (re-solved), e.g.
     ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``.
 
-    ``time_limit``: seconds for all the re-solves together, shared equally (``planner solve``
-    gives what its own time limit leaves); None gives each the problem's solver time limit.
-    With less than :data:`MIN_MARGIN_S` per type the margins are not computed, and the line
-    says so and where to get them."""
+    ``time_limit``: seconds for all of it together, building included (``planner solve`` gives
+    what its own time limit leaves); each re-solve gets an equal share of what is left when it
+    starts; None gives each the problem's solver time limit. A type reached with less than
+    :data:`MIN_MARGIN_S` left is not computed, and its line says so and where to get it."""
     bought = list(dict.fromkeys(p.gpu for p in plan.purchases))
     if not bought:
         return []
     opts = inputs.problem.solver
-    per_type = opts.time_limit_s if time_limit is None else time_limit / len(bought)
-    if per_type < MIN_MARGIN_S:
-        return [
-            f"not computed: the time limit left {max(time_limit or 0.0, 0.0):.0f} s for "
-            f"{len(bought)} re-solve(s); `planner explain PROBLEM` prints what the plan would "
-            "cost without each GPU type it buys."
-        ]
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    if deadline is not None and time_limit / len(bought) < MIN_MARGIN_S:
+        return [_margin_not_computed(max(time_limit, 0.0), len(bought))]
     cands = build_candidates(inputs)
-    rs = _Resolver(
-        plan.objective_usd if plan.objective_usd is not None else plan.totals.total_usd,
-        solver,
-        per_type,
-        opts.gap,
-    )
+    total = plan.objective_usd if plan.objective_usd is not None else plan.totals.total_usd
     used = {p.gpu for p in plan.purchases} | {r.gpu for r in plan.rentals}
-    return [_gpu_whatif(inputs, cands, g, used, rs) for g in bought]
+    lines = []
+    for i, g in enumerate(bought):
+        per_type = opts.time_limit_s
+        if deadline is not None:
+            per_type = (deadline - time.perf_counter()) / (len(bought) - i)
+            if per_type < MIN_MARGIN_S:
+                lines.append(f"without {g}: " + _margin_not_computed(per_type, 1))
+                continue
+        rs = _Resolver(total, solver, per_type, opts.gap)
+        lines.append(_gpu_whatif(inputs, cands, g, used, rs))
+    return lines
+
+
+def _margin_not_computed(seconds: float, solves: int) -> str:
+    """The Risks line of margins the time limit left no room for."""
+    return (
+        f"not computed: the time limit left {max(seconds, 0.0):.0f} s for {solves} re-solve(s); "
+        "`planner explain PROBLEM` prints what the plan would cost without each GPU type it buys."
+    )
+
+
+def margins_for(
+    inputs: Inputs, plan: Plan, solver: str, time_limit: float, max_gap: float
+) -> list[str]:
+    """The buy margins ``planner solve`` writes: :func:`buy_margins` in ``time_limit`` when
+    the plan's own gap is at most ``max_gap``; above it the comparison would be noise (both
+    plans are that far from proven), and the line says so."""
+    if plan.purchases and (plan.gap is None or plan.gap > max_gap):
+        gap = "unknown" if plan.gap is None else f"{plan.gap:.1%}"
+        return [
+            f"not computed: the plan is not proven within {max_gap:.0%} (gap {gap}), so a "
+            "re-solve without a GPU type would compare two unproven plans; `planner explain "
+            "PROBLEM --time-limit S` with a longer limit prints it."
+        ]
+    return buy_margins(inputs, plan, solver=solver, time_limit=time_limit)

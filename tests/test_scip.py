@@ -81,3 +81,22 @@ def test_buy_margins_left_no_time_say_so_without_solving():
     assert plan.purchases
     (line,) = buy_margins(inputs, plan, time_limit=0.3)
     assert line.startswith("not computed") and "planner explain" in line
+
+
+def test_margins_of_an_unproven_plan_are_not_computed():
+    """A plan far from proven (gap above the limit) gets no margins: comparing two unproven
+    plans is noise; a proven one in the same time gets them as `planner explain` words them."""
+    from planner.diagnose import margins_for
+
+    inputs = problem(
+        months=12,
+        capex=15_000,
+        gpus=[gpu(price=10_000)],
+        offers=[offer("cloud-g1", "g1", 2.0)],
+        serve=[serve_workload(rps=3.0)],
+    )
+    m = build_model(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
+    plan = extract_plan(m, solve_model(m, solver="highs", time_limit=30))
+    loose = plan.model_copy(update={"gap": 0.05})
+    (line,) = margins_for(inputs, loose, "auto", 60.0, 0.01)
+    assert line.startswith("not computed") and "5.0%" in line
