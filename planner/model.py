@@ -99,8 +99,10 @@ Constraints (label used for the constraint names)
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) - R_k L[k,p] >= D[k,t,s] / max_load_k:
                                 headroom, and R_k replicas of the largest type in use down
 ``serve_floor_<k>_<t>_<s>``     sum_r (n + sum_o q) >= 1 + R_k: a live service keeps replicas up
-``serve_largest_<k>_<r>_<p>``   L[k,p] >= mu_r on[k,r,p] (L >= the slowest mu always), per
-                                spare period p of 12 months, for types faster than the slowest
+``serve_largest_<k>_<p>``       L[k,p] - sum_i (mu_i - mu_{i-1}) on[k,i,p] >= mu_0 over the types
+                                faster than the slowest (mu_0), sorted by rate, per spare period
+                                p of 12 months; ``serve_largest_order_<k>_<r>_<p>``: on_{i+1} <=
+                                on_i (on_i: the largest type in use is at least as fast as i)
 ``serve_in_use_<k>_<r>_<t>``    sum_{s, o} (n + q)[k,r,.,t,s] <= (sum of their bounds) on[k,r,p]
                                 (t in p): a type serves only in periods it is counted in L; from
                                 5,000 to 50,000 rental cells one row per slice, ``sum_o (n + q)
@@ -247,6 +249,10 @@ class PlannerModel:
     sell: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)  # (entry, t)
     sold: dict[tuple[str, int], dict] = field(default_factory=dict)  # cards sold by month t
     on: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
+    # per (workload, month) of a single-shape service: its ordered flags (rate, on), slowest first
+    spare_order: dict[tuple[str, int], list[tuple[float, pulp.LpVariable]]] = field(
+        default_factory=dict
+    )
     # request mixes: req/s of capacity (demand / max_load) given to a bucket by the replicas
     # of one type (owned and rented pooled), keyed (workload, bucket, candidate key, t, s)
     alloc: dict[tuple[str, str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
@@ -756,6 +762,8 @@ def add_serving_constraints(m: PlannerModel) -> None:
             largest = periods[first]
             for key, on in largest.flags.items():
                 m.on[(w, key, t)] = on
+            if largest.order:
+                m.spare_order[(w, t)] = largest.order
             if largest.minus:
                 m.largest[(w, t)] = largest.minus[0][0]
             for s in range(len(slices)):
@@ -950,6 +958,7 @@ class _Largest:
 
     minus: list[tuple[pulp.LpVariable, float]] = field(default_factory=list)
     flags: dict[str, pulp.LpVariable] = field(default_factory=dict)
+    order: list[tuple[float, pulp.LpVariable]] = field(default_factory=list)  # by rate
     constant: float = 0.0
 
 
@@ -962,9 +971,19 @@ SPARE_PERIOD_MONTHS = 12
 
 
 def _largest_replica(m: PlannerModel, w: str, t: int, options: list, R: int) -> _Largest:
-    """``L[w,p] >= mu_r on[w,r,p]`` for each replica type faster than the slowest (``L >=
-    mu_min`` always: some replica is up), for the period ``p`` starting in month ``t``; one
-    type only: ``L = mu`` is a constant."""
+    """The largest replica rate in use ``L[w,p]`` for the period ``p`` starting in month
+    ``t``, in incremental form over the types faster than the slowest, sorted by rate
+    ``mu_1 <= mu_2 <= ...`` (``mu_0`` the slowest's; one type only: ``L = mu`` is a constant)::
+
+        serve_largest_<k>_<p>            L - sum_i (mu_i - mu_{i-1}) on_i >= mu_0
+        serve_largest_order_<k>_<r>_<p>  on_{i+1} <= on_i
+
+    ``on_i`` reads "the largest type in use is at least as fast as type i", so type i may
+    serve only where ``on_i`` is 1 (``serve_in_use``), and ``L >= mu_i`` then. This is the
+    same set of plans as ``L >= mu_i on_i`` per type (a flag costs nothing; a slower type's
+    flag set with a faster one's only permits it), with a tighter LP: on the reference the
+    exact model's LP bound is $710,250 against $697,639, and HiGHS proves the optimum from
+    it in 5.4 s instead of 9.4 s."""
     out = _Largest()
     if R == 0 or not options:
         return out
@@ -976,12 +995,28 @@ def _largest_replica(m: PlannerModel, w: str, t: int, options: list, R: int) -> 
     month = m.cands.months[t]
     big = m.var(nid("largest", w, month), lo, max(rates.values()))
     out.minus = [(big, -float(R))]
-    for key, mu in sorted(rates.items()):
-        if mu > lo * (1 + 1e-12):
-            on = m.var(nid("on", w, key, month), 0, 1, pulp.LpInteger)
-            out.flags[key] = on
-            m.add([(big, 1.0), (on, -mu)], GE, 0, nid("serve_largest", w, key, month))
+    steps, below, prev = [(big, 1.0)], None, lo
+    for mu, key in sorted((mu, key) for key, mu in rates.items() if mu > lo * (1 + 1e-12)):
+        on = m.var(nid("on", w, key, month), 0, 1, pulp.LpInteger)
+        out.flags[key] = on
+        out.order.append((mu, on))
+        steps.append((on, -(mu - prev)))
+        if below is not None:
+            m.add([(on, 1.0), (below, -1.0)], LE, 0, nid("serve_largest_order", w, key, month))
+        below, prev = on, mu
+    m.add(steps, GE, lo, nid("serve_largest", w, month))
     return out
+
+
+def spare_flags(m: PlannerModel, w: str, key: str, t: int) -> list[pulp.LpVariable]:
+    """The in-use flags a plan sets when replica type ``key`` is the largest it uses in month
+    ``t``: its own and every slower type's (the flags are ordered, :func:`_largest_replica`);
+    a request mix's flags are per type (:func:`add_mix_serving_constraints`)."""
+    order = m.spare_order.get((w, t))
+    if order is None:
+        return [m.on[(w, key, t)]] if (w, key, t) in m.on else []
+    mu = m.serve_cand(w, key).rate_rps
+    return [on for rate, on in order if rate <= mu * (1 + 1e-12)]
 
 
 def add_capacity_constraints(m: PlannerModel) -> None:

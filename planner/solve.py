@@ -433,10 +433,12 @@ def _serve_start_pairs(m: PlannerModel) -> dict | None:
 
 def _start_largest(m: PlannerModel, w: str, c, t: int) -> None:
     """The start's spare term: the one replica type in use is the largest."""
+    from planner.model import spare_flags
+
     if (w, t) in m.largest:
         m.largest[(w, t)].varValue = c.rate_rps
-    if (w, c.key, t) in m.on:
-        m.on[(w, c.key, t)].varValue = 1.0
+    for on in spare_flags(m, w, c.key, t):
+        on.varValue = 1.0
 
 
 def _train_start_offers(m: PlannerModel) -> dict | None:

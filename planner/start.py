@@ -24,7 +24,7 @@ import pulp
 from planner import tolerances as tol
 from planner.candidates import offer_restricted, progress_per_wall_hour
 from planner.demand import HOURS_PER_MONTH
-from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service
+from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service, spare_flags
 
 # Fleet roundings tried by :func:`best_rounded_start`: the LP's nodes rounded down, rounded at
 # a quarter node, rounded up, and no fleet at all (every service rented). On the 10-workload,
@@ -440,8 +440,8 @@ def _apply(m: PlannerModel, w: str, period: list[int], option: tuple) -> None:
         if (w, t) in m.largest:
             m.largest[(w, t)].varValue = largest
         for k in used:
-            if (w, k, t) in m.on:
-                m.on[(w, k, t)].varValue = 1.0
+            for on in spare_flags(m, w, k, t):
+                on.varValue = 1.0
 
 
 def _rental_pairs(m: PlannerModel) -> dict[str, list[tuple[str, str]]]:
