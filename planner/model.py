@@ -898,10 +898,11 @@ def _add_in_use(
     over a month's slices and options, as in the compact row, it is several times too large
     and the LP sets ``on`` (and with it the spare) to a fraction. The fine rows lift the LP
     bound of the 50-workload, 36-month benchmark from $2.53M to $2.69M and its plan from
-    $4.29M to $4.07M; on models of a few thousand rental cells (every file in problems/) they
-    gave no better plans and a dearer reference within its time limit, so those keep the
-    compact rows. (One row per spare period was smaller still, but HiGHS 1.16's presolve
-    returned a dearer plan as optimal on tests/fixtures/infeasible/budget.yaml with it.)
+    $4.29M to $4.07M; on the reference they lift the exact model's LP bound from $685,301 to
+    $697,639, and HiGHS proves its optimum in 13-30 s from scratch where with the compact rows
+    it stopped at 2 % after 90 s (issue 25), so small models have them too. (One row per spare
+    period was smaller still, but HiGHS 1.16's presolve returned a dearer plan as optimal on
+    tests/fixtures/infeasible/budget.yaml with it.)
     """
     for (key, t, s), xs in in_use.items():
         on = m.on[(w, key, t)]
@@ -917,12 +918,14 @@ def _add_in_use(
 # Up to this many rented (pair, month, slice) cells every rented replica is an integer of
 # the model (the exact optimum); above it, uncapped rentals are solved as continuous and made
 # whole afterwards (the repair step, :func:`planner.solve.whole_replicas`). Integer rentals
-# everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells).
+# everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells);
+# small models are then proven on the exact model from the repaired plan
+# (:data:`planner.solve.EXACT_POLISH_INTEGERS`), which needs that plan as its start.
 EXACT_RENTAL_CELLS = 300
-# Between these many rented cells the spare's in-use rows are per load slice
-# (:func:`_add_in_use`). Below, they gave no better plans and a dearer reference; above (the
-# 200-workload, 36-month benchmark: 116k cells, 259k rows), the LP relaxation that the MIP
-# start rounds no longer finished in half of a 120 s limit, and HiGHS's own plan cost 4x more.
+# Up to this many rented cells the spare's in-use rows are per load slice (:func:`_add_in_use`;
+# from 0 since issue 25: they make the reference provable). Above (the 200-workload, 36-month
+# benchmark: 116k cells, 259k rows), the LP relaxation that the MIP start rounds no longer
+# finished in half of a 120 s limit, and HiGHS's own plan cost 4x more.
 IN_USE_PER_CELL = (0, 50_000)
 
 
