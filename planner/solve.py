@@ -288,12 +288,13 @@ def _large(m: PlannerModel) -> bool:
 
 def mip_start(
     m: PlannerModel, threads: int, lp_seconds: float = 60.0, deadline: float | None = None
-) -> tuple[bool, float | None, float]:
+) -> tuple[bool, float | None, float, str]:
     """Set ``m``'s variables to the cheaper of two feasible plans, the best LP-rounded one
     (:func:`planner.start.best_rounded_start`, whose search runs until ``deadline``
     after the LP) and the all-rental one (:func:`rental_start`).
 
-    Returns (a start is set, a lower bound, the LP's seconds). The bound is the LP optimum,
+    Returns (a start is set, a lower bound, the LP's seconds, the bound's kind). The bound is
+    the LP optimum,
     or when the LP did not finish :func:`planner.bound.separable_bound` (None where that is
     not computed); the gap uses it when the MIP's own root has not finished. On the
     50-workload, 36-month benchmark: LP 13 s ($2.66M), searched plan $3.88M against the
@@ -316,6 +317,7 @@ def mip_start(
         from planner.bound import separable_bound
 
         bound = separable_bound(m)
+    kind = "the LP relaxation" if solved else "the separable bound (planner/bound.py)"
     # An LP stopped at its limit still leaves a point to round (the rounded plan is checked
     # like any other): on the 200-workload benchmark the LP does not finish in 60 s, and
     # without a start HiGHS found no plan at all in the time left.
@@ -332,11 +334,11 @@ def mip_start(
             (pulp.value(m.prob.objective), {v.name: v.varValue for v in m.prob.variables()})
         )
     if not plans:
-        return False, bound, lp_s
+        return False, bound, lp_s, kind
     _, best = min(plans, key=lambda p: p[0])
     for v in m.prob.variables():
         v.varValue = best[v.name]
-    return True, bound, lp_s
+    return True, bound, lp_s, kind
 
 
 class _Relaxation:
@@ -537,7 +539,7 @@ def _cbc_start(m: PlannerModel, time_limit: float, threads: int) -> tuple[bool, 
     by HiGHS in at most a third of the time limit), else the all-rental plan. Returns (a
     start is set, the LP optimum as a bound or None)."""
     if _large(m):
-        started, bound, _ = mip_start(
+        started, bound, _, _ = mip_start(
             m, threads, lp_seconds=time_limit / 3, deadline=time.perf_counter() + time_limit / 2
         )
         if started:
@@ -610,6 +612,7 @@ def solve_model(
     start = time.perf_counter()
     log = ""
     lp_bound: float | None = None
+    lp_kind = "the LP relaxation"  # CBC's start (on a large model) and mip_start say which
     scip_gap: float | None = None
     if solver == "cbc":
         log, lp_bound = _solve_cbc(m, time_limit, gap, threads)
@@ -620,7 +623,7 @@ def solve_model(
     else:
         start_plan, lp_s = False, 0.0
         if _large(m):
-            start_plan, lp_bound, lp_s = mip_start(
+            start_plan, lp_bound, lp_s, lp_kind = mip_start(
                 m,
                 threads,
                 lp_seconds=LP_SHARE * time_limit,
@@ -665,6 +668,7 @@ def solve_model(
         whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads)
         objective, rel_gap = whole.objective, whole.gap
     repair, bound_usd, exact_proof = whole.repair, whole.bound_usd, whole.exact_proof
+    kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
     elapsed = time.perf_counter() - start  # the repair and polish included
@@ -692,10 +696,32 @@ def solve_model(
         message += (
             f"; rented replicas were solved as fractional and made whole per load slice "
             f"(+${repair:,.0f} present value over the fractional plan, at most "
-            f"${bound_usd:,.0f} by construction; the gap is measured against the fractional "
-            "model's bound, so it overstates the true gap)"
+            f"${bound_usd:,.0f} by construction)"
         )
+    if rel_gap is not None and status in ("optimal", "feasible"):
+        message += f"; the gap is measured against {kind}"
     return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair, bound_usd)
+
+
+def bound_kind(m: PlannerModel, solver: str, other: bool, other_kind: str, polished: bool) -> str:
+    """What the reported gap is measured against: the solver's bound on the exact model
+    (every rented replica whole) or on the relaxed one (rentals fractional: below every plan
+    with whole replicas, so the gap overstates the truth), the better of it and ``other_kind``
+    (the LP relaxation or the separable bound) where ``other``, and the exact model's bound
+    where the polish ran. Every one of these is a valid lower bound for the exact model, so
+    the gap is never below the true one."""
+    name = {"scip": "SCIP's", "cbc": "CBC's"}.get(solver, "HiGHS's")
+    if solver == "scip":
+        return "SCIP's bound on the exact model (every rented replica whole)"
+    relaxed = any(v.cat == pulp.LpContinuous for v in m.q.values())
+    if polished:
+        return (
+            "the better of HiGHS's bounds on the exact model (every rented replica whole) "
+            "and on the relaxed one (rentals fractional)"
+        )
+    model = "the relaxed model (rentals fractional)" if relaxed else "the exact model"
+    text = f"{name} bound on {model}"
+    return f"the better of {text} and {other_kind}" if other else text
 
 
 @dataclass(frozen=True)
@@ -708,6 +734,7 @@ class _Whole:
     repair: float = 0.0
     bound_usd: float = 0.0
     exact_proof: bool = False
+    polished: bool = False
 
 
 def _make_whole(
@@ -736,14 +763,15 @@ def _make_whole(
         bound = relaxed * (1 - (rel_gap or 0.0))
         rel_gap = max(0.0, 1 - bound / objective) if objective else rel_gap
     left = deadline - time.perf_counter()
-    exact_proof = False
+    exact_proof = polished = False
     if (changed or two_stage) and (rel_gap or 0.0) > gap and left > 1.0:
+        polished = True
         bound = objective * (1 - (rel_gap or 0.0))
         polish_s = left if two_stage else POLISH_S
         objective, rel_gap = polish(m, min(left, polish_s), gap, threads, bound)
         exact_proof = two_stage and rel_gap <= gap + 1e-9
     repair = max(0.0, objective - relaxed)
-    return _Whole(objective, rel_gap, repair, bound_usd, exact_proof)
+    return _Whole(objective, rel_gap, repair, bound_usd, exact_proof, polished)
 
 
 def repair_bound(m: PlannerModel) -> float:

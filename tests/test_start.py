@@ -94,7 +94,7 @@ def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
     _, m = _model(6, "all", 12, seed)
     assert rental_start(m)
     rental = pulp.value(m.prob.objective)
-    started, bound, _ = mip_start(m, threads=1)
+    started, bound, _, _ = mip_start(m, threads=1)
     assert started and bound is not None and bound <= rental * (1 + 1e-9)
     assert _feasible_and_whole(m)
     assert pulp.value(m.prob.objective) <= rental * (1 + 1e-9)
@@ -223,7 +223,7 @@ def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     and it still hands over a checked plan (rounded from wherever the LP stopped, or
     all-rental), never below that bound."""
     _, m = _model(6, "all", 12, 0)
-    started, bound, _ = mip_start(m, threads=1, lp_seconds=1e-9)
+    started, bound, _, _ = mip_start(m, threads=1, lp_seconds=1e-9)
     assert started and bound is not None
     assert bound == pytest.approx(separable_bound(m))
     assert _feasible_and_whole(m)
