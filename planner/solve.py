@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,33 +117,12 @@ class _BulkHiGHS(pulp.HiGHS):
             super().createAndConfigureSolver(lp)
 
     def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        """HiGHS runs in a worker thread (it releases the GIL) while this thread waits in
-        0.1 s steps, so Ctrl-C and SIGTERM reach the planner during a solve: HiGHS is
-        cancelled and the interrupt goes on (a plain ``run()`` would hold it to the limit)."""
-        import threading
-
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                lp.solverModel.run()
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="highs", daemon=True).start()
+        """HiGHS runs in a worker thread (:func:`_run_cancellable`)."""
         # HiGHS checks its clock between LP solves: in the root's cut loop of a large model
         # it overran a 15 s limit by 6 s. A cancel at the limit stops it at its next check of
         # the interrupt flag, which comes sooner.
-        stop_at = time.perf_counter() + (self.timeLimit or math.inf) + HIGHS_GRACE_S
-        try:
-            while not done.wait(0.1):
-                if time.perf_counter() > stop_at:
-                    lp.solverModel.cancelSolve()
-                    stop_at = math.inf
-        except BaseException:
-            lp.solverModel.cancelSolve()
-            done.wait(INTERRUPT_WAIT_S)  # HiGHS stops at its next check; leave it no time to print
-            raise
+        model = lp.solverModel
+        _run_cancellable("highs", model.run, model.cancelSolve, self.timeLimit)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)
         """PuLP's reading, plus the statuses it does not map (a node or solution limit):
@@ -218,45 +197,53 @@ class _SCIP(pulp.SCIP_PY):
         lp.solverModel.setParam("misc/catchctrlc", False)
 
     def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        import threading
-
-        done = threading.Event()
         model = lp.solverModel
 
-        def work() -> None:
-            try:
-                with _quiet_stdout_fd():
-                    model.optimizeNogil()
-            finally:
-                done.set()
+        def run() -> None:
+            with _quiet_stdout_fd():
+                model.optimizeNogil()
 
-        threading.Thread(target=work, name="scip", daemon=True).start()
-        stop_at = time.perf_counter() + (self.timeLimit or math.inf) + HIGHS_GRACE_S
+        _run_cancellable("scip", run, model.interruptSolve, self.timeLimit)
+
+
+def _run_cancellable(
+    name: str, run: Callable[[], object], cancel: Callable[[], object], limit: float | None
+) -> None:
+    """Run a solver's ``run`` in a worker thread (HiGHS and SCIP release the GIL) while this
+    thread waits in 0.1 s steps, so Ctrl-C and SIGTERM reach the planner during a solve: the
+    solver is cancelled and the interrupt goes on (a plain call would hold it to the limit).
+    Past ``limit`` + :data:`HIGHS_GRACE_S` the solver is cancelled too."""
+    import threading
+
+    done = threading.Event()
+
+    def work() -> None:
         try:
-            while not done.wait(0.1):
-                if time.perf_counter() > stop_at:
-                    model.interruptSolve()
-                    stop_at = math.inf
-        except BaseException:
-            model.interruptSolve()
-            done.wait(INTERRUPT_WAIT_S)
-            raise
+            run()
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    stop_at = time.perf_counter() + (limit or math.inf) + HIGHS_GRACE_S
+    try:
+        while not done.wait(0.1):
+            if time.perf_counter() > stop_at:
+                cancel()
+                stop_at = math.inf
+    except BaseException:
+        cancel()
+        done.wait(INTERRUPT_WAIT_S)  # the solver stops at its next check; leave it no time to print
+        raise
 
 
 def _solve_scip(m: PlannerModel, time_limit: float, gap: float) -> float | None:
     """Solve the exact model (every rented replica integer) with SCIP; returns SCIP's
     relative gap (None without a plan). The replicas' categories are restored afterwards."""
-    relaxed = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
     try:
-        for v in relaxed:
-            v.cat = pulp.LpInteger
-        try:
+        with exact_model(m):
             m.prob.solve(_SCIP(msg=False, timeLimit=max(0.1, time_limit), gapRel=gap))
-        except pulp.PulpSolverError as exc:
-            raise SolverError(f"SCIP failed: {exc}") from None
-    finally:
-        for v in relaxed:
-            v.cat = pulp.LpContinuous
+    except pulp.PulpSolverError as exc:
+        raise SolverError(f"SCIP failed: {exc}") from None
     if m.prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         return None
     round_up_replicas(m)  # snap SCIP's integers (within its feasibility tolerance) to whole
@@ -667,11 +654,23 @@ def solve_model(
     if objective is not None:
         whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads)
         objective, rel_gap = whole.objective, whole.gap
-    repair, bound_usd, exact_proof = whole.repair, whole.bound_usd, whole.exact_proof
+    repair, bound_usd = whole.repair, whole.bound_usd
     kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
     elapsed = time.perf_counter() - start  # the repair and polish included
+    searched = log == _SEARCHED
+    gap_of = kind if rel_gap is not None else None
+    message = _message(status, gap, time_limit, searched, whole, gap_of)
+    return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair, bound_usd)
+
+
+def _message(
+    status: str, gap: float, time_limit: float, searched: bool, whole: _Whole, kind: str | None
+) -> str:
+    """The plan's one-line account of its solve: the status, how the plan was made whole or
+    proven, and the bound its gap is measured against (``kind``, None without a gap)."""
+    repair, bound_usd = whole.repair, whole.bound_usd
     message = {
         "optimal": f"optimal within the {gap:.2%} gap tolerance",
         "feasible": "stopped at the time limit with a feasible plan",
@@ -680,12 +679,12 @@ def solve_model(
         "time_limit": f"no feasible plan found within {time_limit:g} s",
         "error": "the solver ended without a usable answer",
     }[status]
-    if log == _SEARCHED and status == "feasible":
+    if searched and status == "feasible":
         message = (
             "the best plan of a search over rounded fleets of the LP relaxation (too little "
             "time left for HiGHS's MIP to better it), not proven optimal"
         )
-    if exact_proof:
+    if whole.exact_proof:
         message += (
             "; proven on the exact model (every rented replica whole), from the relaxed "
             "model's fleet refitted with whole replicas"
@@ -698,9 +697,9 @@ def solve_model(
             f"(+${repair:,.0f} present value over the fractional plan, at most "
             f"${bound_usd:,.0f} by construction)"
         )
-    if rel_gap is not None and status in ("optimal", "feasible"):
+    if kind is not None and status in ("optimal", "feasible"):
         message += f"; the gap is measured against {kind}"
-    return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair, bound_usd)
+    return message
 
 
 def bound_kind(m: PlannerModel, solver: str, other: bool, other_kind: str, polished: bool) -> str:
@@ -847,33 +846,27 @@ def polish(
     gap against the best of ``bound`` (the relaxed model's) and the exact run's own bound."""
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
-    relaxed = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
     # a small exact model runs to its gap (a proof); a large one stops at a node limit
     nodes = {} if exact_integers(m) <= EXACT_POLISH_INTEGERS else {"mip_max_nodes": POLISH_NODES}
     try:
-        for v in relaxed:
-            v.cat = pulp.LpInteger
-        m.prob.solve(
-            _BulkHiGHS(
-                msg=False, timeLimit=time_limit, gapRel=gap, threads=threads, start=True, **nodes
+        with exact_model(m):
+            m.prob.solve(
+                _BulkHiGHS(
+                    msg=False,
+                    timeLimit=time_limit,
+                    gapRel=gap,
+                    threads=threads,
+                    start=True,
+                    **nodes,
+                )
             )
-        )
         info = m.prob.solverModel.getInfo()
         found = m.prob.sol_status in (1, 2) and pulp.value(m.prob.objective) is not None
         after = pulp.value(m.prob.objective) if found else None
         exact_bound = float(info.mip_dual_bound) if found else -math.inf
     except pulp.PulpSolverError:
         after, exact_bound = None, -math.inf
-    finally:
-        for v in relaxed:
-            v.cat = pulp.LpContinuous
-    if after is None or after > before:
-        for v in m.prob.variables():
-            v.varValue = values.get(v.name)
-        after = before
-    else:
-        round_up_replicas(m)  # snap HiGHS's integers (1e-9 off) to whole numbers
-        after = pulp.value(m.prob.objective) or after
+    after = _keep_cheaper(m, values, before, after)
     best_bound = max(bound, exact_bound if exact_bound < 1e30 else -math.inf)
     return after, max(0.0, 1 - best_bound / after) if after else 0.0
 
@@ -898,22 +891,12 @@ def whole_replicas(m: PlannerModel, time_limit: float, threads: int) -> float:
     before = pulp.value(m.prob.objective) or 0.0
     values = {v.name: v.varValue for v in m.prob.variables()}
     fixed = [v for v in m.prob.variables() if v.cat == pulp.LpInteger and v.varValue is not None]
-    bounds = [(v, v.lowBound, v.upBound) for v in fixed]
-    rented = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
     try:
-        for v in fixed:
-            v.lowBound = v.upBound = float(round(v.varValue))
-        for v in rented:
-            v.cat = pulp.LpInteger
-        m.prob.solve(_BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=1e-4, threads=threads))
+        with exact_model(m, fixed):
+            m.prob.solve(_BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=1e-4, threads=threads))
         ok = pulp.LpStatus[m.prob.status] == "Optimal" and m.prob.sol_status in (1, 2)
     except pulp.PulpSolverError:
         ok = False
-    finally:
-        for v, lo, up in bounds:
-            v.lowBound, v.upBound = lo, up
-        for v in rented:
-            v.cat = pulp.LpContinuous
     if not ok:
         for v in m.prob.variables():
             v.varValue = values.get(v.name)
@@ -949,6 +932,23 @@ def refit_with_fleet_fixed(m: PlannerModel, time_limit: float, threads: int) -> 
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
     fixed = [v for v in fleet_variables(m) if v.varValue is not None]
+    try:
+        with exact_model(m, fixed):
+            m.prob.solve(
+                _BulkHiGHS(
+                    msg=False, timeLimit=time_limit, gapRel=REFIT_GAP, threads=threads, start=True
+                )
+            )
+        after = pulp.value(m.prob.objective) if m.prob.sol_status in (1, 2) else None
+    except pulp.PulpSolverError:
+        after = None
+    _keep_cheaper(m, values, before, after)
+
+
+@contextlib.contextmanager
+def exact_model(m: PlannerModel, fixed: Sequence[pulp.LpVariable] = ()) -> Iterator[None]:
+    """For the duration: every relaxed rented replica integer (the exact model) and each of
+    ``fixed`` held at its current value, rounded; categories and bounds restored after."""
     bounds = [(v, v.lowBound, v.upBound) for v in fixed]
     rented = [v for v in m.q.values() if v.cat == pulp.LpContinuous]
     try:
@@ -956,24 +956,26 @@ def refit_with_fleet_fixed(m: PlannerModel, time_limit: float, threads: int) -> 
             v.lowBound = v.upBound = float(round(v.varValue))
         for v in rented:
             v.cat = pulp.LpInteger
-        m.prob.solve(
-            _BulkHiGHS(
-                msg=False, timeLimit=time_limit, gapRel=REFIT_GAP, threads=threads, start=True
-            )
-        )
-        after = pulp.value(m.prob.objective) if m.prob.sol_status in (1, 2) else None
-    except pulp.PulpSolverError:
-        after = None
+        yield
     finally:
         for v, lo, up in bounds:
             v.lowBound, v.upBound = lo, up
         for v in rented:
             v.cat = pulp.LpContinuous
+
+
+def _keep_cheaper(
+    m: PlannerModel, values: dict[str, float | None], before: float, after: float | None
+) -> float:
+    """After a re-solve from the plan ``values`` (present value ``before``): put that plan
+    back when the re-solve found none or a dearer one, else snap the new plan's integers
+    (1e-9 off) to whole numbers. Returns the kept plan's objective."""
     if after is None or after > before:
         for v in m.prob.variables():
             v.varValue = values.get(v.name)
-    else:
-        round_up_replicas(m)  # snap HiGHS's integers to whole numbers
+        return before
+    round_up_replicas(m)
+    return pulp.value(m.prob.objective) or after
 
 
 def round_up_replicas(m: PlannerModel) -> float:

@@ -66,9 +66,8 @@ def test_scip_result_leaves_the_rentals_continuous_in_the_model():
     assert all(whole(v.varValue) for v in m.q.values())
 
 
-def test_buy_margins_left_no_time_say_so_without_solving():
-    """``planner solve`` gives the margins what its time limit leaves; with too little, the
-    Risks line says they were not computed and where to get them (no re-solve is started)."""
+def _one_gpu_bought():
+    """The capex-limited case of tests/test_model_tiny.py: one GPU bought, two rented."""
     inputs = problem(
         months=12,
         capex=15_000,
@@ -77,7 +76,13 @@ def test_buy_margins_left_no_time_say_so_without_solving():
         serve=[serve_workload(rps=3.0)],
     )
     m = build_model(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
-    plan = extract_plan(m, solve_model(m, solver="highs", time_limit=30))
+    return inputs, extract_plan(m, solve_model(m, solver="highs", time_limit=30))
+
+
+def test_buy_margins_left_no_time_say_so_without_solving():
+    """``planner solve`` gives the margins what its time limit leaves; with too little, the
+    Risks line says they were not computed and where to get them (no re-solve is started)."""
+    inputs, plan = _one_gpu_bought()
     assert plan.purchases
     (line,) = buy_margins(inputs, plan, time_limit=0.3)
     assert line.startswith("not computed") and "planner explain" in line
@@ -88,15 +93,7 @@ def test_margins_of_an_unproven_plan_are_not_computed():
     plans is noise; a proven one in the same time gets them as `planner explain` words them."""
     from planner.diagnose import margins_for
 
-    inputs = problem(
-        months=12,
-        capex=15_000,
-        gpus=[gpu(price=10_000)],
-        offers=[offer("cloud-g1", "g1", 2.0)],
-        serve=[serve_workload(rps=3.0)],
-    )
-    m = build_model(inputs, candidates(inputs, serve={"chat": [("g1", 1, 1.0)]}))
-    plan = extract_plan(m, solve_model(m, solver="highs", time_limit=30))
+    inputs, plan = _one_gpu_bought()
     loose = plan.model_copy(update={"gap": 0.05})
     (line,) = margins_for(inputs, loose, "auto", 60.0, 0.01)
     assert line.startswith("not computed") and "5.0%" in line
