@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ENTRY = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+ENTRY = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
 DEFAULT = ["reference", "10xallx36@60", "50xallx36@60", "60xallx36@60", "200xallx36@120"]
 
 

@@ -5,7 +5,7 @@ horizon, seed. Models and GPUs are drawn from the catalogs (``catalogs/models.ya
 ``catalogs/gpus.yaml``); rental offers are the default offers file
 (``offers: {files: [offers.yaml]}``). The same arguments always give the same problem.
 
-Every problem is validated by :class:`planner.problem.Problem` before it is returned, and
+Every problem is validated by :class:`planner.inputs.problem.Problem` before it is returned, and
 resolved against the catalogs by :func:`load_inputs`.
 
 Usage::
@@ -25,8 +25,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from planner.catalog import load_gpus, load_models  # noqa: E402
-from planner.problem import Inputs, Problem, month_label, resolve  # noqa: E402
+from planner.inputs.catalog import load_gpus, load_models  # noqa: E402
+from planner.inputs.problem import Inputs, Problem, month_label, resolve  # noqa: E402
 
 START = "2027-01"
 TRAIN_SHARE = 0.25  # a quarter of the workloads are training jobs
@@ -125,7 +125,7 @@ def _train(rng: random.Random, i: int, months: int) -> dict[str, Any]:
 def generate(
     workloads: int, gpus: int | str = "all", months: int = 36, seed: int = 0
 ) -> dict[str, Any]:
-    """A problem as a dict (YAML-ready), validated by :class:`planner.problem.Problem`."""
+    """A problem as a dict (YAML-ready), validated by :class:`planner.inputs.problem.Problem`."""
     if workloads < 1:
         raise ValueError("workloads must be >= 1")
     if not 1 <= months <= 120:

@@ -16,7 +16,7 @@ holds:
   bucket's upper end), extended past 2000 tokens for grids above 6 x 6;
 * an independent PuLP/CBC implementation of Mélange's ILP (:func:`melange_ilp`);
 * the planner on the same input (:func:`planner_solve`, through
-  ``planner.profile_import.melange_problem``).
+  ``planner.inputs.importers.profiles.melange_problem``).
 
 The planner solves a relaxation over the same choices (a bucket's load may be split across GPU
 types continuously, GPU counts stay whole), so its $/h must not exceed Mélange's: a run where it
@@ -332,11 +332,11 @@ def planner_solve(
     $/h is the plan's nominal total over the one month's 730 hours; ``solve_s`` is the
     planner's ``SolveResult.seconds``, ``wall_s`` everything from the import to the plan.
     """
-    from planner.api import solve_inputs
-    from planner.demand import HOURS_PER_MONTH
-    from planner.extract import extract_plan
-    from planner.problem import load_problem
-    from planner.profile_import import melange_problem
+    from planner.inputs.importers.profiles import melange_problem
+    from planner.inputs.problem import load_problem
+    from planner.physics.demand import HOURS_PER_MONTH
+    from planner.plan.extract import extract_plan
+    from planner.plan.make import solve_inputs
 
     t0 = time.perf_counter()
     problem, profiles = melange_problem(

@@ -37,10 +37,10 @@ def child(size: str, solver: str, time_limit: float, gap: float, seed: int, veri
     t0 = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from benchmarks.generate import generate, load_inputs
-    from planner.candidates import build_candidates, check_candidates
-    from planner.extract import extract_plan
-    from planner.model import build_model
-    from planner.solve import solve_model
+    from planner.optimize.candidates import build_candidates, check_candidates
+    from planner.optimize.model import build_model
+    from planner.optimize.solve import solve_model
+    from planner.plan.extract import extract_plan
 
     t_import = time.perf_counter() - t0
     w, g, m = parse_size(size)

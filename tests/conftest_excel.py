@@ -16,7 +16,7 @@ watts per server; a server share per GPU): old plan JSONs must still give a vali
 
 from __future__ import annotations
 
-from planner.plan import (
+from planner.plan.data import (
     Assumption,
     Dropped,
     FleetMonth,
@@ -415,9 +415,9 @@ def server_plan(residual: str = "curve") -> Plan:
     server (3 cards, then single cards added in later months), two full 8-GPU HGX servers,
     rentals, resale curves, colocation by the kW, 10 %/year discounting, 3-year depreciation,
     14 months (two plan years, the second short)."""
-    from planner.extract import extract_plan
-    from planner.model import build_model
-    from planner.solve import solve_model
+    from planner.optimize.model import build_model
+    from planner.optimize.solve import solve_model
+    from planner.plan.extract import extract_plan
     from tests.factories import candidates, gpu, offer, problem, serve_workload
 
     pcie = gpu(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from planner.candidates import Candidates, ServeCandidate, TrainCandidate
-from planner.catalog import GpuSpec, ModelArch, ResidualCurve, ServerSpec, with_server
-from planner.demand import FLAT, problem_slices, workload_slices
-from planner.problem import Inputs, Problem, resolve
+from planner.inputs.catalog import GpuSpec, ModelArch, ResidualCurve, ServerSpec, with_server
+from planner.inputs.problem import Inputs, Problem, resolve
+from planner.optimize.candidates import Candidates, ServeCandidate, TrainCandidate
+from planner.physics.demand import FLAT, problem_slices, workload_slices
 
 
 def sourced(v: float) -> dict:
@@ -236,9 +236,9 @@ def candidates(
     train: dict[str, list[tuple[str, int, float]]] | None = None,
 ) -> Candidates:
     """Candidates with chosen coefficients: serve {w: [(gpu, tp, rate)]}, train {j: [(gpu, k, hours)]}."""
-    from planner.candidates import prune_offers, train_window
-    from planner.demand import HOURS_PER_MONTH, mean_request_rate, peak_request_rate
-    from planner.problem import month_index
+    from planner.inputs.problem import month_index
+    from planner.optimize.candidates import prune_offers, train_window
+    from planner.physics.demand import HOURS_PER_MONTH, mean_request_rate, peak_request_rate
 
     p = inputs.problem
     c = Candidates(
@@ -280,7 +280,7 @@ def candidates(
 def _same_speed(inputs: Inputs, job: Any, gid: str, hours: float) -> tuple:
     """Fabric hours of a test candidate: the same hours on every fabric its offers have (tests
     of the mechanics; the physics of fabrics is tested on its own)."""
-    from planner.candidates import fabric_gbs
+    from planner.optimize.candidates import fabric_gbs
     from planner.physics.calibration_values import default_calibration
 
     speeds = {fabric_gbs(o, job.ethernet, default_calibration()) for o in inputs.offers.values()}

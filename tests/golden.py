@@ -45,8 +45,8 @@ def signature(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def regenerate() -> None:
-    from planner.api import plan_problem
-    from planner.problem import load_problem
+    from planner.inputs.problem import load_problem
+    from planner.plan.make import plan_problem
 
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for path in PROBLEMS:

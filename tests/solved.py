@@ -11,8 +11,8 @@ import copy
 import functools
 from pathlib import Path
 
-from planner.plan import Plan
-from planner.problem import Inputs
+from planner.inputs.problem import Inputs
+from planner.plan.data import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "problems" / "2m_budget.yaml"
@@ -20,8 +20,8 @@ REFERENCE = ROOT / "problems" / "2m_budget.yaml"
 
 @functools.cache
 def _solve(path: str) -> tuple[Inputs, Plan]:
-    from planner.api import plan_problem
-    from planner.problem import load_problem
+    from planner.inputs.problem import load_problem
+    from planner.plan.make import plan_problem
 
     inputs = load_problem(path)
     return inputs, plan_problem(inputs)  # the file's own solver options (default 60 s)

@@ -7,8 +7,8 @@ import yaml
 
 from benchmarks.generate import generate, load_inputs, to_yaml
 from benchmarks.run import FULL, QUICK, parse_size
-from planner.catalog import load_gpus, load_models
-from planner.problem import Problem, load_problem_text
+from planner.inputs.catalog import load_gpus, load_models
+from planner.inputs.problem import Problem, load_problem_text
 
 
 def test_same_seed_same_problem_and_different_seed_differs():

@@ -1,4 +1,4 @@
-"""The separable lower bound (planner.bound): never above the exact optimum with whole
+"""The separable lower bound (planner.optimize.bound): never above the exact optimum with whole
 replicas on seeded small problems, above the LP relaxation where whole replicas and spares
 are what a plan costs, and not computed where it does not apply."""
 
@@ -8,10 +8,10 @@ import pulp
 import pytest
 
 from benchmarks.generate import generate, load_inputs
-from planner.bound import cell_bound, separable_bound
-from planner.candidates import build_candidates
-from planner.model import build_model
-from planner.solve import _BulkHiGHS
+from planner.optimize.bound import cell_bound, separable_bound
+from planner.optimize.candidates import build_candidates
+from planner.optimize.model import build_model
+from planner.optimize.solve import _BulkHiGHS
 
 
 def _model(data: dict):
@@ -71,7 +71,7 @@ def test_cell_bound_is_the_linear_optimum_of_a_cell():
 def test_no_bound_with_an_existing_fleet():
     from pathlib import Path
 
-    from planner.problem import load_problem
+    from planner.inputs.problem import load_problem
 
     inputs = load_problem(Path(__file__).parent.parent / "problems" / "brownfield.yaml")
     m = build_model(inputs, build_candidates(inputs))

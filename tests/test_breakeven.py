@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.analysis.whatif import Task, breakeven, load_base, resolve_key, run_task
+from planner.base.errors import InputError
 from planner.cli import cli
-from planner.errors import InputError
-from planner.whatif import Task, breakeven, load_base, resolve_key, run_task
 from tests.test_whatif import ONE_TYPE, SMALL
 
 PRICE = "offers.extra.cloud-a100-od.usd_per_gpu_hour"

@@ -8,13 +8,13 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from planner.api import plan_problem
-from planner.demand import HOURS_PER_MONTH as H
-from planner.errors import InputError
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.problem import load_problem
-from planner.solve import solve_model
+from planner.base.errors import InputError
+from planner.inputs.problem import load_problem
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.physics.demand import HOURS_PER_MONTH as H
+from planner.plan.extract import extract_plan
+from planner.plan.make import plan_problem
 from planner.verify import verify_plan
 from tests.factories import candidates, gpu, offer, problem, serve_workload
 

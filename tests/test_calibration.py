@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InputError
+from planner.base.errors import InputError
 from planner.physics.calibration import (
     calibration_checks,
     calibration_table,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.catalog import CATALOG_DIR, load_gpus
+from planner.inputs.catalog import CATALOG_DIR, load_gpus
 
 OFFERS = """offers:
   - {id: a-h100-od, provider: aws, gpu: h100-sxm, kind: on_demand, usd_per_gpu_hour: 6.0, gpus_per_instance: 8, source: test, as_of: "2026-01"}

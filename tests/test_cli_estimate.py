@@ -8,11 +8,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from planner.catalog import CATALOG_DIR
+from planner.base.errors import InputError
+from planner.base.units import parse_count
 from planner.cli.estimate import estimate
-from planner.errors import InputError
+from planner.inputs.catalog import CATALOG_DIR
 from planner.physics.train import derive_model
-from planner.units import parse_count
 
 needs_catalogs = pytest.mark.skipif(
     not (CATALOG_DIR / "gpus.yaml").exists() or not (CATALOG_DIR / "models.yaml").exists(),

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner.api import plan_problem
+from planner.analysis.explain import explain_plan
+from planner.base.errors import InfeasibleError
 from planner.cli import cli
-from planner.diagnose import diagnose_infeasible, explain_plan, minimize, relaxed
-from planner.errors import InfeasibleError
-from planner.problem import load_problem, load_problem_text
+from planner.inputs.problem import load_problem, load_problem_text
+from planner.optimize.infeasible import diagnose_infeasible, minimize, relaxed
+from planner.plan.make import plan_problem
 from tests.factories import candidates, gpu, offer, problem, serve_workload
 
 INF = Path(__file__).resolve().parent / "fixtures" / "infeasible"

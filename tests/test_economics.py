@@ -14,15 +14,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.api import plan_problem
-from planner.catalog import Sourced, SourcedRange, load_gpus
+from planner.base.errors import InputError
 from planner.cli import cli
-from planner.economics import annuity_factor, discount_factor
-from planner.errors import InputError
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.problem import Finance, load_problem, resolve
-from planner.solve import solve_model
+from planner.inputs.catalog import Sourced, SourcedRange, load_gpus
+from planner.inputs.problem import Finance, load_problem, resolve
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.physics.economics import annuity_factor, discount_factor
+from planner.plan.extract import extract_plan
+from planner.plan.make import plan_problem
 from planner.verify.context import VerifyContext
 from planner.verify.families import check_caps, check_money, check_purchases, check_rentals
 from tests.factories import candidates, gpu, offer, problem, serve_workload
@@ -416,7 +416,7 @@ def test_a_server_must_hold_whole_nodes(tmp_path):
 
 
 def test_whatif_aliases_vary_the_finance_figures(tmp_path):
-    from planner.whatif import run_whatif
+    from planner.analysis.whatif import run_whatif
     from tests.test_whatif import SMALL
 
     p = tmp_path / "small.yaml"

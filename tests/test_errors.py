@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner.catalog import load_gpus
+from planner.base.errors import InputError
+from planner.base.yamlio import did_you_mean
 from planner.cli import cli
-from planner.errors import InputError
-from planner.problem import load_problem, load_problem_text
-from planner.yamlio import did_you_mean
+from planner.inputs.catalog import load_gpus
+from planner.inputs.problem import load_problem, load_problem_text
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
 

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from openpyxl import load_workbook
 from openpyxl.workbook.workbook import Workbook
 
+from planner.base.errors import InputError, OutputError
 from planner.cli.report import report
-from planner.errors import InputError, OutputError
-from planner.plan import Assumption, write_json
+from planner.plan.data import Assumption, write_json
 from planner.reports.excel import SHEETS, write_workbook
 from tests.conftest_excel import make_plan
 
@@ -302,7 +302,7 @@ def test_atomic_write_keeps_old_file_when_rename_fails(tmp_path, plan, monkeypat
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("planner.fileio.os.replace", broken_replace)
+    monkeypatch.setattr("planner.base.files.os.replace", broken_replace)
     with pytest.raises(OutputError, match="No space left"):
         write_workbook(make_plan(serve_name="other"), path)
     assert path.read_bytes() == before

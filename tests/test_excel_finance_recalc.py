@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from planner.plan import Plan, load_plan, write_json
+from planner.plan.data import Plan, load_plan, write_json
 from planner.reports.excel import write_workbook
 from tests.conftest_excel import server_plan
 from tests.test_excel_recalc import assert_no_errors, assumption_row, named, recalc, soffice

@@ -255,8 +255,8 @@ REAL_PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "finetune_lab.
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from planner.api import plan_problem
-    from planner.problem import load_problem
+    from planner.inputs.problem import load_problem
+    from planner.plan.make import plan_problem
 
     soffice()  # fail before the solve if LibreOffice is missing
     plan = plan_problem(load_problem(REAL_PROBLEM), time_limit=60)
@@ -367,7 +367,7 @@ REFERENCE = Path(__file__).resolve().parents[1] / "problems" / "2m_budget.yaml"
 
 def test_pdf_page_one_is_the_decision(tmp_path):
     """LibreOffice prints the reference workbook; page 1 says the decision, the years, the risks."""
-    from planner.diagnose import buy_margins
+    from planner.analysis.explain import buy_margins
     from tests.solved import solved
 
     exe = soffice()

@@ -10,11 +10,11 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from planner.demand import HOURS_PER_MONTH as H
-from planner.errors import InfeasibleError, InputError
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.solve import solve_model
+from planner.base.errors import InfeasibleError, InputError
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.physics.demand import HOURS_PER_MONTH as H
+from planner.plan.extract import extract_plan
 from planner.verify import verify_plan
 from tests.factories import candidates, gpu, offer, problem, serve_workload, train_job
 
@@ -87,8 +87,8 @@ def test_ethernet_is_an_opt_in(fabric):
 
 def test_slow_fabric_costs_more_hours_in_the_physics():
     """The same 64-GPU job predicts more wall hours over Ethernet than over InfiniBand."""
-    from planner.candidates import fabric_gbs
-    from planner.catalog import load_gpus, load_models
+    from planner.inputs.catalog import load_gpus, load_models
+    from planner.optimize.candidates import fabric_gbs
     from planner.physics.calibration_values import default_calibration
     from planner.physics.train import estimate_train, with_inter_node_gbs
 
@@ -106,7 +106,7 @@ def test_slow_fabric_costs_more_hours_in_the_physics():
 def _o(fabric, gbps):
     from types import SimpleNamespace
 
-    from planner.catalog import MULTI_NODE_FABRICS
+    from planner.inputs.catalog import MULTI_NODE_FABRICS
 
     return SimpleNamespace(
         fabric=fabric, fabric_gbps_per_gpu=gbps, multi_node=fabric in MULTI_NODE_FABRICS
@@ -276,7 +276,7 @@ def test_rented_replicas_are_whole_in_every_slice():
 def test_repair_makes_relaxed_rentals_whole():
     """Above the exact size the rentals are continuous and repaired to whole numbers, never
     below the demand; the repair's cost is reported."""
-    from planner import model as model_mod
+    from planner.optimize import model as model_mod
 
     inputs = problem(
         months=3,
@@ -432,8 +432,8 @@ workloads:
 
 
 def test_explain_names_a_binding_cap_and_what_relaxing_it_saves():
-    from planner.diagnose import explain_plan
-    from planner.problem import load_problem_text
+    from planner.analysis.explain import explain_plan
+    from planner.inputs.problem import load_problem_text
 
     ex = explain_plan(load_problem_text(CAPPED, "capped.yaml"))
     line = next(x for x in ex.whatif if x.startswith("cheap-l4 max_gpus 8 -> 16 (binding)"))
@@ -441,7 +441,7 @@ def test_explain_names_a_binding_cap_and_what_relaxing_it_saves():
 
 
 def test_shipped_offers_get_fabrics_from_the_catalog_and_never_a_guess():
-    from planner.catalog import CATALOG_DIR, load_offers
+    from planner.inputs.catalog import CATALOG_DIR, load_offers
 
     offers = load_offers(CATALOG_DIR / "offers.yaml")
     p5 = [o for o in offers.values() if o.instance_type == "p5.48xlarge"]
@@ -452,8 +452,8 @@ def test_shipped_offers_get_fabrics_from_the_catalog_and_never_a_guess():
 
 
 def test_cluster_products_are_training_only():
-    from planner.candidates import serve_rental_pairs
-    from planner.catalog import CATALOG_DIR, load_offers
+    from planner.inputs.catalog import CATALOG_DIR, load_offers
+    from planner.optimize.candidates import serve_rental_pairs
 
     offers = load_offers(CATALOG_DIR / "offers-manual.yaml")
     blocks = [o for o in offers.values() if o.cluster]

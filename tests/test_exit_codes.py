@@ -1,4 +1,4 @@
-"""Every command's exit codes, as in the table (planner.errors.ExitCode and the README):
+"""Every command's exit codes, as in the table (planner.base.errors.ExitCode and the README):
 0 success, 1 unexpected failure, 2 bad input, 3 infeasible / does not fit, 4 a plan that fails
 verification, 5 a sweep with failed scenarios (all results still written)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.base.errors import ExitCode
 from planner.cli import cli
-from planner.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
@@ -93,12 +93,12 @@ def test_solve(tiny: Path, tmp_path: Path, monkeypatch):
 
 
 def test_unexpected_failure_is_1_without_traceback(tiny: Path, monkeypatch):
-    import planner.api
+    import planner.plan.make
 
     def boom(*a, **k):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(planner.api, "plan_problem", boom)
+    monkeypatch.setattr(planner.plan.make, "plan_problem", boom)
     r = CliRunner().invoke(cli, ["solve", str(tiny), "--no-excel"])
     assert r.exit_code == ExitCode.UNEXPECTED
     assert "internal error" in r.output and "Traceback" not in r.output

@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.candidates import build_candidates
+from planner.base.errors import InfeasibleError, InputError
 from planner.cli import cli
-from planner.errors import InfeasibleError, InputError
-from planner.problem import load_problem_text
+from planner.inputs.problem import load_problem_text
+from planner.optimize.candidates import build_candidates
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = yaml.safe_load((ROOT / "problems" / "2m_budget.yaml").read_text())

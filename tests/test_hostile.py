@@ -11,11 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.catalog import CATALOG_DIR, load_gpus
+from planner.base.errors import InputError
+from planner.base.yamlio import parse_yaml_text
 from planner.cli import cli
-from planner.errors import InputError
-from planner.problem import load_problem
-from planner.yamlio import parse_yaml_text
+from planner.inputs.catalog import CATALOG_DIR, load_gpus
+from planner.inputs.problem import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "problems" / "finetune_lab.yaml"
@@ -46,13 +46,13 @@ def test_deep_nesting_is_refused_without_recursion():
 
 
 def test_oversized_file_is_refused(tmp_path, monkeypatch):
-    import planner.fileio
+    import planner.base.files
 
-    monkeypatch.setattr(planner.fileio, "MAX_INPUT_BYTES", 100)
+    monkeypatch.setattr(planner.base.files, "MAX_INPUT_BYTES", 100)
     big = tmp_path / "big.yaml"
     big.write_text("name: x\n" * 50)
     with pytest.raises(InputError, match="at most 100 bytes"):
-        planner.fileio.read_text(big, "YAML file", max_bytes=100)
+        planner.base.files.read_text(big, "YAML file", max_bytes=100)
 
 
 # ------------------------------------------------------------------ outputs
@@ -363,7 +363,7 @@ def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
     import subprocess
     import sys
 
-    entry = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+    entry = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
     args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel"]
     if Path("/dev/full").exists():
         with open("/dev/full", "w") as full:
@@ -394,7 +394,7 @@ def test_highs_keeps_stdout_for_the_json(tmp_path):
     import subprocess
     import sys
 
-    entry = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+    entry = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
     args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel", "--solver", "highs"]
     r = subprocess.run([*args, "--json", "-"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and __import__("json").loads(r.stdout)["status"] == "optimal"
@@ -415,7 +415,7 @@ def test_a_gpu_listed_twice_is_refused(tmp_path):
 def test_the_fast_catalog_loader_reads_the_same_data_and_lines():
     """libyaml reads the shipped catalogs (fast); it must see what the checked pure-Python
     parser sees, to the line, and is never used for a file a user hands in."""
-    from planner.yamlio import SHIPPED
+    from planner.base.yamlio import SHIPPED
 
     for path in sorted(SHIPPED.glob("*.yaml")):
         text = path.read_text()

@@ -17,7 +17,7 @@ from benchmarks.generate import generate, to_yaml
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
 
-ENTRY = "import sys; from planner.entry import main; sys.argv[0] = 'planner'; main()"
+ENTRY = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
 
 
 def _solver_children(pid: int) -> list[int]:
@@ -112,7 +112,7 @@ def test_interrupt(slow_problem: Path, sig: int, code: int, when: str, solver: s
 
 LOST_INTERRUPT = """
 import sys, time
-from planner.entry import redeliver_lost_signal
+from planner.__main__ import redeliver_lost_signal
 sys.unraisablehook = redeliver_lost_signal
 class Finalizer:
     def __del__(self):

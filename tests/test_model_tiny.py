@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from planner.candidates import check_candidates
-from planner.errors import InfeasibleError
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.solve import solve_model
+from planner.base.errors import InfeasibleError
+from planner.optimize.candidates import check_candidates
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.plan.extract import extract_plan
 from tests.factories import candidates, gpu, offer, problem, serve_workload, train_job
 
 H = 730.0

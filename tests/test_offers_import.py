@@ -10,10 +10,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.catalog import CATALOG_DIR, load_gpus, load_offers
+from planner.base.errors import InputError
 from planner.cli.offers import offers as offers_group
-from planner.errors import InputError
-from planner.offers_import import (
+from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_offers
+from planner.inputs.importers.offers import (
     DEFAULT_GPU_IDS,
     normalize_accelerator,
     read_aggregate_csv,

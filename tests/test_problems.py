@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.candidates import build_candidates, spot_overhead_for
-from planner.plan import Plan
-from planner.problem import Inputs
+from planner.inputs.problem import Inputs
+from planner.optimize.candidates import build_candidates, spot_overhead_for
+from planner.plan.data import Plan
 from planner.verify import verify_plan
 
 PROBLEMS = sorted((Path(__file__).resolve().parent.parent / "problems").glob("*.yaml"))
@@ -65,7 +65,7 @@ def test_problem_solves_and_verifies(path):
 
 def test_plan_json_round_trip(tmp_path):
     _, plan = solved(str(PROBLEMS[0]))
-    from planner.plan import write_json
+    from planner.plan.data import write_json
 
     write_json(plan, tmp_path / "p.json")
     again = Plan.from_json_file(tmp_path / "p.json")
@@ -81,7 +81,7 @@ def test_reference_case_regression():
     - lower: the training job alone costs at least its GPU-hours at the cheapest effective
       rate (spot rate x (1 + restart overhead)), or, on owned GPUs, their capex.
     """
-    from planner.candidates import rental_gpus
+    from planner.optimize.candidates import rental_gpus
 
     # The documented rental rules, restated here rather than imported from the model.
     def hours_on(c, o):

@@ -22,10 +22,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from planner.base.errors import InputError
 from planner.cli import cli
-from planner.errors import InputError
-from planner.problem import Problem, load_problem
-from planner.profile_import import (
+from planner.inputs.importers.profiles import (
     catalog_gpu_for,
     melange_problem,
     merge_profiles,
@@ -33,7 +32,8 @@ from planner.profile_import import (
     read_json_results,
     vllm_profile,
 )
-from planner.profiles import ProfileFile, serve_rate
+from planner.inputs.problem import Problem, load_problem
+from planner.inputs.profiles import ProfileFile, serve_rate
 
 FIX = Path(__file__).parent / "fixtures" / "profiles"
 V2 = FIX / "vllm-2qps.json"
@@ -256,7 +256,7 @@ def test_melange_custom_gpu_problem_loads(tmp_path: Path) -> None:
     ],
 )  # fmt: skip
 def test_melange_gpu_names(name: str, want: str | None) -> None:
-    from planner.catalog import load_gpus
+    from planner.inputs.catalog import load_gpus
 
     assert catalog_gpu_for(name, load_gpus()) == want
 

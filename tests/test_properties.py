@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.api import plan_problem
-from planner.errors import InfeasibleError
-from planner.model import build_model
-from planner.problem import load_problem_text
-from planner.solve import solve_model
+from planner.base.errors import InfeasibleError
+from planner.inputs.problem import load_problem_text
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.plan.make import plan_problem
 from tests.factories import candidates, gpu, offer, problem, serve_workload, train_job
 
 H = 730.0

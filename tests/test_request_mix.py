@@ -9,9 +9,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.api import plan_problem
 from planner.cli import cli
-from planner.problem import load_problem
+from planner.inputs.problem import load_problem
+from planner.plan.make import plan_problem
 from planner.verify import verify_plan
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
@@ -266,7 +266,7 @@ def _train_problem() -> dict:
 def test_a_measured_training_throughput_replaces_the_modeled_one(tmp_path):
     """Measured at half the modeled tokens/s on 8 H100: that candidate's planned hours double
     (the realized-hours model stays on top), the plan says so, and verify agrees."""
-    from planner.candidates import build_candidates
+    from planner.optimize.candidates import build_candidates
 
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump(_train_problem(), sort_keys=False))

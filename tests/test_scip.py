@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from planner.api import plan_problem
-from planner.diagnose import buy_margins
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.problem import load_problem
-from planner.solve import solve_model
-from planner.tolerances import whole
+from planner.analysis.explain import buy_margins
+from planner.base.tolerances import whole
+from planner.inputs.problem import load_problem
+from planner.optimize.model import build_model
+from planner.optimize.solve import solve_model
+from planner.plan.extract import extract_plan
+from planner.plan.make import plan_problem
 from planner.verify import verify_plan
 from tests.factories import candidates, gpu, offer, problem, serve_workload
 from tests.test_properties import SETTINGS, _brute_serving, _build_serving, serving_case
@@ -91,7 +91,7 @@ def test_buy_margins_left_no_time_say_so_without_solving():
 def test_margins_of_an_unproven_plan_are_not_computed():
     """A plan far from proven (gap above the limit) gets no margins: comparing two unproven
     plans is noise; a proven one in the same time gets them as `planner explain` words them."""
-    from planner.diagnose import margins_for
+    from planner.analysis.explain import margins_for
 
     inputs, plan = _one_gpu_bought()
     loose = plan.model_copy(update={"gap": 0.05})

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.api import plan_problem
-from planner.candidates import spot_overhead_for
+from planner.inputs.problem import load_problem
+from planner.optimize.candidates import spot_overhead_for
 from planner.physics.calibration_values import default_calibration
 from planner.physics.realized import spot_overhead
-from planner.problem import load_problem
+from planner.plan.make import plan_problem
 from planner.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""MIP starts (planner.start, planner.solve.mip_start) and the large-model path of
+"""MIP starts (planner.optimize.start, planner.optimize.solve.mip_start) and the large-model path of
 solve_model: a start is a whole, feasible plan, never dearer than the all-rental one, and the
 plan solved from it passes the independent verifier."""
 
@@ -11,17 +11,16 @@ import pulp
 import pytest
 
 from benchmarks.generate import generate, load_inputs
-from planner import tolerances as tol
-from planner.bound import separable_bound
-from planner.candidates import (
+from planner.base import tolerances as tol
+from planner.optimize.bound import separable_bound
+from planner.optimize.candidates import (
     build_candidates,
     offer_restricted,
     owned_serve_options,
     progress_per_wall_hour,
 )
-from planner.extract import extract_plan
-from planner.model import build_model
-from planner.solve import (
+from planner.optimize.model import build_model
+from planner.optimize.solve import (
     START_FROM_INTEGERS,
     _BulkHiGHS,
     _Relaxation,
@@ -29,7 +28,7 @@ from planner.solve import (
     rental_start,
     solve_model,
 )
-from planner.start import (
+from planner.optimize.start import (
     FLEET_SHIFTS,
     _bought_types,
     _fleet_vars,
@@ -38,6 +37,7 @@ from planner.start import (
     lp_rounded_start,
     refixed,
 )
+from planner.plan.extract import extract_plan
 from planner.verify import verify_plan
 
 
@@ -147,7 +147,7 @@ def test_the_repair_stays_within_its_stated_bound_and_never_beats_the_exact_mode
     exactly: exact <= repaired <= relaxed + the stated bound; the plan reports both."""
     import random
 
-    from planner import model as model_mod
+    from planner.optimize import model as model_mod
     from tests.factories import candidates, gpu, offer, problem, serve_workload
 
     rng = random.Random(seed)
@@ -196,7 +196,7 @@ def test_cbc_stopped_without_a_plan_keeps_the_checked_start(monkeypatch):
     and its gap is measured against the LP bound."""
     import time
 
-    import planner.solve as solve
+    import planner.optimize.solve as solve
 
     inputs, m = _model(6, 4, 12, 0)
     monkeypatch.setattr(solve, "_large", lambda _m: True)
@@ -219,7 +219,7 @@ def test_cbc_stopped_without_a_plan_keeps_the_checked_start(monkeypatch):
 
 def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     """PuLP reads an LP that HiGHS stopped at its time limit as 'Optimal'; its objective is
-    then no bound at all, so mip_start reports the separable bound instead (planner.bound),
+    then no bound at all, so mip_start reports the separable bound instead (planner.optimize.bound),
     and it still hands over a checked plan (rounded from wherever the LP stopped, or
     all-rental), never below that bound."""
     _, m = _model(6, "all", 12, 0)

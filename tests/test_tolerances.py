@@ -1,4 +1,4 @@
-"""One set of tolerances (planner.tolerances) for the solver's plan, the plan's own flags and
+"""One set of tolerances (planner.base.tolerances) for the solver's plan, the plan's own flags and
 the verifier: a plan driven to a boundary is judged the same way by every stage."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import tolerances as tol
-from planner.api import plan_problem
-from planner.demand import HOURS_PER_MONTH as H
-from planner.problem import load_problem, month_index
+from planner.base import tolerances as tol
+from planner.inputs.problem import load_problem, month_index
+from planner.physics.demand import HOURS_PER_MONTH as H
+from planner.plan.make import plan_problem
 from planner.verify import VerifyContext, check_training
 
 LAB = Path(__file__).resolve().parent.parent / "problems" / "finetune_lab.yaml"

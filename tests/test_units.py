@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.errors import InputError
-from planner.problem import load_problem
-from planner.units import count_value, parse_count
+from planner.base.errors import InputError
+from planner.base.units import count_value, parse_count
+from planner.inputs.problem import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = yaml.safe_load((ROOT / "problems" / "2m_budget.yaml").read_text())

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner.api import plan_problem
+from planner.base.errors import ExitCode
 from planner.cli import cli
-from planner.errors import ExitCode
-from planner.plan import Plan, write_json
-from planner.problem import load_problem_text
+from planner.inputs.problem import load_problem_text
+from planner.plan.data import Plan, write_json
+from planner.plan.make import plan_problem
 from planner.verify import verify_plan, verify_report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from collections import defaultdict
 
 import pytest
 
-from planner.api import plan_problem
-from planner.plan import Plan
-from planner.problem import Inputs, load_problem_text
+from planner.inputs.problem import Inputs, load_problem_text
+from planner.plan.data import Plan
+from planner.plan.make import plan_problem
 from planner.verify import (
     FAMILIES,
     Finding,
@@ -329,7 +329,7 @@ def test_a_server_bought_ahead_of_its_cards_is_priced_per_server(solved):
     """A purchase of an empty partial-fill server (legal, never cheaper; a time-limited
     solve of the 200-workload benchmark made one) has its server's total as its unit price,
     and a wrong unit price is still caught."""
-    from planner.plan import Purchase
+    from planner.plan.data import Purchase
     from planner.verify.families import _check_purchase
     from planner.verify.findings import Checker
 

@@ -10,9 +10,7 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 
-from planner.cli import cli
-from planner.errors import InputError
-from planner.whatif import (
+from planner.analysis.whatif import (
     base_from_text,
     grid,
     load_base,
@@ -25,6 +23,8 @@ from planner.whatif import (
     run_whatif,
     set_at,
 )
+from planner.base.errors import InputError
+from planner.cli import cli
 
 # One serving workload on a 7B model, 12 months, two GPU types, inline rental offers.
 # Rentals at $2.5 / $4.0 per GPU-hour make buying pay at high utilization.
@@ -458,7 +458,7 @@ def test_cli_whatif_bad_path_exit_code_2(small: Path):
 
 
 def test_default_grid_skips_utilization_without_serving():
-    from planner.whatif import DEFAULT_VARIES, default_varies
+    from planner.analysis.whatif import DEFAULT_VARIES, default_varies
 
     assert default_varies(base_from_text(TWO_SERVE)) == list(DEFAULT_VARIES)
     train_only = base_from_text(TWO_SERVE.split("  serve:")[0])

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.analysis.whatif import run_whatif
+from planner.base.errors import InputError
 from planner.cli import cli
-from planner.errors import InputError
-from planner.whatif import run_whatif
 from tests.test_whatif import SMALL
 
 distributed = pytest.importorskip("distributed")

@@ -1,8 +1,8 @@
 """The ``planner`` command line: one thin module per command group.
 
 Each command parses its arguments, loads, calls the library and prints; this module builds the
-click group and maps every :class:`~planner.errors.PlannerError` to its exit code
-(:class:`~planner.errors.ExitCode`: 0 success, 1 unexpected failure, 2 bad input,
+click group and maps every :class:`~planner.base.errors.PlannerError` to its exit code
+(:class:`~planner.base.errors.ExitCode`: 0 success, 1 unexpected failure, 2 bad input,
 3 infeasible or does not fit, 4 plan fails verification, 5 sweep with failed scenarios).
 """
 
@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 
 from planner import __version__
-from planner.errors import (
+from planner.base.errors import (
     ExitCode,
     InfeasibleError,
     PlannerError,
@@ -82,7 +82,7 @@ class PlannerGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BrokenPipeError:  # `planner ... | head`: the reader left; exit as a shell would
-            from planner.fileio import silence_stdout
+            from planner.base.files import silence_stdout
 
             silence_stdout()
             sys.exit(141)
@@ -138,7 +138,7 @@ def run(args: list[str] | None = None) -> int:
     """Run the command line and return its exit code (click's own errors included).
 
     Not in click's standalone mode, so Ctrl-C during argument parsing reaches the caller as
-    KeyboardInterrupt (``planner.entry``) rather than click's "Aborted!" with exit 1.
+    KeyboardInterrupt (``planner.__main__``) rather than click's "Aborted!" with exit 1.
     """
     try:
         rv = cli.main(args=args, prog_name="planner", standalone_mode=False)

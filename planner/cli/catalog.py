@@ -1,4 +1,4 @@
-"""``planner catalog``: print the GPU comparison table (:mod:`planner.compare`).
+"""``planner catalog``: print the GPU comparison table (:mod:`planner.analysis.compare`).
 
 ``--sources`` lists where every figure comes from; in a narrow terminal the least important
 columns are hidden (``--wide`` shows all).
@@ -13,10 +13,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from planner.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
+from planner.analysis.compare import DEFAULT_PROVIDERS, build_rows, columns_for, sort_rows
 from planner.cli.options import wide_option
-from planner.compare import DEFAULT_PROVIDERS, build_rows, columns_for, sort_rows
-from planner.offers_import import display_path
+from planner.inputs.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
+from planner.inputs.importers.offers import display_path
 from planner.reports.terminal import Col, fit_table, show_table
 
 _LEFT = ("id", "class", "rent_provider")

@@ -20,13 +20,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from planner.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
-from planner.errors import ExitCode, InputError
+from planner.base.errors import ExitCode, InputError
+from planner.base.units import parse_count
+from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import PRECISIONS, TP_SIZES, estimate_serve, replica_capacity
 from planner.physics.train import METHODS, derive_model, estimate_train
-from planner.units import parse_count
 
 
 def _pick_model(model_id: str | None, params: str | None, models_file: Path | None) -> ModelArch:
@@ -39,7 +39,7 @@ def _pick_model(model_id: str | None, params: str | None, models_file: Path | No
         return derive_model(n)
     models = load_models(models_file or CATALOG_DIR / "models.yaml")
     if model_id not in models:
-        from planner.yamlio import did_you_mean
+        from planner.base.yamlio import did_you_mean
 
         raise InputError(f"unknown model {model_id!r}; " + did_you_mean(model_id, models.keys()))
     return models[model_id]
@@ -48,7 +48,7 @@ def _pick_model(model_id: str | None, params: str | None, models_file: Path | No
 def _pick_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
     gpus = load_gpus(gpus_file or CATALOG_DIR / "gpus.yaml")
     if gpu_id not in gpus:
-        from planner.yamlio import did_you_mean
+        from planner.base.yamlio import did_you_mean
 
         raise InputError(f"unknown gpu {gpu_id!r}; " + did_you_mean(gpu_id, gpus.keys()))
     return gpus[gpu_id]

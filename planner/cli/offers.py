@@ -15,9 +15,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from planner.errors import OutputError
-from planner.fileio import same_file
-from planner.offers_import import (
+from planner.base.errors import OutputError
+from planner.base.files import same_file
+from planner.inputs.importers.offers import (
     ImportResult,
     parse_providers,
     read_aggregate_csv,

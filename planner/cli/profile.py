@@ -1,4 +1,4 @@
-"""``planner profile``: import measured serving profiles (:mod:`planner.profile_import`).
+"""``planner profile``: import measured serving profiles (:mod:`planner.inputs.importers.profiles`).
 
 ::
 
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 
-from planner.catalog import load_gpus, load_models
-from planner.errors import InputError, OutputError
-from planner.fileio import same_file
-from planner.profile_import import (
+from planner.base.errors import InputError, OutputError
+from planner.base.files import same_file
+from planner.base.yamlio import did_you_mean, load_yaml, validate
+from planner.inputs.catalog import load_gpus, load_models
+from planner.inputs.importers.profiles import (
     MELANGE_EDGES,
     melange_problem,
     merge_profiles,
@@ -24,8 +25,7 @@ from planner.profile_import import (
     vllm_profile,
     write_yaml,
 )
-from planner.profiles import ProfileFile
-from planner.yamlio import did_you_mean, load_yaml, validate
+from planner.inputs.profiles import ProfileFile
 
 PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
 

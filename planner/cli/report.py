@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from planner.errors import InputError
-from planner.plan import load_plan
+from planner.base.errors import InputError
+from planner.plan.data import load_plan
 
 
 def default_output(plan_path: Path) -> Path:

@@ -51,10 +51,10 @@ def solve(
     less a share kept for verifying and writing the plan; the buy margins of the workbook's
     Risks block get what the solve left (or say they were not computed)."""
     started = time.perf_counter()
-    from planner.api import plan_problem
-    from planner.errors import VerificationError
-    from planner.plan import write_json
-    from planner.problem import load_problem
+    from planner.base.errors import VerificationError
+    from planner.inputs.problem import load_problem
+    from planner.plan.data import write_json
+    from planner.plan.make import plan_problem
     from planner.reports.terminal import print_summary
     from planner.verify import verify_report
 
@@ -77,7 +77,7 @@ def solve(
     # Files first, then the summary: a closed pipe (`| head`) must not lose the workbook.
     written = []
     if xlsx is not None:
-        from planner.diagnose import margins_for
+        from planner.analysis.explain import margins_for
         from planner.reports.excel import write_workbook
 
         # the Risks block says how close buying is to the next-best plan (explain's figure),
@@ -100,7 +100,7 @@ def solve(
 def keep_rejected_plan(plan, problem: Path, xlsx: Path | None, json_path: str | None) -> Path:
     """Write a plan the verifier rejected beside the outputs as ``<name>.rejected.json``
     (never over the user's plan JSON or workbook: those stay as they were)."""
-    from planner.plan import write_json
+    from planner.plan.data import write_json
 
     if json_path and json_path != "-":
         base = Path(json_path)
@@ -116,8 +116,8 @@ def keep_rejected_plan(plan, problem: Path, xlsx: Path | None, json_path: str | 
 
 def check_outputs(problem: Path, *outputs: Path | str | None) -> None:
     """Before any solve: every output is writable, none is the problem file, none another."""
-    from planner.errors import OutputError
-    from planner.fileio import output_target, same_file
+    from planner.base.errors import OutputError
+    from planner.base.files import output_target, same_file
 
     given = [Path(o) for o in outputs if o is not None]
     for i, out in enumerate(given):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
+from planner.base.errors import ExitCode
 from planner.cli.options import SOLVERS, gap_option, time_limit_option
-from planner.errors import ExitCode
 
 
 @click.command()
@@ -26,8 +26,8 @@ from planner.errors import ExitCode
 )
 def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
     """Check a saved plan against PROBLEM: every constraint and total, recomputed."""
-    from planner.plan import Plan
-    from planner.problem import load_problem
+    from planner.inputs.problem import load_problem
+    from planner.plan.data import Plan
     from planner.verify import verify_report
 
     inputs = load_problem(problem)
@@ -80,8 +80,8 @@ def explain(
     top: int,
 ) -> None:
     """Why PROBLEM is infeasible, or which constraints bind in its optimal plan and their worth."""
-    from planner.diagnose import explain_plan
-    from planner.problem import load_problem
+    from planner.analysis.explain import explain_plan
+    from planner.inputs.problem import load_problem
 
     inputs = load_problem(problem)
     ex = explain_plan(

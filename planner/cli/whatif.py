@@ -1,4 +1,4 @@
-"""``planner whatif`` and ``planner breakeven``: thin wrappers around :mod:`planner.whatif`."""
+"""``planner whatif`` and ``planner breakeven``: thin wrappers around :mod:`planner.analysis.whatif`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from planner.base.errors import ExitCode, InputError
 from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
-from planner.errors import ExitCode, InputError
 from planner.reports.terminal import Col, fit_table, show_table
 
 
@@ -121,7 +121,7 @@ def whatif(
     wide: bool,
 ) -> None:
     """Re-plan PROBLEM over a grid of changed inputs (what-if analysis)."""
-    from planner import whatif as wi
+    from planner.analysis import whatif as wi
 
     if scheduler and not scheduler.strip():
         raise InputError("--scheduler: empty address")
@@ -293,7 +293,7 @@ def breakeven(
     json_path: str | None,
 ) -> None:
     """Find the value of one input at which PROBLEM's plan changes (bisection on solves)."""
-    from planner import whatif as wi
+    from planner.analysis import whatif as wi
 
     console = Console(stderr=json_path == "-", emoji=False)
     base = wi.load_base(problem)
@@ -333,7 +333,7 @@ def breakeven(
     if json_path == "-":
         click.echo(json.dumps(be.to_json(), indent=2))
     elif json_path:
-        from planner.plan import atomic_write_bytes
+        from planner.plan.data import atomic_write_bytes
 
         atomic_write_bytes(json_path, json.dumps(be.to_json(), indent=2).encode("utf-8"))
         console.print(f"json: {json_path}")

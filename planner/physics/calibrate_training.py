@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.catalog import CATALOG_DIR, load_gpus, load_models
+from planner.base.yamlio import load_yaml
+from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_models
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import STACKS, goodput, quantile_factor
 from planner.physics.train import derive_model, estimate_train
-from planner.yamlio import load_yaml
 
 RUNS_PATH = CATALOG_DIR / "sources" / "training-runs.yaml"
 GPU_IDS = {"h800": "h100-sxm"}  # H800 = H100 compute with reduced NVLink

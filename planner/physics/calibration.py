@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Final, Literal
 
-from planner.catalog import GpuSpec, ModelArch, load_gpus, load_models
+from planner.inputs.catalog import GpuSpec, ModelArch, load_gpus, load_models
 from planner.physics.calibration_values import (
     CALIBRATION_PATH,
     Calibration,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, model_validator
 
-from planner.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
+from planner.base.yamlio import load_yaml, validate
+from planner.inputs.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
 from planner.physics.realized import STACKS, StackProfile
-from planner.yamlio import load_yaml, validate
 
 
 class FamilyFactor(Sourced):

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.catalog import GpuSpec, ModelArch
+from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
 

@@ -18,7 +18,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from planner.catalog import GpuSpec, ModelArch
+from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration, gpu_family
 from planner.physics.realized import DEFAULT_STACK, STACKS, hours_band, quantile_factor
 

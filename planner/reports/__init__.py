@@ -1,1 +1,1 @@
-"""Reports read a :class:`planner.plan.Plan` and never import PuLP."""
+"""Reports read a :class:`planner.plan.data.Plan` and never import PuLP."""

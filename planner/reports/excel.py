@@ -1,4 +1,4 @@
-"""The Excel report: a finance-ready workbook built from a :class:`planner.plan.Plan`.
+"""The Excel report: a finance-ready workbook built from a :class:`planner.plan.data.Plan`.
 
 Every cost in the workbook is a live formula that reproduces the solver's cost definitions
 from the figures on the ``Assumptions`` sheet, so finance can change a power price or a unit
@@ -53,8 +53,8 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.fileio import atomic_write_bytes
-from planner.plan import Plan, Purchase, WorkloadResult
+from planner.base.files import atomic_write_bytes
+from planner.plan.data import Plan, Purchase, WorkloadResult
 from planner.reports.plan_facts import (
     NOT_MODELED,
     decision_sentences,
@@ -899,7 +899,7 @@ def _curve_value(a: _Assumptions, points: list[tuple[int, int]], age: int) -> fl
 def _curve_formula(a: _Assumptions, points: list[tuple[int, int]], age: int, age_cell: str) -> str:
     """The curve's share at ``age`` as a formula over its points: linear between the two
     points around the age, from (0, 100 %), the last segment continued past the last point,
-    between 0 and 1 (planner.catalog.ResidualCurve.share_at)."""
+    between 0 and 1 (planner.inputs.catalog.ResidualCurve.share_at)."""
     if not points:
         return "0"
     k = _curve_segment(points, age)
@@ -2535,7 +2535,7 @@ def build_workbook(plan: Plan, margins: Sequence[str] | None = None) -> Workbook
     """The report workbook for ``plan`` (in memory).
 
     ``margins``: lines saying what the plan would cost without each GPU type it buys (from
-    :func:`planner.diagnose.buy_margins`); the report cannot re-solve, so the caller passes them.
+    :func:`planner.analysis.explain.buy_margins`); the report cannot re-solve, so the caller passes them.
     """
     return _Writer(plan, margins).build()
 

@@ -1,6 +1,6 @@
 """Facts read off a Plan for the reports: the decision in words, peak GPUs, GPU-hours used.
 
-Pure functions of :class:`planner.plan.Plan` (no workbook, no solver), so the Excel page 1
+Pure functions of :class:`planner.plan.data.Plan` (no workbook, no solver), so the Excel page 1
 and any other report say the same thing, and tests can check them against the plan's rows.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from planner.plan import Plan
+from planner.plan.data import Plan
 
 # What the model leaves out: finance must not read the plan as covering these.
 NOT_MODELED = (

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from planner.plan import Plan, WorkloadResult
+from planner.plan.data import Plan, WorkloadResult
 from planner.reports.plan_facts import rate_text
 
 # Short labels for the predicted-vs-target keys of a workload result.

@@ -16,11 +16,11 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.table import Table, TableStyleInfo
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.plan import atomic_write_bytes
+from planner.plan.data import atomic_write_bytes
 from planner.reports.xlsx_cache import save_with_values
 
 if TYPE_CHECKING:
-    from planner.whatif import ScenarioResult, Vary, WhatIf
+    from planner.analysis.whatif import ScenarioResult, Vary, WhatIf
 
 SHEET = "What-if"
 CHART_SHEET = "What-if charts"
@@ -363,7 +363,7 @@ def _style_chart(ch: ScatterChart | LineChart, title: str, x_title: str, metric:
 
 
 def build_whatif_workbook(res: WhatIf) -> tuple[Workbook, str | None]:
-    """The what-if workbook for a :class:`planner.whatif.WhatIf`; returns (workbook, warning)."""
+    """The what-if workbook for a :class:`planner.analysis.whatif.WhatIf`; returns (workbook, warning)."""
     warning = None
     base_plan = res.base_result.plan if res.base_result is not None else None
     wb: Workbook | None = None

@@ -53,8 +53,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.plan import Plan
-from planner.problem import Inputs
+from planner.inputs.problem import Inputs
+from planner.plan.data import Plan
 
 from .context import VerifyContext
 from .families import (

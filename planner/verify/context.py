@@ -16,8 +16,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.candidates import planned_wall_hours, spot_overhead_for
-from planner.capacity import (
+from planner.inputs.catalog import MULTI_NODE_FABRICS, Offer
+from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
+from planner.optimize.candidates import planned_wall_hours, spot_overhead_for
+from planner.physics.calibration_values import default_calibration
+from planner.physics.capacity import (
     BucketCapacity,
     bucket_capacity,
     measured_factor,
@@ -25,8 +28,7 @@ from planner.capacity import (
     scale_train,
     train_measurement,
 )
-from planner.catalog import MULTI_NODE_FABRICS, Offer
-from planner.demand import (
+from planner.physics.demand import (
     FLAT,
     HOURS_PER_MONTH,
     LoadSlice,
@@ -35,12 +37,10 @@ from planner.demand import (
     problem_slices,
     workload_slices,
 )
-from planner.economics import chassis_residual_share, discount_factor, it_kw, residual_share
-from planner.physics.calibration_values import default_calibration
+from planner.physics.economics import chassis_residual_share, discount_factor, it_kw, residual_share
 from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
-from planner.plan import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
-from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
+from planner.plan.data import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 
 from .findings import ABS, REL, bad_number
 

@@ -4,8 +4,8 @@ once. The money of both (sales, committed cost, end value) is in :func:`check_mo
 
 from __future__ import annotations
 
-from planner.demand import HOURS_PER_MONTH
-from planner.problem import contract_offer_id, month_index
+from planner.inputs.problem import contract_offer_id, month_index
+from planner.physics.demand import HOURS_PER_MONTH
 
 from .context import VerifyContext
 from .findings import Checker, Findings, close

@@ -10,14 +10,14 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from planner import economics
-from planner import tolerances as tol
-from planner.candidates import planned_wall_hours
-from planner.catalog import GpuSpec
-from planner.demand import HOURS_PER_MONTH
-from planner.plan import FleetMonth, Purchase, WorkloadResult
-from planner.problem import ServeWorkload, TrainJob, month_index
-from planner.tolerances import RPS, at_least, at_most, whole
+from planner.base import tolerances as tol
+from planner.base.tolerances import RPS, at_least, at_most, whole
+from planner.inputs.catalog import GpuSpec
+from planner.inputs.problem import ServeWorkload, TrainJob, month_index
+from planner.optimize.candidates import planned_wall_hours
+from planner.physics import economics
+from planner.physics.demand import HOURS_PER_MONTH
+from planner.plan.data import FleetMonth, Purchase, WorkloadResult
 
 from .context import (
     ConfigKey,

@@ -6,9 +6,9 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-from planner import tolerances
+from planner.base import tolerances
 
-REL = tolerances.REL  # relative, on money, hours and demand (planner.tolerances)
+REL = tolerances.REL  # relative, on money, hours and demand (planner.base.tolerances)
 ABS = tolerances.HOURS
 
 

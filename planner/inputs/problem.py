@@ -14,7 +14,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planner.catalog import (
+from planner.base.errors import InputError
+from planner.base.units import CaseInsensitive, Count
+from planner.base.yamlio import (
+    LocatedError,
+    YamlDoc,
+    did_you_mean,
+    format_loc,
+    load_yaml,
+    parse_yaml_text,
+    validate,
+)
+from planner.inputs.catalog import (
     CATALOG_DIR,
     GPU_RANGES,
     Fabric,
@@ -31,19 +42,8 @@ from planner.catalog import (
     load_servers,
     with_server,
 )
-from planner.economics import FinanceDefaults, FinanceTerms, load_finance_defaults
-from planner.errors import InputError
-from planner.profiles import ProfileFile, Profiles
-from planner.units import CaseInsensitive, Count
-from planner.yamlio import (
-    LocatedError,
-    YamlDoc,
-    did_you_mean,
-    format_loc,
-    load_yaml,
-    parse_yaml_text,
-    validate,
-)
+from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_defaults
+from planner.inputs.profiles import ProfileFile, Profiles
 
 _MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only; fullmatch: no trailing text
 
@@ -134,7 +134,7 @@ class Site(Strict):
 
 class GpuOverride(Strict):
     """Replace catalog figures for one GPU (a vendor quote, a measured spec); the same ranges
-    as the catalog (:data:`planner.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
+    as the catalog (:data:`planner.inputs.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
 
     purchase_usd: float | None = Field(None, gt=0)
     server: str | None = Field(None, description="buy the card in this server type instead")
@@ -906,7 +906,7 @@ def discounted(o: Offer, share: float) -> Offer:
     """The offer at ``(1 - share)`` of its listed price, its source saying so. Idempotent:
     the listed price is kept (``list_usd_per_gpu_hour``), so the discount applies once.
 
-    >>> from planner.catalog import Offer
+    >>> from planner.inputs.catalog import Offer
     >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
     ...           source="list", as_of="2026")
     >>> discounted(o, 0.25).usd_per_gpu_hour

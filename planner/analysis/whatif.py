@@ -10,8 +10,8 @@ range ``start:stop:step`` (``0.2:0.9:0.1`` -> 8 values ending at 0.9; the arithm
 decimal, so no float drift).
 
 Each scenario applies its values to a deep copy of the data, validates it against
-:class:`~planner.problem.Problem`, resolves it with the problem file's directory as base
-(offers files are found relative to it) and calls :func:`~planner.api.plan_problem`.
+:class:`~planner.inputs.problem.Problem`, resolves it with the problem file's directory as base
+(offers files are found relative to it) and calls :func:`~planner.plan.make.plan_problem`.
 A scenario that fails (invalid value, infeasible, solver error) is a row with its status
 and message, never an abort. Scenarios run in a process pool, or on a Dask cluster.
 """
@@ -37,9 +37,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from planner.errors import InfeasibleError, InputError, PlannerError, SolverError
-from planner.plan import Plan
-from planner.yamlio import YamlDoc, did_you_mean, format_loc, load_yaml
+from planner.base.errors import InfeasibleError, InputError, PlannerError, SolverError
+from planner.base.yamlio import YamlDoc, did_you_mean, format_loc, load_yaml
+from planner.plan.data import Plan
 
 Loc = tuple[str | int, ...]
 Value = float | int | str | bool
@@ -364,7 +364,7 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
     >>> resolve_key(d, "workloads.serve.chat.traffic.utilization")
     [('workloads', 'serve', 0, 'traffic', 'utilization')]
     """
-    from planner.problem import Problem
+    from planner.inputs.problem import Problem
 
     if not isinstance(data, dict):
         raise InputError("the problem file is not a mapping")
@@ -435,7 +435,7 @@ def load_base(path: str | Path) -> Base:
 
 def base_from_text(text: str, name: str = "<text>", base_dir: str | Path | None = None) -> Base:
     """A Base from YAML text (tests)."""
-    from planner.yamlio import parse_yaml_text
+    from planner.base.yamlio import parse_yaml_text
 
     doc = parse_yaml_text(text, Path(name))
     if not isinstance(doc.data, dict):
@@ -488,7 +488,7 @@ def check_value(base: Base, key: str, locs: Sequence[Loc], value: Value) -> None
     scenario. Errors elsewhere in the file are left to the scenarios to report."""
     from pydantic import ValidationError
 
-    from planner.problem import Problem
+    from planner.inputs.problem import Problem
 
     data = copy.deepcopy(base.data)
     for loc in locs:
@@ -606,8 +606,8 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
 
 def scenario_inputs(task: Task):
     """Apply the task's values to a deep copy of the data, validate and resolve."""
-    from planner.problem import Problem, resolve
-    from planner.yamlio import validate
+    from planner.base.yamlio import validate
+    from planner.inputs.problem import Problem, resolve
 
     data = copy.deepcopy(task.base.data)
     for loc, value in task.sets:
@@ -626,7 +626,7 @@ def scenario_inputs(task: Task):
 
 def run_task(task: Task) -> ScenarioResult:
     """Solve one scenario; every failure becomes a row (never raises)."""
-    from planner.api import plan_problem
+    from planner.plan.make import plan_problem
 
     t0 = time.perf_counter()
 
@@ -690,7 +690,7 @@ def worker_signals() -> None:
     progress ends its CBC process and removes its temporary files before the worker goes."""
     import signal
 
-    from planner.entry import terminate
+    from planner.base.errors import terminate
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, terminate)
@@ -714,7 +714,7 @@ def _run_local(
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if "forkserver" in methods:
-        ctx.set_forkserver_preload(["planner.whatif", "planner.api", "pulp"])
+        ctx.set_forkserver_preload(["planner.analysis.whatif", "planner.plan.make", "pulp"])
     results: dict[int, ScenarioResult] = {}
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=worker_signals
@@ -819,7 +819,7 @@ def run_whatif(
     """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written."""
     if not isinstance(base, Base):
         base = load_base(base)
-    from planner.solve import SOLVERS
+    from planner.optimize.solve import SOLVERS
 
     if solver not in SOLVERS:
         raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
@@ -835,7 +835,7 @@ def run_whatif(
 
 
 def write_results_json(results: Sequence[ScenarioResult], path: str | Path) -> None:
-    from planner.plan import atomic_write_bytes
+    from planner.plan.data import atomic_write_bytes
 
     text = json.dumps([r.to_json() for r in results], indent=2)
     atomic_write_bytes(path, text.encode("utf-8"))

@@ -10,13 +10,7 @@ import contextlib
 import signal
 import sys
 
-
-def terminate(signum: int, frame: object) -> None:
-    """Signal handler: raise, so ``finally`` blocks run (solver ended, files removed)."""
-    from planner.errors import Terminated
-
-    raise Terminated(signum)
-
+from planner.base.errors import terminate
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -75,7 +69,7 @@ def main() -> None:
             from planner.cli import run
         code = run()
     except BrokenPipeError:  # `planner ... | head`: the reader left; say nothing more
-        from planner.fileio import silence_stdout
+        from planner.base.files import silence_stdout
 
         silence_stdout()
         code = 141  # 128 + SIGPIPE, as a shell reports it
@@ -104,3 +98,7 @@ def _tolerant_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 
 Every input file goes through :func:`load_yaml` (``yaml.safe_load`` semantics, plus a map
 from field path to line number) and :func:`validate`, which turns a pydantic
-``ValidationError`` into an :class:`~planner.errors.InputError` a user can act on: one line
+``ValidationError`` into an :class:`~planner.base.errors.InputError` a user can act on: one line
 per problem, ``file:line: field.path: what is wrong (got value)``, with the allowed keys for
 an unknown key and the closest known ids for an unknown id.
 """
@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from planner.errors import InputError
-from planner.fileio import read_text
+from planner.base.errors import InputError
+from planner.base.files import read_text
 
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[str | int, ...]
@@ -41,7 +41,7 @@ class _CatalogLoader(_CBase):  # type: ignore[misc, valid-type]
     """The fast loader for shipped catalogs, with the same resolvers as :class:`_Loader`."""
 
 
-SHIPPED = Path(__file__).resolve().parent.parent / "catalogs"
+SHIPPED = Path(__file__).resolve().parents[2] / "catalogs"
 
 # Dates are parsed by pydantic, so YAML's implicit timestamp resolver is removed.
 _Loader.yaml_implicit_resolvers = _CatalogLoader.yaml_implicit_resolvers = {

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 
-from planner.candidates import Candidates, build_candidates, check_candidates
-from planner.errors import InfeasibleError, SolverError
-from planner.extract import extract_plan
-from planner.model import PlannerModel, build_model
-from planner.plan import Plan
-from planner.problem import Inputs
-from planner.solve import SolveResult, solve_model
+from planner.base.errors import InfeasibleError, SolverError
+from planner.inputs.problem import Inputs
+from planner.optimize.candidates import Candidates, build_candidates, check_candidates
+from planner.optimize.model import PlannerModel, build_model
+from planner.optimize.solve import SolveResult, solve_model
+from planner.plan.data import Plan
+from planner.plan.extract import extract_plan
 
 # Share of a command's time limit kept for what follows the solve (extracting, verifying and
 # writing the plan, the buy margins) when the limit bounds the whole command.
@@ -74,7 +74,7 @@ def plan_problem(
     if result.status == "infeasible":
         diagnosis: list[str] = []
         if diagnose:
-            from planner.diagnose import diagnose_infeasible
+            from planner.optimize.infeasible import diagnose_infeasible
 
             diagnosis = diagnose_infeasible(inputs, solver=solver)
         raise InfeasibleError("infeasible: no plan meets every constraint", diagnosis)

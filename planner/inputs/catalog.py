@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.errors import InputError
-from planner.units import CaseInsensitive, no_bool_for_number
-from planner.yamlio import did_you_mean, load_yaml, validate
+from planner.base.errors import InputError
+from planner.base.units import CaseInsensitive, no_bool_for_number
+from planner.base.yamlio import did_you_mean, load_yaml, validate
 
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
 
 
 class Strict(BaseModel):
@@ -337,7 +337,7 @@ class Offer(Strict):
     # A contract signed before the plan (fleet.contracts): paid whatever the plan does, so its
     # capacity costs nothing at the margin, and only inside its term (YYYY-MM, inclusive).
     committed: bool = False
-    # The listed price when offers.discounts scaled usd_per_gpu_hour (planner.problem.discounted)
+    # The listed price when offers.discounts scaled usd_per_gpu_hour (planner.inputs.problem.discounted)
     list_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
     available_from: str | None = None
     available_until: str | None = None

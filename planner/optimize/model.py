@@ -1,8 +1,8 @@
 r"""The MILP: buy, own, rent and reserve GPUs to meet every workload at least present cost.
 
-Stage 3 of the flow. Builds a PuLP problem from :class:`~planner.problem.Inputs` (already
-validated) and :class:`~planner.candidates.Candidates` (physics already applied). It never
-reads files and never solves; :mod:`planner.solve` does that.
+Stage 3 of the flow. Builds a PuLP problem from :class:`~planner.inputs.problem.Inputs` (already
+validated) and :class:`~planner.optimize.candidates.Candidates` (physics already applied). It never
+reads files and never solves; :mod:`planner.optimize.solve` does that.
 
 Notation
 --------
@@ -21,13 +21,13 @@ Notation
                    reserved (term ``L_o`` months), cap ``A_o`` GPUs, unit ``u_o``
 ``e``              electricity $/kWh x PUE / 1000 (so watts x hours x e = dollars);
                    ``colo`` $/kW-month of IT load; ``host`` $/GPU-month
-``rho_g(a)``       resale share of a card of age ``a`` months (:mod:`planner.economics`)
+``rho_g(a)``       resale share of a card of age ``a`` months (:mod:`planner.physics.economics`)
 ``i``              an entry of ``fleet.owned`` (issue 20): ``N_i`` existing cards of type
                    ``g_i``, in service from month ``t_i`` (0, or ``arrives``), age ``a_it``
                    months at the start of month t (from ``bought``, or from arrival)
 ``E_gt``           existing cards of type g in service in month t before any sale
 ``sigma_g(a)``     what a sale fetches per $ of catalog price: the used-market curve at age a
-                   (whatever ``finance.residual`` says; :func:`planner.economics.sale_share`)
+                   (whatever ``finance.residual`` says; :func:`planner.physics.economics.sale_share`)
 ``F_g``            running cost of one existing card a month: ``H e (P^idle_g + W^host_g/S_g) +
                    host + colo (P^tdp_g + W^host_g/S_g)/1000`` (it came in its catalog server
                    type: no chassis capex, its share of the host watts)
@@ -131,17 +131,17 @@ With ``fleet.owned``, ``own[g,t]`` in ``train_gpus`` and ``capacity`` is the who
 ``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them
                                 (renting consumer cards from a provider is allowed)
 
-Size reductions (the optimum is unchanged; see also :mod:`planner.candidates`)
+Size reductions (the optimum is unchanged; see also :mod:`planner.optimize.candidates`)
 ------------------------------------------------------------------------------
 Variables that no optimal plan needs are not created, and implied bounds are stated:
 
 * ``q`` exists only for (candidate, offer) pairs that are not dominated replica for replica
-  (:func:`planner.candidates.serve_rental_pairs`): per candidate the cheapest uncapped
+  (:func:`planner.optimize.candidates.serve_rental_pairs`): per candidate the cheapest uncapped
   non-reserved offer, capped offers cheaper than it and every reserved offer; and no
   non-reserved pair when an uncapped pair gives at least its req/s for at most its price per
   replica-hour.
 * ``n`` exists only for owned replica types not matched on the same GPUs by a smaller one
-  (:func:`planner.candidates.owned_serve_options`: ``tp_a | tp_b`` and ``(tp_b/tp_a) mu_a >=
+  (:func:`planner.optimize.candidates.owned_serve_options`: ``tp_a | tp_b`` and ``(tp_b/tp_a) mu_a >=
   mu_b``).
 * ``r`` exists only for the cheapest offer per training candidate and kind
   (:func:`train_offers`): nothing but price and kind tells training offers apart.
@@ -163,8 +163,9 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from planner import economics
-from planner.candidates import (
+from planner.inputs.catalog import GpuSpec, Offer
+from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
+from planner.optimize.candidates import (
     Candidates,
     ServeCandidate,
     TrainCandidate,
@@ -174,12 +175,11 @@ from planner.candidates import (
     rental_gpus,
     serve_rental_pairs,
 )
-from planner.candidates import (
+from planner.optimize.candidates import (
     offer_restricted as restricted,
 )
-from planner.catalog import GpuSpec, Offer
-from planner.demand import HOURS_PER_MONTH
-from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
+from planner.physics import economics
+from planner.physics.demand import HOURS_PER_MONTH
 
 LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
@@ -337,7 +337,7 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[tuple[Offer, float]
 def serve_offers(m: PlannerModel, c: ServeCandidate) -> list[Offer]:
     """Offers a serving candidate may rent: a tensor-parallel replica needs its ``tp`` GPUs
     in one instance; spot only where the problem allows it for serving. (The model creates
-    ``q`` only for the non-dominated pairs of :func:`planner.candidates.serve_rental_pairs`.)"""
+    ``q`` only for the non-dominated pairs of :func:`planner.optimize.candidates.serve_rental_pairs`.)"""
     spot_ok = m.inputs.problem.offers.spot_for_serving
     return [
         o
@@ -918,10 +918,10 @@ def _add_in_use(
 
 # Up to this many rented (pair, month, slice) cells every rented replica is an integer of
 # the model (the exact optimum); above it, uncapped rentals are solved as continuous and made
-# whole afterwards (the repair step, :func:`planner.solve.whole_replicas`). Integer rentals
+# whole afterwards (the repair step, :func:`planner.optimize.solve.whole_replicas`). Integer rentals
 # everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells);
 # small models are then proven on the exact model from the repaired plan
-# (:data:`planner.solve.EXACT_POLISH_INTEGERS`), which needs that plan as its start.
+# (:data:`planner.optimize.solve.EXACT_POLISH_INTEGERS`), which needs that plan as its start.
 EXACT_RENTAL_CELLS = 300
 # Up to this many rented cells the spare's in-use rows are per load slice (:func:`_add_in_use`;
 # from 0 since issue 25: they make the reference provable). Above (the 200-workload, 36-month
@@ -1155,7 +1155,7 @@ class OwnedCoefficients:
     capex ``K^srv`` / ``K^card``; idle power ``H e rem`` x (host watts / card idle watts);
     hosting ``rem`` x (per-GPU fee for a card; colocation $/kW-month x kW of host / card TDP);
     residual value at the horizon end (resale share of the card, chassis share of the chassis).
-    ``pv_*`` are the same cash discounted monthly (:mod:`planner.economics`).
+    ``pv_*`` are the same cash discounted monthly (:mod:`planner.physics.economics`).
     """
 
     capex: tuple[float, float]

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from planner.errors import InputError, OutputError
+from planner.base.errors import InputError, OutputError
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # the default offers catalog is ~0.4 MB; 64 MB is generous
 

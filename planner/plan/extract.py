@@ -1,4 +1,4 @@
-"""Stage 5: read a solved model into a :class:`~planner.plan.Plan` (pure data).
+"""Stage 5: read a solved model into a :class:`~planner.plan.data.Plan` (pure data).
 
 Everything monetary is recomputed here from variable values and catalog coefficients with
 the same formulas as the objective, so the Plan's totals can be checked against the
@@ -20,19 +20,23 @@ from typing import Any
 
 import pulp
 
-from planner import __version__, economics
-from planner import tolerances as tol
-from planner.candidates import (
+from planner import __version__
+from planner.base import tolerances as tol
+from planner.base.tolerances import RPS, at_least, at_most
+from planner.inputs.catalog import GpuSpec, Sourced, SourcedRange
+from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, contract_offer_id
+from planner.optimize.candidates import (
     Candidates,
     ServeCandidate,
     offer_months,
     progress_per_wall_hour,
     rental_gpus,
 )
-from planner.catalog import GpuSpec, Sourced, SourcedRange
-from planner.demand import HOURS_PER_MONTH, LoadSlice
-from planner.model import PlannerModel, existing_age, existing_start, power_coefficients
-from planner.plan import (
+from planner.optimize.model import PlannerModel, existing_age, existing_start, power_coefficients
+from planner.optimize.solve import SolveResult
+from planner.physics import economics
+from planner.physics.demand import HOURS_PER_MONTH, LoadSlice
+from planner.plan.data import (
     Assumption,
     Commitment,
     Depreciation,
@@ -51,9 +55,6 @@ from planner.plan import (
     WorkloadResult,
     YearCost,
 )
-from planner.problem import Inputs, Problem, ServeWorkload, TrainJob, contract_offer_id
-from planner.solve import SolveResult
-from planner.tolerances import RPS, at_least, at_most
 
 EPS = tol.INTEGRALITY
 
@@ -834,7 +835,7 @@ def _read_finance(
     existing_residual: float = 0.0,
 ) -> tuple[list[YearCost], list[Depreciation], Totals]:
     """Per-year cash and P&L views, each purchase's depreciation, and the totals' present
-    value, residual value and book value (:mod:`planner.economics` conventions)."""
+    value, residual value and book value (:mod:`planner.physics.economics` conventions)."""
     deps = [_depreciation(ctx, p) for p in purchases]
     n_years = (len(ctx.months) + 11) // 12
     years = [_year_cost(ctx, y, cash, deps, existing_residual) for y in range(n_years)]
@@ -1203,7 +1204,7 @@ def _demand_assumptions(ctx: _Context) -> list[Assumption]:
             key=sl.name,
             value=sl.hours_per_month,
             unit="h/month",
-            source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.demand)",
+            source="daily load curve: 2 h peak, 6 h, 8 h, 8 h (planner.physics.demand)",
         )
         for sl in ctx.slices
     ]

@@ -21,10 +21,15 @@ from dataclasses import dataclass
 
 import pulp
 
-from planner import tolerances as tol
-from planner.candidates import offer_restricted, progress_per_wall_hour
-from planner.demand import HOURS_PER_MONTH
-from planner.model import SPARE_PERIOD_MONTHS, PlannerModel, existing_in_service, spare_flags
+from planner.base import tolerances as tol
+from planner.optimize.candidates import offer_restricted, progress_per_wall_hour
+from planner.optimize.model import (
+    SPARE_PERIOD_MONTHS,
+    PlannerModel,
+    existing_in_service,
+    spare_flags,
+)
+from planner.physics.demand import HOURS_PER_MONTH
 
 # Fleet roundings tried by :func:`best_rounded_start`: the LP's nodes rounded down, rounded at
 # a quarter node, rounded up, and no fleet at all (every service rented). On the 10-workload,

@@ -1,7 +1,7 @@
 """Money over time: discounting, resale value, depreciation, colocation by the kW.
 
-Pure functions (every coefficient the model, the verifier and the reports use), plus the
-resolved finance terms of a problem (:class:`FinanceTerms`; defaults with sources in
+Pure functions: every coefficient the model, the verifier and the reports use. The finance
+terms they take are resolved in :mod:`planner.inputs.finance` (defaults with sources in
 ``catalogs/finance.yaml``).
 
 Conventions
@@ -18,44 +18,10 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from planner.catalog import CATALOG_DIR, SourcedRange, Strict
-from planner.yamlio import load_yaml, validate
-
 if TYPE_CHECKING:
-    from planner.catalog import GpuSpec
-
-
-class FinanceDefaults(Strict):
-    discount_rate: SourcedRange
-    depreciation_years: SourcedRange
-    colo_usd_per_kw_month: SourcedRange
-
-
-class FinanceFile(Strict):
-    finance: FinanceDefaults
-    notes: str | None = Field(None, max_length=10_000)
-
-
-def load_finance_defaults(path: str | Path = CATALOG_DIR / "finance.yaml") -> FinanceDefaults:
-    return validate(FinanceFile, load_yaml(path), "finance defaults").finance
-
-
-@dataclass(frozen=True)
-class FinanceTerms:
-    """A problem's finance settings with every default filled in (and where it came from)."""
-
-    discount_rate: float = 0.0
-    residual: str = "none"  # curve | none | straight_line
-    depreciation_years: float = 5.0
-    colo_usd_per_kw_month: float = 0.0
-    currency_label: str = "USD"
-    sources: tuple[tuple[str, str], ...] = ()  # (field, source) of each default used
+    from planner.inputs.catalog import GpuSpec
 
 
 def discount_factor(annual_rate: float, month: float) -> float:

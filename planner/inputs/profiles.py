@@ -19,7 +19,7 @@ A profiles file (named by the problem's ``profiles:`` list, relative to the prob
       - {model: llama-3-8b, gpu: h100-sxm, precision: bf16, gpus: 64,
          tokens_per_s_per_gpu: 3100, source: ..., as_of: 2026-11}
 
-Pure data and pure lookups: :mod:`planner.problem` loads the files, :mod:`planner.candidates`
+Pure data and pure lookups: :mod:`planner.inputs.problem` loads the files, :mod:`planner.optimize.candidates`
 asks :func:`serve_rate` and :func:`train_rate` for a measurement before the physics.
 """
 
@@ -30,8 +30,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from planner.catalog import Strict
-from planner.units import CaseInsensitive
+from planner.base.units import CaseInsensitive
+from planner.inputs.catalog import Strict
 
 Precision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive]
 

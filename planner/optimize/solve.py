@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pulp
 
-from planner import tolerances as tol
-from planner.demand import HOURS_PER_MONTH
-from planner.errors import InputError, SolverError
-from planner.model import PlannerModel
-from planner.tolerances import whole
+from planner.base import tolerances as tol
+from planner.base.errors import InputError, SolverError
+from planner.base.tolerances import whole
+from planner.optimize.model import PlannerModel
+from planner.physics.demand import HOURS_PER_MONTH
 
 SOLVERS = ("auto", "cbc", "highs", "scip")
 
@@ -255,7 +255,7 @@ def _solve_scip(m: PlannerModel, time_limit: float, gap: float) -> float | None:
 # plan cost $20.8M after 30 s. Smaller models (every file in problems/) solve as before, so
 # their plans and golden fingerprints do not move.
 START_FROM_INTEGERS = 10_000
-# Share of the time limit by which the start's search (:func:`planner.start.best_rounded_start`)
+# Share of the time limit by which the start's search (:func:`planner.optimize.start.best_rounded_start`)
 # ends on a large model; HiGHS gets the rest. Within a 30 s limit on the 36-month benchmarks
 # HiGHS never improved the start; the search did (measured in benchmarks/README.md).
 SEARCH_SHARE = 0.85
@@ -277,19 +277,19 @@ def mip_start(
     m: PlannerModel, threads: int, lp_seconds: float = 60.0, deadline: float | None = None
 ) -> tuple[bool, float | None, float, str]:
     """Set ``m``'s variables to the cheaper of two feasible plans, the best LP-rounded one
-    (:func:`planner.start.best_rounded_start`, whose search runs until ``deadline``
+    (:func:`planner.optimize.start.best_rounded_start`, whose search runs until ``deadline``
     after the LP) and the all-rental one (:func:`rental_start`).
 
     Returns (a start is set, a lower bound, the LP's seconds, the bound's kind). The bound is
     the LP optimum,
-    or when the LP did not finish :func:`planner.bound.separable_bound` (None where that is
+    or when the LP did not finish :func:`planner.optimize.bound.separable_bound` (None where that is
     not computed); the gap uses it when the MIP's own root has not finished. On the
     50-workload, 36-month benchmark: LP 13 s ($2.66M), searched plan $3.88M against the
     all-rental $7.79M and HiGHS's own first plan of $20.8M after 30 s.
     """
     import highspy
 
-    from planner.start import best_rounded_start
+    from planner.optimize.start import best_rounded_start
 
     t0 = time.perf_counter()
     m.prob.solve(_BulkHiGHS(msg=False, mip=False, threads=threads, timeLimit=lp_seconds))
@@ -301,10 +301,10 @@ def mip_start(
     bound = pulp.value(m.prob.objective) if solved else None
     lp = {v.name: float(v.varValue or 0.0) for v in m.prob.variables()}
     if bound is None:  # the LP did not finish: a bound that needs no LP (seconds, not minutes)
-        from planner.bound import separable_bound
+        from planner.optimize.bound import separable_bound
 
         bound = separable_bound(m)
-    kind = "the LP relaxation" if solved else "the separable bound (planner/bound.py)"
+    kind = "the LP relaxation" if solved else "the separable bound (planner/optimize/bound.py)"
     # An LP stopped at its limit still leaves a point to round (the rounded plan is checked
     # like any other): on the 200-workload benchmark the LP does not finish in 60 s, and
     # without a start HiGHS found no plan at all in the time left.
@@ -422,7 +422,7 @@ def _serve_start_pairs(m: PlannerModel) -> dict | None:
 
 def _start_largest(m: PlannerModel, w: str, c, t: int) -> None:
     """The start's spare term: the one replica type in use is the largest."""
-    from planner.model import spare_flags
+    from planner.optimize.model import spare_flags
 
     if (w, t) in m.largest:
         m.largest[(w, t)].varValue = c.rate_rps
@@ -433,7 +433,7 @@ def _start_largest(m: PlannerModel, w: str, c, t: int) -> None:
 def _train_start_offers(m: PlannerModel) -> dict | None:
     """Per training job: (first candidate, an unrestricted on-demand offer, its progress per
     wall hour) whose run fits in the window; None if a job has none."""
-    from planner.candidates import offer_restricted, progress_per_wall_hour
+    from planner.optimize.candidates import offer_restricted, progress_per_wall_hour
 
     specs = {j.name: j for j in m.inputs.problem.workloads.train}
     out = {}
@@ -826,7 +826,7 @@ POLISH_S = 30.0
 POLISH_NODES = 30
 # ... except on models of at most this many integers once rentals are whole, where the exact
 # model from the repaired plan runs to its gap or the time left: with per-cell in-use rows
-# (:data:`planner.model.IN_USE_PER_CELL`) and that start HiGHS proves the reference optimal
+# (:data:`planner.optimize.model.IN_USE_PER_CELL`) and that start HiGHS proves the reference optimal
 # in ~7-9 s (from scratch 13-30 s, varying with its seed: the start prunes the tree).
 EXACT_POLISH_INTEGERS = 4_000
 # The relaxed MILP's gap on such a model: it only picks the fleet. On the reference HiGHS has
@@ -1039,7 +1039,7 @@ def _whole_cell(vs: list, objective, on: dict[str, pulp.LpVariable | None]) -> N
 
 def _cover(pairs: list, rps: float, count: float, price: dict[str, float]) -> dict[str, int]:
     """Cheapest whole counts of one or two replica types ``(variable, req/s)`` with at least
-    ``rps`` req/s and ``count`` replicas (:func:`planner.start.cover_two`, by variable name).
+    ``rps`` req/s and ``count`` replicas (:func:`planner.optimize.start.cover_two`, by variable name).
 
     >>> from types import SimpleNamespace as NS
     >>> a, b = NS(name="a"), NS(name="b")
@@ -1048,7 +1048,7 @@ def _cover(pairs: list, rps: float, count: float, price: dict[str, float]) -> di
     >>> _cover([(a, 10.0)], 23.0, 4.0, {"a": 10.0})
     {'a': 4}
     """
-    from planner.start import cover_two
+    from planner.optimize.start import cover_two
 
     chosen = pairs[:1] if pairs[0][0] is pairs[-1][0] else [pairs[0], pairs[-1]]
     counts = cover_two([(mu, price[v.name]) for v, mu in chosen], rps, count)

@@ -15,7 +15,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from planner.capacity import (
+from planner.base.errors import InfeasibleError, InputError
+from planner.inputs.catalog import GpuSpec, Offer
+from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
+from planner.inputs.profiles import Measured
+from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.capacity import (
     BucketCapacity,
     bucket_capacity,
     measured_factor,
@@ -23,8 +28,7 @@ from planner.capacity import (
     scale_train,
     train_measurement,
 )
-from planner.catalog import GpuSpec, Offer
-from planner.demand import (
+from planner.physics.demand import (
     FLAT,
     HOURS_PER_MONTH,
     LoadSlice,
@@ -33,14 +37,10 @@ from planner.demand import (
     problem_slices,
     workload_slices,
 )
-from planner.errors import InfeasibleError, InputError
-from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import spot_overhead
 from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
-from planner.plan import Dropped
-from planner.problem import Inputs, ServeWorkload, TrainJob, month_index
-from planner.profiles import Measured
+from planner.plan.data import Dropped
 
 # GPU counts tried for a training job (whole nodes of 8 beyond 8).
 TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
@@ -124,7 +124,7 @@ def fabric_gbs(offer: Offer, ethernet_ok: bool, calib: Calibration) -> float | N
     at the offer's Ethernet figure or the calibrated default (never guessed silently).
 
     >>> from types import SimpleNamespace as NS
-    >>> from planner.catalog import MULTI_NODE_FABRICS
+    >>> from planner.inputs.catalog import MULTI_NODE_FABRICS
     >>> ib = NS(fabric="infiniband", fabric_gbps_per_gpu=400.0, multi_node=True)
     >>> unknown = NS(fabric=None, fabric_gbps_per_gpu=None, multi_node=False)
     >>> cal = default_calibration()
@@ -180,7 +180,7 @@ def _fabric_hours(
     job: TrainJob, inputs: Inputs, calib: Calibration, gid: str, k: int, factor: float = 1.0
 ) -> tuple[tuple[float, float], ...]:
     """Planned wall hours of ``k`` x ``gid`` on each fabric speed its offers have (``factor``:
-    a measured throughput's correction, :func:`planner.capacity.measured_factor`)."""
+    a measured throughput's correction, :func:`planner.physics.capacity.measured_factor`)."""
     speeds = sorted(
         {
             gbs
@@ -267,7 +267,7 @@ def serve_candidate(
     """Replicas of ``tp`` x ``gid`` for ``w`` (every bucket of a mix), or why none can serve.
 
     One request shape: its capacity. A mix: the capacity per bucket (measured profiles win
-    over the physics, :func:`planner.capacity.bucket_capacity`); the candidate is kept when
+    over the physics, :func:`planner.physics.capacity.bucket_capacity`); the candidate is kept when
     it serves at least one bucket within the SLO.
     """
     buckets = w.buckets()

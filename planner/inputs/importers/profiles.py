@@ -1,7 +1,7 @@
 """Import measured serving profiles: vLLM benchmark results and Mélange inputs.
 
-Two sources, both turned into the planner's own files (:mod:`planner.profiles`,
-:mod:`planner.problem`):
+Two sources, both turned into the planner's own files (:mod:`planner.inputs.profiles`,
+:mod:`planner.inputs.problem`):
 
 * :func:`vllm_profile` reads the result JSON that vLLM's serving benchmark writes
   (``vllm bench serve --save-result``, formerly ``benchmarks/benchmark_serving.py``; both write
@@ -45,11 +45,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from planner.catalog import CATALOG_DIR, load_gpus, load_offers
-from planner.errors import InputError
-from planner.fileio import atomic_write_bytes, read_text
-from planner.problem import Problem, parse_month
-from planner.profiles import ProfileFile
+from planner.base.errors import InputError
+from planner.base.files import atomic_write_bytes, read_text
+from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_offers
+from planner.inputs.problem import Problem, parse_month
+from planner.inputs.profiles import ProfileFile
 
 SOURCE_MAX = 1000  # ServeProfile.source max_length
 PERCENTILE_HINT = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.catalog import GpuSpec, Offer
-from planner.errors import InputError
+from planner.base.errors import InputError
+from planner.inputs.catalog import GpuSpec, Offer
 
 DEFAULT_PROVIDERS = "aws,gcp,lambda,runpod"
 

@@ -1,7 +1,7 @@
 """Capacity from measurements where a profile applies, else the physics: serving replicas per
 request bucket, training throughput per GPU count.
 
-Shared by :mod:`planner.candidates` (what the model may use) and :mod:`planner.verify` (what a
+Shared by :mod:`planner.optimize.candidates` (what the model may use) and :mod:`planner.verify` (what a
 plan claims is checked against the same numbers). Pure functions of the inputs.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from planner.inputs.problem import Inputs, RequestBucket, ServeWorkload, TrainJob
+from planner.inputs.profiles import Measured, serve_rate, train_rate
 from planner.physics.calibration_values import Calibration
 from planner.physics.serve import ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate
-from planner.problem import Inputs, RequestBucket, ServeWorkload, TrainJob
-from planner.profiles import Measured, serve_rate, train_rate
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 r"""A lower bound on the cost of every plan with whole replicas, one workload at a time.
 
-Stage 4, with :mod:`planner.solve`: the LP relaxation of a large model prices a service that
+Stage 4, with :mod:`planner.optimize.solve`: the LP relaxation of a large model prices a service that
 needs a third of a replica at a third of a replica and its spare at a fraction of one; whole
 replicas and the spare are most of what a plan of many small services costs, so the LP bound
 (and the gap measured against it) is far below every plan. This bound keeps the lumps and
@@ -24,7 +24,7 @@ drops the coupling instead:
 
 The sum is a lower bound on the model's optimum with whole replicas (the plan the repair
 step delivers), so ``1 - bound / plan`` is a true gap. It is not computed (None) with an
-existing fleet, sales or request mixes. :func:`planner.solve.mip_start` uses it when the LP
+existing fleet, sales or request mixes. :func:`planner.optimize.solve.mip_start` uses it when the LP
 relaxation does not finish in its time: on the 200-workload, 36-month benchmark the LP takes
 longer than a 120 s limit allows, and this bound ($10.5M against a $22.0M plan) takes 13 s.
 Where the LP finishes it is usually the better bound: owned GPUs priced per busy hour, as
@@ -39,10 +39,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from planner import economics
-from planner.candidates import progress_per_wall_hour
-from planner.demand import HOURS_PER_MONTH
-from planner.model import SPARE_PERIOD_MONTHS, PlannerModel
+from planner.optimize.candidates import progress_per_wall_hour
+from planner.optimize.model import SPARE_PERIOD_MONTHS, PlannerModel
+from planner.physics import economics
+from planner.physics.demand import HOURS_PER_MONTH
 
 
 def cell_bound(mu: np.ndarray, price: np.ndarray, need: float, count: float) -> float:

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from planner.errors import InputError
-from planner.fileio import atomic_write_bytes, read_text
+from planner.base.errors import InputError
+from planner.base.files import atomic_write_bytes, read_text
 
 Status = Literal[
     "optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"

@@ -75,3 +75,8 @@ class VerificationError(PlannerError):
     def __init__(self, message: str, violations: list[str] | None = None) -> None:
         super().__init__(message)
         self.violations = violations or []
+
+
+def terminate(signum: int, frame: object) -> None:
+    """Signal handler: raise, so ``finally`` blocks run (solver ended, files removed)."""
+    raise Terminated(signum)

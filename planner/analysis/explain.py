@@ -1,0 +1,480 @@
+"""Why this plan: which limits bind, what relaxing each is worth (re-solved), what the plan
+would cost without each GPU type it buys (the buy margins of the workbook's Risks block), and
+the duals of the LP left when the plan's integers are fixed.
+
+The infeasible side (why there is no plan) is :mod:`planner.optimize.infeasible`; this module
+borrows its re-solve helpers.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import pulp
+
+from planner.inputs.catalog import GpuSpec
+from planner.inputs.problem import Inputs
+from planner.optimize.candidates import (
+    Candidates,
+    build_candidates,
+)
+from planner.optimize.infeasible import _fmt_usd, diagnose_infeasible
+from planner.optimize.model import PlannerModel, build_model, nid
+from planner.optimize.solve import solve_model
+from planner.plan.data import Plan
+
+# ------------------------------------------------------------------ a feasible plan: what binds
+
+
+@dataclasses.dataclass
+class Explanation:
+    """What binds in an optimal plan and what the limits are worth."""
+
+    total_usd: float
+    status: str
+    limits: list[str]  # one line per limit: used / limit, binding or not
+    whatif: list[str]  # re-solves: limit +10 %, each GPU type removed
+    duals: list[str]  # LP duals with the integer decisions fixed
+    gap: float | None = None
+    binding: list[str] = dataclasses.field(default_factory=list)  # per family, at the optimum
+
+
+def _without_gpu(inputs: Inputs, cands: Candidates, g: str) -> tuple[Inputs, Candidates, list[str]]:
+    gpus = {k: v for k, v in inputs.gpus.items() if k != g}
+    offers = {k: o for k, o in inputs.offers.items() if o.gpu != g}
+    prob = inputs.problem.model_copy(update={"gpus": list(gpus)})
+    c = copy.copy(cands)
+    c.train = {j: [x for x in cl if x.gpu != g] for j, cl in cands.train.items()}
+    c.serve = {w: [x for x in cl if x.gpu != g] for w, cl in cands.serve.items()}
+    c.offers = {k: o for k, o in cands.offers.items() if o.gpu != g}
+    orphans = [n for n, cl in {**c.train, **c.serve}.items() if not cl]
+    return dataclasses.replace(inputs, problem=prob, gpus=gpus, offers=offers), c, orphans
+
+
+def _scaled(inputs: Inputs, key: str, factor: float) -> Inputs:
+    p = inputs.problem
+    if key == "capex":
+        return dataclasses.replace(
+            inputs,
+            problem=p.model_copy(
+                update={
+                    "budget": p.budget.model_copy(update={"capex_usd": p.budget.capex_usd * factor})
+                }
+            ),
+        )
+    if key == "total":
+        return dataclasses.replace(
+            inputs,
+            problem=p.model_copy(
+                update={
+                    "budget": p.budget.model_copy(update={"total_usd": p.budget.total_usd * factor})
+                }
+            ),
+        )
+    return dataclasses.replace(
+        inputs,
+        problem=p.model_copy(
+            update={
+                "site": p.site.model_copy(update={"power_cap_kw": p.site.power_cap_kw * factor})
+            }
+        ),
+    )
+
+
+# Constraint families whose right-hand side is a real quantity (demand, capacity, hours,
+# money, kW). Families that only link a fixed binary to its continuous variable (train_slot,
+# train_use, train_gpus, train_assign, licence, rent_whole) are left out: with the integers
+# fixed their duals price an artifact of the fixing.
+DUAL_FAMILIES = {
+    "serve_demand": "$ per extra req/s of demand in that month and slice",
+    "capacity": "$ per extra owned GPU in that month and slice (negative: it would save)",
+    "train_progress": "$ per extra hour of training the job would need",
+    "train_window": "$ per extra wall hour in the job's window",
+    "train_spot_share": "$ per extra hour allowed on spot",
+    "reserved_cap": "$ per extra reserved GPU in that month and slice",
+    "availability": "$ per extra GPU the offer could supply",
+    "train_min_term": "$ per hour less of an offer's minimum term",
+    "budget_capex": "$ per extra $ of capex budget",
+    "budget_total": "$ per extra $ of total budget",
+    "power_cap": "$ per extra kW of power cap",
+}
+
+
+def _family(name: str) -> str | None:
+    for fam in sorted(DUAL_FAMILIES, key=len, reverse=True):
+        if name == fam or name.startswith(fam + "_"):
+            return fam
+    return None
+
+
+def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
+    """``(constraint, dual, slack)`` of the LP left when every integer variable is fixed at its
+    value in the solved MILP, for the constraint families of :data:`DUAL_FAMILIES`; sorted by
+    |dual|, at most ``top``, and within a family one constraint per distinct dual value. The
+    dual is the change of the total cost per unit of the constraint's right-hand side
+    (purchases, owned replica counts and job choices held fixed; rented replicas free and
+    fractional, so a demand's dual is the marginal rent per req/s). Mutates ``m``: its integer
+    variables become continuous, fixed at their values, except rented replicas, only relaxed."""
+    rented = {id(v) for v in m.q.values()}
+    for v in m.prob.variables():
+        if v.cat == pulp.LpInteger:
+            if id(v) not in rented:
+                v.lowBound = v.upBound = round(v.varValue or 0.0)
+            v.cat = pulp.LpContinuous
+    m.prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    if m.prob.status != pulp.LpStatusOptimal:
+        return []
+    rows = []
+    for name, c in m.prob.constraints.items():
+        pi = c.pi
+        if pi is None or abs(pi) < 1e-7 or _family(name) is None:
+            continue
+        rows.append((name, float(pi), float(c.slack or 0.0)))
+    rows.sort(key=lambda x: (-abs(x[1]), x[0]))
+    out, seen = [], set()
+    for name, pi, slack in rows:
+        key = (_family(name), round(pi, 6))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((name, pi, slack))
+    return out[:top]
+
+
+def _smallest_purchase(g: GpuSpec) -> tuple[float, float]:
+    """(USD, IT kW) of the smallest addition to a fleet: one node of cards, in a free slot of
+    a partial-fill server, or with its own server when servers come full."""
+    usd, kw = g.node_gpus * g.purchase_usd.value, g.node_gpus * g.tdp_w.value / 1000
+    if g.partial_fill:
+        return usd, kw
+    return usd + g.chassis_usd, kw + g.host_w / 1000
+
+
+def _capex_limit_line(inputs: Inputs, plan: Plan) -> str:
+    """budget_capex at the optimum: binding when what is left buys no further node."""
+    budget = inputs.problem.budget.capex_usd
+    node_cost = min(_smallest_purchase(g)[0] for g in inputs.gpus.values())
+    used = plan.totals.capex_usd
+    slack = budget - used
+    return f"budget_capex: {_fmt_usd(used)} of {_fmt_usd(budget)} " + (
+        "BINDING (not enough left for one more node)"
+        if slack < node_cost
+        else f"(slack {_fmt_usd(slack)})"
+    )
+
+
+def _total_limit_line(inputs: Inputs, plan: Plan) -> str | None:
+    """budget_total at the optimum (None: no total budget); binding within $1 or 0.01 %."""
+    budget = inputs.problem.budget.total_usd
+    if budget is None:
+        return None
+    total = plan.totals.total_usd
+    slack = budget - total
+    return f"budget_total: {_fmt_usd(total)} of {_fmt_usd(budget)} " + (
+        "BINDING" if slack <= max(1.0, 1e-4 * budget) else f"(slack {_fmt_usd(slack)})"
+    )
+
+
+def _power_limit_line(inputs: Inputs, plan: Plan) -> str | None:
+    """power_cap at the optimum (None: no cap): the owned fleet's peak kW at the meter, and
+    the months where the headroom is less than the smallest node draws."""
+    site = inputs.problem.site
+    if site.power_cap_kw is None:
+        return None
+    node = min(_smallest_purchase(g)[1] * site.pue for g in inputs.gpus.values())
+    kw = {t: 0.0 for t in plan.months}
+    for fm in plan.fleet:
+        kw[fm.month] = kw.get(fm.month, 0.0) + fm.power_kw
+    binding = [mo for mo, v in kw.items() if site.power_cap_kw - v < node]
+    peak = max(kw.values(), default=0.0)
+    return f"power_cap: peak {peak:,.1f} kW of {site.power_cap_kw:,.1f} kW " + (
+        f"BINDING in {len(binding)} month(s) ({', '.join('power_cap_' + b.replace('-', '_') for b in binding[:3])}"
+        + (", ..." if len(binding) > 3 else "")
+        + ")"
+        if binding
+        else f"(slack {site.power_cap_kw - peak:,.1f} kW)"
+    )
+
+
+def _licence_line(inputs: Inputs) -> str | None:
+    """The GeForce cards the site may not buy (None: there are none)."""
+    site = inputs.problem.site
+    consumer = [
+        g for g, spec in inputs.gpus.items() if spec.consumer and not site.consumer_gpus_allowed
+    ]
+    if not consumer:
+        return None
+    return f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)"
+
+
+def _limit_lines(inputs: Inputs, plan: Plan) -> list[str]:
+    """One line per limit of the problem at the optimum: used of limit, binding or slack."""
+    lines = [
+        _capex_limit_line(inputs, plan),
+        _total_limit_line(inputs, plan),
+        _power_limit_line(inputs, plan),
+        _licence_line(inputs),
+    ]
+    return [x for x in lines if x is not None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Resolver:
+    """Re-solves a variant of the problem; says how its cost (present value, what the
+    optimizer minimizes) compares with the plan's."""
+
+    total: float  # the plan's objective: present value of its cash less the residual, USD
+    solver: str
+    time_limit: float
+    gap: float
+    noise: float = 0.0  # the plan's own gap (a repaired plan's can exceed the solver's)
+
+    def outcome(self, inputs: Inputs, cands: Candidates) -> str:
+        """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan; a re-solve
+        stopped by its time limit says so and gives the range its bound proves."""
+        # Differences within the solver's gap are noise, not the worth of the change.
+        tol = max(abs(self.total) * max(self.gap, self.noise), 1.0)
+        mm = build_model(inputs, cands)
+        rr = solve_model(mm, solver=self.solver, time_limit=self.time_limit, gap=self.gap)
+        if not rr.has_solution:
+            return f"no plan ({rr.status})"
+        new = float(rr.objective or 0.0)
+        d = new - self.total
+        unproven = ""
+        if rr.status == "feasible" and rr.gap is not None:
+            low = new * (1 - rr.gap)
+            unproven = (
+                f"; re-solved for {rr.seconds:.0f} s, not proven: the cost without it is "
+                f"between {_fmt_usd(low)} and {_fmt_usd(new)}"
+            )
+        if abs(d) <= tol:
+            return (
+                f"PV {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})" + unproven
+            )
+        pct = f", {d / self.total:+.1%}" if self.total else ""
+        sign = "+" if d >= 0 else "-"
+        return f"PV {_fmt_usd(new)} ({sign}{_fmt_usd(abs(d))}{pct}){unproven}"
+
+
+def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str]:
+    """Each limit of the problem raised by 10 %, re-solved."""
+    p = inputs.problem
+    out = [
+        f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> "
+        + rs.outcome(_scaled(inputs, "capex", 1.1), cands)
+    ]
+    if p.budget.total_usd is not None:
+        out.append(
+            f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> "
+            + rs.outcome(_scaled(inputs, "total", 1.1), cands)
+        )
+    if p.site.power_cap_kw is not None:
+        out.append(
+            f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW) -> "
+            + rs.outcome(_scaled(inputs, "power", 1.1), cands)
+        )
+    return out
+
+
+def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
+    """Offers whose ``availability`` cap holds with equality somewhere in the solved model."""
+    out: list[str] = []
+    for oid, o in m.cands.offers.items():
+        if o.max_gpus is None:
+            continue
+        prefix = nid("availability", oid) + "_"
+        for name, c in m.prob.constraints.items():
+            if (
+                name.startswith(prefix)
+                and c.value() is not None
+                and abs(c.value()) <= tol * max(1, o.max_gpus)
+            ):
+                out.append(oid)
+                break
+    return out
+
+
+def _with_job(inputs: Inputs, name: str, **update: object) -> Inputs:
+    p = inputs.problem
+    train = [j.model_copy(update=update) if j.name == name else j for j in p.workloads.train]
+    work = p.workloads.model_copy(update={"train": train})
+    return dataclasses.replace(inputs, problem=p.model_copy(update={"workloads": work}))
+
+
+def _capacity_whatifs(
+    inputs: Inputs, cands: Candidates, m: PlannerModel, rs: _Resolver
+) -> list[str]:
+    """Capacity rules relaxed one at a time and re-solved: each binding offer cap doubled, and
+    per training job one provider relaxed to ``split`` and Ethernet allowed."""
+    out = []
+    for oid in _binding_caps(m)[:3]:
+        o = inputs.offers[oid]
+        bigger = o.model_copy(update={"max_gpus": 2 * (o.max_gpus or 0)})
+        inp = dataclasses.replace(inputs, offers={**inputs.offers, oid: bigger})
+        c = copy.copy(cands)
+        c.offers = {**cands.offers, oid: bigger}
+        out.append(
+            f"{oid} max_gpus {o.max_gpus} -> {bigger.max_gpus} (binding) -> " + rs.outcome(inp, c)
+        )
+    for j in inputs.problem.workloads.train:
+        if j.providers == "single":
+            inp = _with_job(inputs, j.name, providers="split")
+            out.append(f"{j.name}: providers split -> " + rs.outcome(inp, cands))
+        if not j.ethernet:
+            inp = _with_job(inputs, j.name, ethernet=True)
+            out.append(f"{j.name}: ethernet allowed -> " + rs.outcome(inp, build_candidates(inp)))
+    return out
+
+
+def _gpu_whatif(
+    inputs: Inputs, cands: Candidates, g: str, used_gpus: set[str], rs: _Resolver
+) -> str:
+    """The problem without GPU type ``g`` (neither bought nor rented), re-solved when the plan
+    uses ``g`` and every workload can run on another type."""
+    tag = "used" if g in used_gpus else "unused"
+    if len(inputs.gpus) == 1:
+        return f"without {g}: no GPU type left"
+    if g not in used_gpus:
+        return f"without {g} ({tag}): no change (the plan does not use it)"
+    pi, pc, orphans = _without_gpu(inputs, cands, g)
+    if orphans:
+        return f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU"
+    return f"without {g} ({tag}) -> " + rs.outcome(pi, pc)
+
+
+def explain_plan(
+    inputs: Inputs,
+    solver: str = "auto",
+    time_limit: float | None = None,
+    gap: float | None = None,
+    resolve: bool = True,
+    top: int = 15,
+) -> Explanation:
+    """Solve ``inputs``; say which limits bind and what relaxing each is worth.
+
+    Raises :class:`~planner.base.errors.InfeasibleError` (with the diagnosis) when there is no plan.
+    """
+    from planner.base.errors import InfeasibleError, SolverError
+    from planner.optimize.candidates import check_candidates
+    from planner.plan.extract import extract_plan
+
+    p = inputs.problem
+    cands = build_candidates(inputs)
+    check_candidates(inputs, cands)
+    limit = time_limit if time_limit is not None else p.solver.time_limit_s
+    rel_gap = gap if gap is not None else p.solver.gap
+    m = build_model(inputs, cands)
+    res = solve_model(m, solver=solver, time_limit=limit, gap=rel_gap)
+    if res.status == "infeasible":
+        raise InfeasibleError(
+            "infeasible: no plan meets every constraint",
+            diagnose_infeasible(inputs, solver=solver, cands=cands, time_limit=time_limit),
+        )
+    if not res.has_solution:
+        raise SolverError(f"{res.solver}: {res.status}: {res.message}")
+    plan = extract_plan(m, res)
+    total = plan.totals.total_usd
+    limits = _limit_lines(inputs, plan)
+    whatif: list[str] = []
+    if resolve:
+        # variants are compared on what the optimizer minimizes: the present value
+        rs = _Resolver(float(res.objective or total), solver, limit, rel_gap, res.gap or 0.0)
+        used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
+        whatif = _limit_whatifs(inputs, cands, rs)
+        whatif += [_gpu_whatif(inputs, cands, g, used_gpus, rs) for g in inputs.gpus]
+        whatif += _capacity_whatifs(inputs, cands, m, rs)
+    binding = binding_families(m)
+    duals = [
+        f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)
+    ]
+    return Explanation(total, res.status, limits, whatif, duals, res.gap, binding)
+
+
+def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:
+    """Per constraint family: how many constraints hold with equality in the solved model
+    (with some variable non-zero), e.g. ``capacity: 40 of 132 binding (e.g. ...)``."""
+    fams: dict[str, list[int]] = {}
+    example: dict[str, str] = {}
+    for name, c in m.prob.constraints.items():
+        fam = _family(name)
+        if fam is None:
+            continue
+        val = c.value()
+        if val is None:
+            continue
+        scale = max(1.0, abs(c.constant) + sum(abs(a * (v.varValue or 0.0)) for v, a in c.items()))
+        # tight, and not trivially so (0 <= 0 for a GPU type or job choice the plan does not use)
+        tight = abs(val) <= tol * scale and any(abs(v.varValue or 0.0) > 1e-9 for v in c)
+        counts = fams.setdefault(fam, [0, 0])
+        counts[1] += 1
+        if tight:
+            counts[0] += 1
+            example.setdefault(fam, name)
+    return [
+        f"{fam}: {b} of {n} binding" + (f" (e.g. {example[fam]})" if fam in example else "")
+        for fam, (b, n) in sorted(fams.items())
+    ]
+
+
+# A margin's re-solve is not worth starting with less than this many seconds for it.
+MIN_MARGIN_S = 1.0
+
+
+def buy_margins(
+    inputs: Inputs, plan: Plan, solver: str = "auto", time_limit: float | None = None
+) -> list[str]:
+    """How close buying is to the next-best plan: for each GPU type the plan buys, the line
+    ``planner explain`` prints for the problem without that type (re-solved), e.g.
+    ``without a100-pcie-80gb (used) -> total $496,672 (+$5,538, +1.1%)``.
+
+    ``time_limit``: seconds for all of it together, building included (``planner solve`` gives
+    what its own time limit leaves); each re-solve gets an equal share of what is left when it
+    starts; None gives each the problem's solver time limit. A type reached with less than
+    :data:`MIN_MARGIN_S` left is not computed, and its line says so and where to get it."""
+    bought = list(dict.fromkeys(p.gpu for p in plan.purchases))
+    if not bought:
+        return []
+    opts = inputs.problem.solver
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    if deadline is not None and time_limit / len(bought) < MIN_MARGIN_S:
+        return [_margin_not_computed(max(time_limit, 0.0), len(bought))]
+    cands = build_candidates(inputs)
+    total = plan.objective_usd if plan.objective_usd is not None else plan.totals.total_usd
+    used = {p.gpu for p in plan.purchases} | {r.gpu for r in plan.rentals}
+    lines = []
+    for i, g in enumerate(bought):
+        per_type = opts.time_limit_s
+        if deadline is not None:
+            per_type = (deadline - time.perf_counter()) / (len(bought) - i)
+            if per_type < MIN_MARGIN_S:
+                lines.append(f"without {g}: " + _margin_not_computed(per_type, 1))
+                continue
+        rs = _Resolver(total, solver, per_type, opts.gap)
+        lines.append(_gpu_whatif(inputs, cands, g, used, rs))
+    return lines
+
+
+def _margin_not_computed(seconds: float, solves: int) -> str:
+    """The Risks line of margins the time limit left no room for."""
+    return (
+        f"not computed: the time limit left {max(seconds, 0.0):.0f} s for {solves} re-solve(s); "
+        "`planner explain PROBLEM` prints what the plan would cost without each GPU type it buys."
+    )
+
+
+def margins_for(
+    inputs: Inputs, plan: Plan, solver: str, time_limit: float, max_gap: float
+) -> list[str]:
+    """The buy margins ``planner solve`` writes: :func:`buy_margins` in ``time_limit`` when
+    the plan's own gap is at most ``max_gap``; above it the comparison would be noise (both
+    plans are that far from proven), and the line says so."""
+    if plan.purchases and (plan.gap is None or plan.gap > max_gap):
+        gap = "unknown" if plan.gap is None else f"{plan.gap:.1%}"
+        return [
+            f"not computed: the plan is not proven within {max_gap:.0%} (gap {gap}), so a "
+            "re-solve without a GPU type would compare two unproven plans; `planner explain "
+            "PROBLEM --time-limit S` with a longer limit prints it."
+        ]
+    return buy_margins(inputs, plan, solver=solver, time_limit=time_limit)

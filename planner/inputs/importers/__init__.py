@@ -1,0 +1,1 @@
+"""Importers: SkyPilot catalogs to offers, vLLM and Melange benchmarks to profiles."""

@@ -1,0 +1,471 @@
+"""Why is a problem infeasible? Re-solve with limits relaxed, and look at each workload.
+
+:func:`diagnose_infeasible` returns plain-language lines:
+
+1. With every limit removed (capex budget, total budget, power cap) is there a plan? If not,
+   the cause is structural: each workload is tried alone and, for one that cannot be placed,
+   every GPU that could run it is listed with why it can be neither bought (licence:
+   GeForce cards without ``site.consumer_gpus_allowed``) nor rented (no trusted offer for
+   it, offers filtered out by ``offers.providers``/``offers.marketplaces``, instances too
+   small for the tensor-parallel group or the training job, availability caps, reserved
+   terms longer than the horizon, spot not allowed).
+2. Otherwise each limit is probed on its own: the limit is removed (the others kept) and the
+   smallest value of that limit that admits a plan is found by minimizing it (capex spend,
+   total cost, peak kW of the owned fleet). A limit below that value is reported with the
+   smallest value that would do.
+3. If no single limit is to blame, the limits act together; the lines say what each needs on
+   its own and that relaxing any of them helps.
+
+Relaxed problems are built from modified inputs (not by deleting constraints from a built
+model) so that bounds the model derives from the limits are relaxed too. Candidates (the
+physics) are computed once.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable
+
+import pulp
+
+from planner.inputs.catalog import Offer, load_offers
+from planner.inputs.problem import Inputs, TrainJob, month_index
+from planner.optimize.candidates import (
+    Candidates,
+    TrainCandidate,
+    build_candidates,
+    offer_wall_hours,
+    rental_gpus,
+)
+from planner.optimize.model import PlannerModel, build_model, nominal_total
+from planner.optimize.solve import solve_model
+from planner.physics.demand import HOURS_PER_MONTH
+
+NO_LIMIT_USD = 1e15  # a budget that never binds (finite: the model divides by it)
+PROBE_TIME_LIMIT_S = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """Outcome of one re-solve: ``value`` is the minimum found (None: no plan)."""
+
+    value: float | None
+    exact: bool  # solved to optimality (else ``value`` is an upper bound or unknown)
+    status: str
+
+
+def relaxed(
+    inputs: Inputs,
+    capex: bool = False,
+    total: bool = False,
+    power: bool = False,
+    workloads: set[str] | None = None,
+) -> Inputs:
+    """``inputs`` with the named limits removed and (optionally) only some workloads kept."""
+    p = inputs.problem
+    budget = p.budget.model_copy(
+        update={
+            **({"capex_usd": NO_LIMIT_USD} if capex else {}),
+            **({"total_usd": None} if total else {}),
+        }
+    )
+    site = p.site.model_copy(update={"power_cap_kw": None} if power else {})
+    update: dict = {"budget": budget, "site": site}
+    if workloads is not None:
+        update["workloads"] = p.workloads.model_copy(
+            update={
+                "train": [j for j in p.workloads.train if j.name in workloads],
+                "serve": [w for w in p.workloads.serve if w.name in workloads],
+            }
+        )
+    return dataclasses.replace(inputs, problem=p.model_copy(update=update))
+
+
+def only_workloads(cands: Candidates, names: set[str]) -> Candidates:
+    c = copy.copy(cands)
+    c.train = {k: v for k, v in cands.train.items() if k in names}
+    c.serve = {k: v for k, v in cands.serve.items() if k in names}
+    c.window = {k: v for k, v in cands.window.items() if k in names}
+    c.window_hours = {k: v for k, v in cands.window_hours.items() if k in names}
+    c.active = {k: v for k, v in cands.active.items() if k in names}
+    c.demand = {k: v for k, v in cands.demand.items() if k[0] in names}
+    return c
+
+
+def _peak_kw_objective(m: PlannerModel) -> None:
+    site = m.inputs.problem.site
+    peak = pulp.LpVariable("diagnose_peak_kw", lowBound=0)
+    for t in range(len(m.cands.months)):
+        terms: dict[pulp.LpVariable, float] = defaultdict(float)  # a full server's buy var
+        for g, gpu in m.inputs.gpus.items():  # carries both its cards' and its host's kW
+            card_kw, server_kw = gpu.tdp_w.value * site.pue / 1000, gpu.host_w * site.pue / 1000
+            for v, coef in m.own[(g, t)].items():
+                terms[v] += coef * card_kw
+            for tau in range(t + 1):
+                terms[m.buy[(g, tau)]] += server_kw
+        m.prob += pulp.LpAffineExpression(dict(terms)) - peak <= 0, f"diagnose_peak_kw_{t}"
+    m.prob.setObjective(pulp.LpAffineExpression([(peak, 1.0)]))
+
+
+def minimize(
+    inputs: Inputs,
+    cands: Candidates,
+    objective: str,
+    solver: str = "auto",
+    time_limit: float | None = None,
+) -> Probe:
+    """Minimize ``capex`` | ``total`` (undiscounted) | ``npv`` (the plan's objective) |
+    ``power_kw`` | ``none`` (feasibility) on ``inputs``."""
+    m = build_model(inputs, cands)
+    if objective == "capex":
+        m.prob.setObjective(m.cost_terms["capex"])
+    elif objective == "total":  # what budget.total_usd caps: undiscounted spend
+        m.prob.setObjective(pulp.LpAffineExpression(nominal_total(m)))
+    elif objective == "npv":
+        pass  # the model's own objective
+    elif objective == "power_kw":
+        _peak_kw_objective(m)
+    elif objective == "none":
+        m.prob.setObjective(pulp.LpAffineExpression())
+    else:  # pragma: no cover - programming error
+        raise ValueError(objective)
+    limit = time_limit or min(inputs.problem.solver.time_limit_s, PROBE_TIME_LIMIT_S)
+    res = solve_model(m, solver=solver, time_limit=limit, gap=1e-6)
+    if not res.has_solution:
+        return Probe(None, res.status == "infeasible", res.status)
+    return Probe(float(res.objective or 0.0), res.status == "optimal", res.status)
+
+
+# ------------------------------------------------------------------ structural explanations
+
+
+def _untrusted_offers(inputs: Inputs, gpu: str) -> list[str]:
+    """Why offers for ``gpu`` in the problem's offers files are not trusted, summarized."""
+    p = inputs.problem
+    by_reason: dict[str, set[str]] = {}
+    for path in inputs.offer_files:
+        try:
+            offers = load_offers(path)
+        except Exception:  # noqa: BLE001 - only for a hint; the file loaded before
+            continue
+        for o in offers.values():
+            if o.gpu != gpu or o.id in inputs.offers:
+                continue
+            if o.marketplace and not p.offers.marketplaces:
+                reason = "marketplace offers (offers.marketplaces: false)"
+            elif p.offers.providers is not None and o.provider not in p.offers.providers:
+                reason = "providers not in offers.providers"
+            else:
+                continue
+            by_reason.setdefault(reason, set()).add(f"{o.provider}:{o.id}")
+    out = []
+    for reason, ids in sorted(by_reason.items()):
+        provs = sorted({i.split(":")[0] for i in ids})
+        out.append(f"{len(ids)} from {reason}: {', '.join(provs)}")
+    return out
+
+
+def _buy_reason(inputs: Inputs, gpu_id: str) -> str | None:
+    """Why ``gpu_id`` cannot be bought at all (None: it can be, limits aside)."""
+    gpu = inputs.gpus[gpu_id]
+    if gpu.consumer and not inputs.problem.site.consumer_gpus_allowed:
+        return (
+            f"{gpu_id} is a GeForce (consumer) card: its licence forbids datacenter use, so it "
+            "cannot be bought (site.consumer_gpus_allowed: false)"
+        )
+    return None
+
+
+def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Callable) -> str:
+    offers = [o for o in inputs.offers.values() if o.gpu == gpu_id]
+    hidden = _untrusted_offers(inputs, gpu_id)
+    if not offers:
+        text = f"no trusted rental offer rents {gpu_id}"
+        if hidden:
+            text += " (filtered out: " + "; ".join(hidden) + ")"
+        return text
+    good = [o for o in offers if eligible(o)]
+    if good:
+        capped = [o for o in good if o.max_gpus is not None]
+        if len(capped) == len(good):
+            total = sum(o.max_gpus for o in capped)
+            return f"the offers that fit are capped at {total} GPUs in all ({', '.join(o.id for o in capped[:3])})"
+        return f"{len(good)} rental offer(s) fit"
+    reasons = sorted({why_not(o) for o in offers})
+    return f"none of the {len(offers)} trusted offers for {gpu_id} fits: " + "; ".join(reasons[:3])
+
+
+def _largest_instance(inputs: Inputs, gpu_id: str) -> int:
+    """Most GPUs in one instance of any trusted offer for ``gpu_id`` (0: no offer)."""
+    return max((o.gpus_per_instance for o in inputs.offers.values() if o.gpu == gpu_id), default=0)
+
+
+def _neither_buy_nor_rent(inputs: Inputs, gpu_id: str, rent: str) -> str:
+    """Why ``gpu_id`` cannot be bought (when it cannot), then ``rent``: why not rented."""
+    buy = _buy_reason(inputs, gpu_id)
+    return (buy + "; and " if buy else "") + rent
+
+
+def _serve_gpu_line(inputs: Inputs, gpu_id: str, tps: list[int]) -> str:
+    """Why a serving workload that ``gpu_id`` can run at tensor-parallel sizes ``tps`` cannot
+    run on it: it cannot be bought, and no offer rents instances of it a replica fits in."""
+    p = inputs.problem
+    T = p.horizon.months
+    biggest = _largest_instance(inputs, gpu_id)
+
+    def eligible(o: Offer) -> bool:
+        return (
+            any(o.gpus_per_instance >= tp for tp in tps)
+            and (o.kind != "spot" or p.offers.spot_for_serving)
+            and (o.kind != "reserved" or (o.term_months or 1) <= T)
+        )
+
+    def why_not(o: Offer) -> str:
+        if o.kind == "spot" and not p.offers.spot_for_serving:
+            return "spot offers are not used for serving (offers.spot_for_serving: false)"
+        if o.kind == "reserved" and (o.term_months or 1) > T:
+            return f"a reserved term is longer than the {T}-month horizon"
+        return f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
+
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    tp_text = "/".join(f"tp{t}" for t in tps)
+    return f"{gpu_id} ({tp_text}) meets the SLO, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
+
+
+def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCandidate]) -> str:
+    """Why training job ``j``, which fits its window on ``gpu_id`` in the configurations
+    ``cl``, cannot run on it: it cannot be bought, and no offer rents enough of it."""
+    kmin = min(c.gpus for c in cl)
+    biggest = _largest_instance(inputs, gpu_id)
+
+    def eligible(o: Offer) -> bool:
+        return any(
+            o.kind != "reserved"
+            and o.gpus_per_instance >= min(c.gpus, 8)
+            and offer_wall_hours(c, j, o) is not None
+            and (o.max_gpus is None or rental_gpus(c.gpus, o) <= o.max_gpus)
+            and (o.kind != "spot" or (j.spot.allowed and j.spot.max_share >= 1.0))
+            for c in cl
+        )
+
+    def why_not(o: Offer) -> str:
+        if o.kind == "reserved":
+            return "reserved offers are not used for training"
+        if o.gpus_per_instance < min(kmin, 8):
+            return (
+                f"instances hold at most {biggest} GPUs; a {kmin}-GPU job needs instances of at "
+                f"least {min(kmin, 8)}"
+            )
+        if o.max_gpus is not None and rental_gpus(kmin, o) > o.max_gpus:
+            return f"offers cap availability below the {kmin} GPUs the job needs"
+        if all(offer_wall_hours(c, j, o) is None for c in cl):
+            return (
+                f"a {kmin}-GPU job spans several instances and the offers state no fabric made "
+                "for multi-node training (set ethernet: true to allow Ethernet)"
+            )
+        return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
+
+    sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    return f"{gpu_id} ({sizes}) fits the window, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
+
+
+def fabric_notes(inputs: Inputs, cands: Candidates) -> list[str]:
+    """Training jobs that no trusted offer can carry across instances (none states a fabric
+    made for training for a GPU the job fits on), so they can only run on owned GPUs."""
+    lines = []
+    specs = {j.name: j for j in inputs.problem.workloads.train}
+    for job, cl in cands.train.items():
+        j, multi = specs[job], [c for c in cl if c.gpus > 8]
+        if (
+            not multi
+            or not cl
+            or any(c.fabric_hours for c in multi)
+            or any(c.gpus <= 8 for c in cl)
+        ):
+            continue
+        gpus = sorted({c.gpu for c in multi})
+        offers = [o for o in inputs.offers.values() if o.gpu in gpus and o.kind != "reserved"]
+        stated = sorted({f"{o.provider} {o.fabric or 'not stated'}" for o in offers})
+        lines.append(
+            f"training job {job!r}: needs {min(c.gpus for c in multi)}+ GPUs across instances, "
+            f"and no trusted offer for {', '.join(gpus)} has a fabric made for multi-node "
+            f"training (fabrics: {'; '.join(stated[:6]) or 'no offers'}); so it can only run on "
+            "owned GPUs. Allow a provider with InfiniBand, RoCE, EFA or TCPX (catalogs/fabrics.yaml, "
+            "cluster products in catalogs/offers-manual.yaml), state an offer's fabric "
+            "(overrides.offers.<id>.fabric), or accept Ethernet's slowdown with "
+            + ("ethernet: true" if not j.ethernet else "a faster fabric (ethernet: true is set)")
+        )
+    return lines
+
+
+def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
+    """Why one workload, alone and without limits, has no plan."""
+    p = inputs.problem
+    if name in cands.serve:
+        w = next(x for x in p.workloads.serve if x.name == name)
+        parts = [
+            _serve_gpu_line(inputs, g, sorted(c.tp for c in cands.serve[name] if c.gpu == g))
+            for g in sorted({c.gpu for c in cands.serve[name]})
+        ]
+        return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
+    j = next(x for x in p.workloads.train if x.name == name)
+    parts = [
+        _train_gpu_line(inputs, j, g, [c for c in cands.train[name] if c.gpu == g])
+        for g in sorted({c.gpu for c in cands.train.get(name, [])})
+    ]
+    a = month_index(p.horizon.start, j.window.start)
+    b = month_index(p.horizon.start, j.window.deadline)
+    return (
+        f"training job {j.name!r} ({j.window.start}..{j.window.deadline}, {(b - a + 1) * HOURS_PER_MONTH:,.0f} h) "
+        "cannot be placed: " + " | ".join(parts)
+    )
+
+
+# ------------------------------------------------------------------ the diagnosis
+
+
+def _fmt_usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def diagnose_infeasible(
+    inputs: Inputs,
+    solver: str = "auto",
+    cands: Candidates | None = None,
+    time_limit: float | None = None,
+) -> list[str]:
+    """Lines saying why ``inputs`` has no plan and what would fix it."""
+    cands = cands or build_candidates(inputs)
+    lines = _without_candidates(cands)
+    if lines:
+        return lines
+
+    def probe(inp: Inputs, objective: str, c: Candidates = cands) -> Probe:
+        return minimize(inp, c, objective, solver, time_limit)
+
+    free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
+    if free.value is None:
+        return _unplaceable(inputs, cands, probe, free)
+    spec = _limit_spec(inputs)
+    unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
+
+    def need_alone(key: str) -> Probe:
+        if key not in unlimited:
+            unlimited[key] = probe(relaxed(inputs, True, True, True), spec[key][0])
+        return unlimited[key]
+
+    lines = _limits_too_small(inputs, spec, probe, need_alone)
+    if lines:
+        return lines + fabric_notes(inputs, cands)
+    return _limits_together(spec, need_alone)
+
+
+def _without_candidates(cands: Candidates) -> list[str]:
+    """One line per workload that no allowed GPU can run (with each GPU's reason)."""
+    lines = []
+    for n, cl in {**cands.train, **cands.serve}.items():
+        if not cl:
+            reasons = [f"{d.gpu}: {d.reason}" for d in cands.dropped if d.workload == n]
+            lines.append(f"workload {n!r}: no allowed GPU can run it ({'; '.join(reasons)})")
+    return lines
+
+
+def _unplaceable(inputs: Inputs, cands: Candidates, probe, free: Probe) -> list[str]:
+    """No plan even without budgets and power cap: which workloads cannot be placed alone."""
+    if not free.exact:
+        return [
+            f"could not decide feasibility without limits ({free.status}); raise solver.time_limit_s"
+        ]
+    lines = []
+    for n in list(cands.train) + list(cands.serve):
+        alone = probe(
+            relaxed(inputs, True, True, True, workloads={n}), "none", only_workloads(cands, {n})
+        )
+        if alone.value is None:
+            lines.append(explain_workload(inputs, cands, n))
+    if not lines:
+        lines.append(
+            "each workload can be placed alone, but not all together: they compete for "
+            "capped rental offers (max_gpus) or reserved capacity; allow more GPU types or offers"
+        )
+    return lines
+
+
+def _limit_spec(inputs: Inputs) -> dict[str, tuple]:
+    """The limits the problem sets: key -> (objective to minimize, limit, label, format)."""
+    p = inputs.problem
+    spec = {
+        "capex": (
+            "capex",
+            p.budget.capex_usd,
+            "capex budget too small: budget.capex_usd",
+            _fmt_usd,
+        ),
+        "total": (
+            "total",
+            p.budget.total_usd,
+            "total budget too small: budget.total_usd",
+            _fmt_usd,
+        ),
+        "power": (
+            "power_kw",
+            p.site.power_cap_kw,
+            "power cap too low: site.power_cap_kw",
+            lambda x: f"{x:,.1f} kW",
+        ),
+    }
+    has = {
+        "capex": True,
+        "total": p.budget.total_usd is not None,
+        "power": p.site.power_cap_kw is not None,
+    }
+    return {k: v for k, v in spec.items() if has[k]}
+
+
+def _limits_too_small(inputs: Inputs, spec: dict, probe, need_alone) -> list[str]:
+    """Each limit too small: with the others as set, or even with no other limit."""
+    lines: list[str] = []
+    keys = list(spec)
+    for key in keys:
+        objective, limit, label, fmt = spec[key]
+        res = probe(
+            relaxed(inputs, capex=key == "capex", total=key == "total", power=key == "power"),
+            objective,
+        )
+        if res.value is not None:
+            if res.value > limit * (1 + 1e-9) + 1e-6:
+                bound = "" if res.exact else " at most"
+                others = [spec[k][2].split(": ")[1] for k in keys if k != key]
+                given = f" (with {', '.join(others)} as set)" if others else ""
+                lines.append(
+                    f"{label} = {fmt(limit)}; the smallest that admits a plan{given} is{bound} "
+                    f"{fmt(res.value)} (short by {fmt(res.value - limit)})"
+                )
+            continue
+        # Even without this limit the others leave no plan; is this one too small by itself?
+        alone = need_alone(key)
+        if alone.value is not None and alone.value > limit * (1 + 1e-9) + 1e-6:
+            lines.append(
+                f"{label} = {fmt(limit)}; even with no other limit a plan needs at least "
+                f"{fmt(alone.value)} (short by {fmt(alone.value - limit)})"
+            )
+    return lines
+
+
+def _limits_together(spec: dict, need_alone) -> list[str]:
+    """Every limit is large enough on its own; together they leave no plan."""
+    parts = []
+    for key, (_, limit, label, fmt) in spec.items():
+        alone = need_alone(key)
+        if alone.value is not None:
+            parts.append(
+                f"{label.split(': ')[1]} = {fmt(limit)} would do on its own (a plan needs {fmt(alone.value)})"
+            )
+    return [
+        "the limits act together: each is large enough on its own, but no plan meets all of "
+        "them at once (the cheapest plans draw too much power, the most power-efficient cost "
+        "too much); raise one of them. " + "; ".join(parts)
+    ]
