@@ -135,3 +135,80 @@ def test_cli_modules_do_not_import_the_solver(module):
         not {"planner.optimize.model", "planner.optimize.solve", "planner.plan.extract"}
         & GRAPH[module]
     ), module
+
+
+# The pipeline, left to right: a module may import its own stage and stages to its left only.
+STAGES = (
+    "base",  # errors, safe files, YAML with line numbers, units, tolerances
+    "inputs",  # schema, catalogs, resolution, profiles, finance defaults, importers
+    "physics",  # pure functions: training hours, serving capacity, money over time
+    "optimize",  # candidates, the model, starts, bounds, the solve, why no plan
+    "plan",  # the plan as data, read from a solved model, made from a problem
+    "verify",  # the plan checked against the inputs, independently of the model
+    "analysis",  # explanations, what-if sweeps, break-even, catalog comparison
+    "reports",  # terminal, workbook, what-if workbook
+    "cli",  # click commands
+    "__main__",  # the console script
+)
+MAX_MODULE_LINES, MAX_CLASS_LINES = 800, 400
+
+
+def _stage(module: str) -> int:
+    """The stage index of a planner module; the package's own ``__init__`` (the library face)
+    comes last, as it may reach any stage."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return len(STAGES)
+    return STAGES.index(parts[1])
+
+
+def _backward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a stage to the right. Importing the root package itself is allowed: it holds
+    the version and a lazy face (:func:`test_the_root_package_imports_nothing_on_load`)."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, deps in graph.items()
+        for b in deps
+        if b != "planner" and _stage(b) > _stage(a)
+    )
+
+
+def test_the_root_package_imports_nothing_on_load():
+    """``import planner`` (done by every module, for ``__version__``) loads no stage: the
+    library face imports on first use."""
+    tree = ast.parse((PKG / "__init__.py").read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert all(not (getattr(n, "module", "") or "").startswith("planner") for n in top)
+    assert all(not a.name.startswith("planner") for n in top for a in n.names)
+
+
+def test_every_module_belongs_to_a_stage():
+    for name in MODULES:
+        _stage(name)  # raises ValueError on a package outside STAGES
+
+
+def test_the_stage_check_finds_a_backward_import():
+    graph = {"planner.optimize.model": {"planner.plan.data"}, "planner.plan.data": set()}
+    assert _backward_imports(graph) == ["planner.optimize.model -> planner.plan.data"]
+    assert _backward_imports({"planner.plan.data": {"planner.optimize.model"}}) == []
+
+
+def test_stages_import_only_their_left():
+    assert _backward_imports(GRAPH) == []
+
+
+def _too_long() -> list[str]:
+    out = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if (n := text.count("\n")) > MAX_MODULE_LINES:
+            out.append(f"{name}: {n} lines")
+        for node in ast.walk(ast.parse(text)):
+            n = node.end_lineno - node.lineno + 1 if isinstance(node, ast.ClassDef) else 0
+            if n > MAX_CLASS_LINES:
+                out.append(f"{name}.{node.name}: class of {n} lines")
+    return sorted(out)
+
+
+def test_no_module_over_800_lines_no_class_over_400():
+    assert _too_long() == []

@@ -40,7 +40,6 @@ from planner.physics.demand import (
 from planner.physics.realized import spot_overhead
 from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
-from planner.plan.data import Dropped
 
 # GPU counts tried for a training job (whole nodes of 8 beyond 8).
 TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
@@ -49,6 +48,16 @@ TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768
 TRAIN_EXTRA_SIZES = 2
 TP_SIZES = (1, 2, 4, 8)
 SERVE_KEEP_PER_GPU = 2
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A (workload, GPU) option the physics rules out, and why (the plan lists them)."""
+
+    workload: str
+    gpu: str
+    config: str
+    reason: str
 
 
 @dataclass(frozen=True)

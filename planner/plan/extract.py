@@ -14,6 +14,7 @@ and the Plan is reproducible to the bit.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ from planner.plan.data import (
     Assumption,
     Commitment,
     Depreciation,
+    Dropped,
     ExistingGpus,
     FleetMonth,
     MonthCost,
@@ -1445,6 +1447,6 @@ def extract_plan(m: PlannerModel, result: SolveResult) -> Plan:
         workloads=_read_workloads(ctx, training, serving, costs, totals.total_usd),
         serve_allocations=serving.allocations,
         train_allocations=training.allocations,
-        dropped=ctx.cands.dropped,
+        dropped=[Dropped(**dataclasses.asdict(d)) for d in ctx.cands.dropped],
         assumptions=_read_assumptions(ctx, result, rentals),
     )
