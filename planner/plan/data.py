@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from planner.base.errors import InputError
 from planner.base.files import atomic_write_bytes, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Status = Literal[
     "optimal", "feasible", "infeasible", "unbounded", "time_limit", "error", "not_solved"
@@ -295,10 +298,51 @@ class Plan(_Data):
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
 
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The plan's tables as pandas DataFrames, one per list of the plan, named as its
+        fields: ``purchases``, ``rentals``, ``reservations``, ``fleet``, ``cash_flow``,
+        ``years``, ``depreciation``, ``workloads``, ``serve_allocations``,
+        ``train_allocations``, ``sales``, ``existing``, ``commitments``, ``dropped``,
+        ``assumptions``. One row per entry, one column per field (an empty table keeps its
+        columns); a nested mapping becomes one column per key (``predicted.ttft_ms``)."""
+        return {name: _frame(self, name) for name in TABLES}
+
     @classmethod
     def from_json_file(cls, path: str | Path) -> Plan:
         """A plan read back from ``planner solve --json`` (see :func:`load_plan`)."""
         return load_plan(path)
+
+
+# The plan's tables (:meth:`Plan.frames`), in the order a reader meets them.
+TABLES = (
+    "purchases",
+    "rentals",
+    "reservations",
+    "fleet",
+    "cash_flow",
+    "years",
+    "depreciation",
+    "workloads",
+    "serve_allocations",
+    "train_allocations",
+    "sales",
+    "existing",
+    "commitments",
+    "dropped",
+    "assumptions",
+)
+
+
+def _frame(plan: Plan, name: str) -> pd.DataFrame:
+    """One table of ``plan`` as a DataFrame (pandas is imported here: the command line never
+    needs it)."""
+    import pandas as pd
+
+    rows = [row.model_dump() for row in getattr(plan, name)]
+    if rows:
+        return pd.json_normalize(rows, max_level=0 if name == "assumptions" else 1)
+    item = Plan.model_fields[name].annotation.__args__[0]  # list[Row] -> Row
+    return pd.DataFrame(columns=list(item.model_fields))
 
 
 def load_plan(src: str | Path) -> Plan:
