@@ -1,0 +1,283 @@
+"""Break-even search: the value of one KEY in an interval at which the plan changes
+(the set of GPU types bought, or the count of one type), found by a scan of evenly
+spaced solves and then bisection of the first interval whose ends differ, with the
+sentence that reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.analysis.sweep import Progress, ScenarioResult, Task, run_tasks
+from planner.analysis.whatif_keys import Base, Loc, load_base, parse_bounds, resolve_key
+from planner.base.errors import InputError
+from planner.base.yamlio import did_you_mean
+
+
+def _signature(r: ScenarioResult, watch: str | None) -> Any:
+    if not r.ok:
+        return ("no plan", r.status)
+    if watch is None:
+        return tuple(sorted(r.bought))
+    return r.bought.get(watch, 0)
+
+
+def parse_watch(text: str | None, base: Base | None = None) -> str | None:
+    """``--watch gpu=h100-sxm`` -> ``"h100-sxm"``; None/``gpus`` -> the set of types bought."""
+    if text is None or text.strip() in ("", "gpus", "types"):
+        return None
+    key, sep, val = text.partition("=")
+    if key.strip() != "gpu" or not sep or not val.strip():
+        raise InputError(
+            f"--watch {text!r}: expected gpu=<id> (the count of one GPU type bought) "
+            "or nothing (the set of GPU types bought)"
+        )
+    gpu = val.strip()
+    if (
+        base is not None
+        and isinstance(base.data.get("gpus"), list)
+        and gpu not in base.data["gpus"]
+    ):
+        raise InputError(
+            f"--watch {text!r}: {gpu!r} is not in the problem's gpus; "
+            + did_you_mean(gpu, [str(g) for g in base.data["gpus"]])
+        )
+    return gpu
+
+
+@dataclass
+class BreakEven:
+    key: str
+    lo: float
+    hi: float
+    watch: str | None
+    changed: bool
+    value: float | None  # the change point (middle of the final bracket)
+    bracket: tuple[float, float] | None  # (last value with the 'below' plan, first with 'above')
+    below: ScenarioResult  # the plan just below the change (at lo when nothing changes)
+    above: ScenarioResult  # the plan just above the change (at hi when nothing changes)
+    sentence: str
+    solves: int
+    other_changes: list[tuple[float, float]] = field(
+        default_factory=list
+    )  # further brackets seen in the scan
+    tol: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["below"] = self.below.to_json() | {"bought": self.below.bought}
+        d["above"] = self.above.to_json() | {"bought": self.above.bought}
+        return d
+
+
+def _fmt_val(x: float, tol: float) -> str:
+    """``x`` with as many decimals as the tolerance resolves.
+
+    >>> _fmt_val(0.28457, 0.0045), _fmt_val(1.5, 0.01), _fmt_val(1234.5, 10)
+    ('0.285', '1.5', '1234')
+    """
+    digits = max(0, -math.floor(math.log10(tol))) if tol > 0 else 3
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _buys(r: ScenarioResult, watch: str | None) -> str:
+    if not r.ok:
+        return f"has no plan ({r.status})"
+    items = {watch: r.bought.get(watch, 0)} if watch else r.bought
+    items = {g: n for g, n in items.items() if n}
+    if not items:
+        return f"buys no {watch}" if watch else "buys no GPUs"
+    return "buys " + " and ".join(f"{n} {g}" for g, n in items.items())
+
+
+def _describe_other(r: ScenarioResult, other: ScenarioResult, watch: str | None) -> str:
+    """What ``r`` does instead of what ``other`` buys ("rents them", "buys 2 a100...")."""
+    if not r.ok:
+        return f"there is no plan ({r.status}: {r.message.splitlines()[0] if r.message else ''})"
+    types = [watch] if watch else list(other.bought)
+    mine = {g: n for g, n in r.bought.items() if (g in types if watch else True) and n}
+    rented = {g for g, h in r.rented_gpu_hours.items() if h > 1e-6}
+    if not mine:
+        if types and set(types) <= rented:
+            return (
+                "it rents them"
+                if len(types) > 1 or other.bought.get(types[0], 0) > 1
+                else "it rents it"
+            )
+        if rented:
+            return "it buys none and rents " + ", ".join(sorted(rented))
+        return "it buys none"
+    return "it " + _buys(r, watch)
+
+
+@dataclass
+class _Solves:
+    """Solves the problem at values of one KEY, counting the solves for the report."""
+
+    base: Base
+    key: str
+    locs: list[Loc]
+    solver: str
+    time_limit: float | None
+    gap: float | None
+    workers: int | None
+    progress: Progress | None
+    count: int = 0
+
+    def __call__(self, xs: Sequence[float]) -> list[ScenarioResult]:
+        """One result per value of ``xs``, in order."""
+        tasks = [
+            Task(
+                i,
+                self.base,
+                {self.key: x},
+                [(loc, x) for loc in self.locs],
+                self.solver,
+                self.time_limit,
+                self.gap,
+            )
+            for i, x in enumerate(xs)
+        ]
+        self.count += len(tasks)
+        return run_tasks(tasks, self.workers, None, self.progress)
+
+
+def _scan_values(lo: float, hi: float, scan: int) -> list[float]:
+    """``scan`` evenly spaced values from lo to hi, ends included.
+
+    >>> _scan_values(0.2, 0.9, 8)
+    [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    """
+    xs = [lo + (hi - lo) * i / (scan - 1) for i in range(scan)]
+    # 12 significant digits drop float noise from values shown in reports and JSON:
+    # 0.5, not 0.49999999999999994
+    return [float(f"{x:.12g}") for x in xs]
+
+
+def _require_valid(key: str, xs: Sequence[float], points: Sequence[ScenarioResult]) -> None:
+    """An invalid scan point is a bad interval, not a plan change: stop with its message."""
+    for x, r in zip(xs, points, strict=True):
+        if r.status == "invalid":
+            raise InputError(f"breakeven: {key}={x:g} is not a valid problem: {r.message}")
+
+
+def _types_unchanged(points: Sequence[ScenarioResult], tried: str) -> str:
+    """Why the set of GPU types bought did not change, hinting at --watch when counts did."""
+    types = ", ".join(points[0].bought) if points[0].ok else ""
+    what = (
+        "the set of GPU types bought stays the same ("
+        + (f"it buys {types}" if types else f"it {_buys(points[0], None)}")
+        + f" {tried}"
+    )
+    counts = {g: sorted({r.bought.get(g, 0) for r in points}) for g in points[0].bought}
+    moved = [f"{g} from {c[0]} to {c[-1]}" for g, c in counts.items() if len(c) > 1]
+    if moved:
+        what += f"; the counts change: {', '.join(moved)}: try --watch gpu=<id>"
+    return what + ")"
+
+
+def _unchanged_sentence(
+    key: str, lo: float, hi: float, watch: str | None, points: Sequence[ScenarioResult]
+) -> str:
+    """The report when every scanned value gives the same signature."""
+    tried = f"at every one of the {len(points)} values tried"
+    if watch:
+        what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
+    else:
+        what = _types_unchanged(points, tried)
+    return f"the plan does not change over {key} {lo:g}..{hi:g}: {what}"
+
+
+def _bisect(
+    solve: _Solves,
+    watch: str | None,
+    tol: float,
+    a: float,
+    b: float,
+    ra: ScenarioResult,
+    rb: ScenarioResult,
+) -> tuple[float, float, ScenarioResult, ScenarioResult]:
+    """Narrow ``[a, b]`` (plans ``ra`` != ``rb``) to a bracket no wider than ``tol``."""
+    sa, sb = _signature(ra, watch), _signature(rb, watch)
+    while b - a > tol:
+        m = (a + b) / 2
+        (rm,) = solve([m])
+        sm = _signature(rm, watch)
+        if sm == sa:
+            a, ra = m, rm
+        elif sm == sb:
+            b, rb = m, rm
+        else:  # a third plan in between: keep the lower change
+            b, rb, sb = m, rm, sm
+    return a, b, ra, rb
+
+
+def _change_sentence(
+    key: str, xt: str, ra: ScenarioResult, rb: ScenarioResult, watch: str | None
+) -> str:
+    """The report of a change at ``xt`` between plan ``ra`` (below) and ``rb`` (above).
+
+    It leads with the side that buys: "above X the plan buys ...", unless the plan above
+    has no plan or buys nothing where the one below buys.
+    """
+    if not rb.ok or (not rb.bought and ra.bought):
+        return f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
+    return f"above {key} {xt} the plan {_buys(rb, watch)}; below it {_describe_other(ra, rb, watch).removeprefix('it ')}"
+
+
+def breakeven(
+    base: Base | str | Path,
+    vary: str | tuple[str, float, float],
+    watch: str | None = None,
+    tol: float | None = None,
+    scan: int = 5,
+    solver: str = "auto",
+    time_limit: float | None = None,
+    gap: float | None = None,
+    workers: int | None = 1,
+    progress: Progress | None = None,
+) -> BreakEven:
+    """Find the value of one KEY in [lo, hi] at which the plan changes, by bisection on solves.
+
+    The plan's *signature* is the set of GPU types bought (or, with ``watch="<gpu>"``, the
+    count of that type bought). ``scan`` evenly spaced values (ends included) are solved
+    first; the first interval whose ends differ is bisected until it is narrower than
+    ``tol`` (default (hi - lo) / 200). Other changing intervals of the scan are reported
+    in ``other_changes``. If every scanned value gives the same signature the plan is
+    taken as unchanged over [lo, hi] (a change that reverts between scan points is missed).
+    """
+    if not isinstance(base, Base):
+        base = load_base(base)
+    key, lo, hi = parse_bounds(vary) if isinstance(vary, str) else vary
+    if not lo < hi:
+        raise InputError(f"--vary {key}: LO must be below HI")
+    watch = parse_watch(watch if watch is None or "=" in watch else f"gpu={watch}", base)
+    tol = tol if tol is not None else (hi - lo) / 200
+    if not tol > 0:
+        raise InputError(f"--tol must be positive, got {tol}")
+    locs = resolve_key(base.data, key)
+    solve = _Solves(base, key, locs, solver, time_limit, gap, workers, progress)
+    xs = _scan_values(lo, hi, max(2, scan))
+    points = solve(xs)
+    _require_valid(key, xs, points)
+    sigs = [_signature(r, watch) for r in points]
+    changes = [i for i in range(len(xs) - 1) if sigs[i] != sigs[i + 1]]
+    if not changes:
+        sentence = _unchanged_sentence(key, lo, hi, watch, points)
+        return BreakEven(
+            key, lo, hi, watch, False, None, None, points[0], points[-1], sentence, solve.count,
+            [], tol,
+        )  # fmt: skip
+    i = changes[0]
+    a, b, ra, rb = _bisect(solve, watch, tol, xs[i], xs[i + 1], points[i], points[i + 1])
+    x = (a + b) / 2
+    sentence = _change_sentence(key, _fmt_val(x, tol), ra, rb, watch)
+    others = [(xs[j], xs[j + 1]) for j in changes[1:]]
+    return BreakEven(
+        key, lo, hi, watch, True, x, (a, b), ra, rb, sentence, solve.count, others, tol
+    )
