@@ -1,23 +1,22 @@
-"""The problem file: schema (pydantic v2), loading and resolution against the catalogs.
+"""The problem file: loading and resolution against the catalogs.
 
 A problem file is a contract: other tools write it. Unknown keys are errors (a typo must
-not be silently ignored), numbers must be finite, dates are ``YYYY-MM`` months.
+not be silently ignored), numbers must be finite, dates are ``YYYY-MM`` months. The schema
+(pydantic v2) is in :mod:`planner.inputs.schema` and month parsing in
+:mod:`planner.inputs.months`; both are re-exported here, where callers import them from.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
 from planner.base.errors import InputError
-from planner.base.units import CaseInsensitive, Count
 from planner.base.yamlio import (
-    LocatedError,
     YamlDoc,
     did_you_mean,
     format_loc,
@@ -27,15 +26,11 @@ from planner.base.yamlio import (
 )
 from planner.inputs.catalog import (
     CATALOG_DIR,
-    GPU_RANGES,
-    Fabric,
     GpuSpec,
     ModelArch,
     Offer,
     Sourced,
     SourcedRange,
-    Strict,
-    check_range,
     load_gpus,
     load_models,
     load_offers,
@@ -43,524 +38,40 @@ from planner.inputs.catalog import (
     with_server,
 )
 from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_defaults
+from planner.inputs.months import month_index, month_label, parse_month
 from planner.inputs.profiles import ProfileFile, Profiles
-
-_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only; fullmatch: no trailing text
-
-
-def parse_month(text: str) -> tuple[int, int]:
-    """``"2027-04"`` -> ``(2027, 4)``.
-
-    >>> parse_month("2027-04")
-    (2027, 4)
-    """
-    m = _MONTH.fullmatch(str(text))
-    if not m or not 1 <= int(m.group(2)) <= 12 or not 1900 <= int(m.group(1)) <= 2200:
-        raise ValueError(
-            f"expected a month as YYYY-MM (e.g. 2027-01, years 1900-2200), got {text!r}"
-        )
-    return int(m.group(1)), int(m.group(2))
-
-
-def month_index(start: str, month: str) -> int:
-    """Months from ``start`` to ``month`` (0 = the same month).
-
-    >>> month_index("2027-01", "2028-03")
-    14
-    """
-    y0, m0 = parse_month(start)
-    y1, m1 = parse_month(month)
-    return (y1 - y0) * 12 + (m1 - m0)
-
-
-def month_label(start: str, index: int) -> str:
-    """The ``index``-th month after ``start`` as ``YYYY-MM``.
-
-    >>> month_label("2027-11", 3)
-    '2028-02'
-    """
-    y, m = parse_month(start)
-    total = y * 12 + (m - 1) + index
-    return f"{total // 12:04d}-{total % 12 + 1:02d}"
-
-
-Month = str
-NAME_MAX = 100  # workload and model names: labels in tables and workbook sheets
-
-
-def _month(v: Any) -> str:
-    parse_month(v)
-    return str(v)
-
-
-class Horizon(Strict):
-    start: Month
-    months: int = Field(ge=1, le=120)
-
-    _v = field_validator("start")(classmethod(lambda cls, v: _month(v)))
-
-
-# Upper bounds below are far beyond any real plan (a trillion dollars, ten billion users) and
-# keep every model coefficient within what the solvers handle in double precision.
-MAX_USD = 1e12
-
-
-class Budget(Strict):
-    capex_usd: float = Field(
-        ge=0, le=MAX_USD, description="cap on purchases (GPUs + servers/network)"
-    )
-    total_usd: float | None = Field(
-        None, gt=0, le=MAX_USD, description="cap on all spend over the horizon"
-    )
-
-
-class Site(Strict):
-    power_usd_per_kwh: float = Field(ge=0, le=10)
-    pue: float = Field(1.3, ge=1.0, le=3.0)
-    # Colocation at $150-250 per kW-month is ~$200-300 per GPU-month; $10k is a unit slip.
-    hosting_usd_per_gpu_month: float = Field(0.0, ge=0, le=10_000)
-    colo_usd_per_kw_month: float | None = Field(
-        None,
-        ge=0,
-        le=5_000,
-        description="colocation per kW of IT load (GPU TDP + host watts) per month; default: "
-        "catalogs/finance.yaml, or 0 when hosting_usd_per_gpu_month is given",
-    )
-    power_cap_kw: float | None = Field(None, gt=0, le=10_000_000, description="site cap, kW")
-    consumer_gpus_allowed: bool = Field(
-        False, description="GeForce EULA forbids datacenter deployment; true only for an office/lab"
-    )
-
-
-class GpuOverride(Strict):
-    """Replace catalog figures for one GPU (a vendor quote, a measured spec); the same ranges
-    as the catalog (:data:`planner.inputs.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
-
-    purchase_usd: float | None = Field(None, gt=0)
-    server: str | None = Field(None, description="buy the card in this server type instead")
-    server_overhead_usd_per_gpu: float | None = Field(None, ge=0)
-    memory_gb: float | None = Field(None, gt=0)
-    memory_bandwidth_gbs: float | None = Field(None, gt=0)
-    bf16_dense_tflops: float | None = Field(None, gt=0)
-    fp8_dense_tflops: float | None = Field(None, gt=0)
-    tdp_w: float | None = Field(None, gt=0)
-    idle_w: float | None = Field(None, ge=0)
-    host_w_per_gpu: float | None = Field(None, ge=0)
-    source: str = Field("problem file override", max_length=500)
-
-    @field_validator(
-        *(k for k in GPU_RANGES if k not in ("node_size", "int8_dense_tops")), mode="after"
-    )
-    @classmethod
-    def _in_range(cls, v: float | None, info: Any) -> float | None:
-        return v if v is None else check_range(info.field_name, v)
-
-
-class OfferOverride(Strict):
-    usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
-    max_gpus: int | None = Field(None, ge=1, le=10_000_000)
-    fabric: Annotated[Fabric, CaseInsensitive] | None = None
-    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
-    source: str = "problem file override"
-
-
-class Overrides(Strict):
-    gpus: dict[str, GpuOverride] = {}
-    offers: dict[str, OfferOverride] = {}
-
-
-class OfferChoice(Strict):
-    """Which rental offers the problem trusts."""
-
-    files: list[str] = Field(
-        default_factory=lambda: ["offers.yaml"],
-        description="offers files; relative to the problem file, else to catalogs/",
-    )
-    providers: list[str] | None = Field(None, description="allow list; None = every provider")
-    marketplaces: bool = Field(
-        False, description="allow marketplace/reseller offers (vast, shadeform, ...)"
-    )
-    spot_for_serving: bool = False
-    extra: list[Offer] = Field(default_factory=list, description="offers written inline")
-    discounts: dict[str, Annotated[float, Field(ge=0, lt=1)]] = Field(
-        default_factory=dict, description="negotiated share off every price of a provider"
-    )
-
-
-class Window(Strict):
-    start: Month
-    deadline: Month
-
-    _v = field_validator("start", "deadline")(classmethod(lambda cls, v: _month(v)))
-
-    @model_validator(mode="after")
-    def _order(self) -> Window:
-        if month_index(self.start, self.deadline) < 0:
-            raise LocatedError(
-                [
-                    (
-                        ("deadline",),
-                        f"deadline {self.deadline} is before start {self.start}; "
-                        "the deadline must be the same month as the start or later",
-                    )
-                ]
-            )
-        return self
-
-
-class Spot(Strict):
-    """Spot capacity for a training job: off unless asked for (defaults are safe)."""
-
-    allowed: bool = False
-    max_share: float = Field(0.5, ge=0, le=1, description="largest share of the job's work on spot")
-    overhead: float | None = Field(
-        None,
-        ge=0,
-        le=2,
-        description="extra hours per hour of spot progress; default: from the provider's "
-        "preemption rate and the job's stack (planner/physics/realized.py)",
-    )
-
-
-class TrainJob(Strict):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    model: str = Field(max_length=NAME_MAX)
-    # Llama 3 pre-trained on ~1.5e13 tokens; 1e15 leaves room and keeps hours finite.
-    tokens: Count = Field(gt=0, le=1e15)
-    method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = "full"
-    window: Window
-    seq_len: int = Field(4096, ge=128, le=1_048_576)
-    spot: Spot = Spot()
-    # How real runs of this team compare with benchmarks (planner/physics/realized.py).
-    stack: Annotated[Literal["mature", "typical", "first-run"], CaseInsensitive] = "typical"
-    # Plan the hours of this quantile: the deadline holds with this probability under the model.
-    confidence: float = Field(0.8, gt=0, lt=1)
-    # Where the run lives: one provider (or the team's own GPUs) for the whole run, since its
-    # checkpoints, data and network setup would otherwise move mid-run; `split` allows hops.
-    providers: Annotated[Literal["single", "split"], CaseInsensitive] = "single"
-    # Multi-node runs need a training fabric (InfiniBand, RoCE, EFA, TCPX); `true` also allows
-    # plain Ethernet and offers whose fabric is not stated, at Ethernet bandwidth.
-    ethernet: bool = False
-
-
-class Traffic(Strict):
-    daily_active_users: float = Field(gt=0, le=1e10, description="at most 10 billion people")
-    requests_per_user_per_day: float = Field(gt=0, le=100_000, description="about one a second")
-    utilization: float = Field(0.5, ge=0.1, le=1.0, description="mean load / peak load over a day")
-    growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
-
-
-class TokenShape(Strict):
-    prompt: int = Field(gt=0, le=1_000_000)
-    output: int = Field(gt=0, le=1_000_000)
-
-
-TokenSize = int | tuple[int, int]
-
-
-class RequestBucket(Strict):
-    """A share of a service's requests whose sizes lie in token ranges.
-
-    ``prompt`` and ``output`` are a representative size or an inclusive ``[lo, hi]`` range; a
-    range is planned at its upper end (every request of the bucket is at most that long, so
-    its p95 latencies are not understated) unless a measured profile inside the range applies.
-    """
-
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    prompt: TokenSize
-    output: TokenSize
-    share: float = Field(gt=0, le=1, description="share of the service's requests")
-
-    @field_validator("prompt", "output", mode="after")
-    @classmethod
-    def _range(cls, v: TokenSize) -> TokenSize:
-        lo, hi = (v, v) if isinstance(v, int) else v
-        if lo < 1 or hi > 1_000_000:
-            raise ValueError(f"token sizes must be within 1..1,000,000 (got {lo}..{hi})")
-        if lo > hi:
-            raise ValueError(f"empty token range [{lo}, {hi}]: the low end is above the high end")
-        return v
-
-    def prompt_range(self) -> tuple[int, int]:
-        return (self.prompt, self.prompt) if isinstance(self.prompt, int) else self.prompt
-
-    def output_range(self) -> tuple[int, int]:
-        return (self.output, self.output) if isinstance(self.output, int) else self.output
-
-    def shape(self) -> tuple[int, int]:
-        """The (prompt, output) tokens planned for: the upper end of each range."""
-        return self.prompt_range()[1], self.output_range()[1]
-
-
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Ranges share more than an end point (buckets may touch: [1, 256] and [256, 512]); a
-    single size overlaps any range that contains it.
-
-    >>> _overlap((1, 256), (256, 512)), _overlap((1, 300), (256, 512)), _overlap((5, 5), (1, 5))
-    (False, True, True)
-    """
-    lo, hi = max(a[0], b[0]), min(a[1], b[1])
-    if lo > hi:
-        return False
-    return lo < hi or a[0] == a[1] or b[0] == b[1]
-
-
-SHARE_TOLERANCE = 1e-6
-
-
-# Serving headroom defaults (sources: catalogs/NOTES.md, "Serving headroom").
-DEFAULT_MAX_LOAD = 0.8
-DEFAULT_REDUNDANCY = 1
-
-
-class Slo(Strict):
-    p95_ttft_ms: float = Field(gt=0, le=3_600_000, description="at most an hour")
-    p95_tpot_ms: float = Field(gt=0, le=60_000, description="at most a minute per token")
-    max_load: float = Field(
-        DEFAULT_MAX_LOAD,
-        gt=0,
-        le=1,
-        description="share of the fleet's SLO capacity used at peak (the rest is headroom)",
-    )
-
-
-class ServeWorkload(Strict):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    model: str = Field(max_length=NAME_MAX)
-    precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive] = "fp16"
-    start: Month
-    end: Month | None = None
-    traffic: Traffic
-    tokens: TokenShape | None = None
-    requests: list[RequestBucket] | None = Field(
-        None, min_length=1, max_length=200, description="a mix of request sizes (buckets)"
-    )
-    slo: Slo
-    redundancy: int = Field(
-        DEFAULT_REDUNDANCY,
-        ge=0,
-        le=100,
-        description="spare replicas: the SLO holds at peak with this many replicas down",
-    )
-    measured_only: bool = Field(
-        False,
-        description="plan only replica configurations a profile measured (no modeled capacity)",
-    )
-
-    _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
-
-    @model_validator(mode="after")
-    def _mix(self) -> ServeWorkload:
-        if (self.tokens is None) == (self.requests is None):
-            raise ValueError(
-                "give tokens: {prompt, output} (one request shape) or requests: [buckets with "
-                "prompt, output and share], one of them"
-            )
-        if self.requests is None:
-            return self
-        total = sum(b.share for b in self.requests)
-        if abs(total - 1.0) > SHARE_TOLERANCE:
-            raise ValueError(
-                f"request shares sum to {total:.6g}; they must sum to 1 "
-                f"({', '.join(f'{b.name}: {b.share:g}' for b in self.requests)})"
-            )
-        names = [b.name for b in self.requests]
-        for i, a in enumerate(self.requests):
-            if a.name in names[:i]:
-                raise ValueError(f"request bucket name {a.name!r} is used twice")
-            for b in self.requests[:i]:
-                if _overlap(a.prompt_range(), b.prompt_range()) and _overlap(
-                    a.output_range(), b.output_range()
-                ):
-                    raise ValueError(
-                        f"request buckets {b.name!r} and {a.name!r} overlap (prompt "
-                        f"{list(b.prompt_range())} and {list(a.prompt_range())}, output "
-                        f"{list(b.output_range())} and {list(a.output_range())}): a request "
-                        "must fall in one bucket"
-                    )
-        return self
-
-    def buckets(self) -> list[RequestBucket]:
-        """The request mix; a single ``tokens`` shape is one bucket named ``all``."""
-        if self.requests is not None:
-            return list(self.requests)
-        assert self.tokens is not None  # the validator guarantees one of them
-        return [
-            RequestBucket(
-                name="all", prompt=self.tokens.prompt, output=self.tokens.output, share=1.0
-            )
-        ]
-
-
-class Workloads(Strict):
-    train: list[TrainJob] = []
-    serve: list[ServeWorkload] = []
-
-
-class Finance(Strict):
-    """How money is compared over time; unset figures come from catalogs/finance.yaml."""
-
-    discount_rate: float | None = Field(
-        None, ge=0, lt=1, description="annual cost of capital; cash is discounted monthly"
-    )
-    residual: Annotated[Literal["curve", "none", "straight_line"], CaseInsensitive] = Field(
-        "curve",
-        description="value of owned hardware at the horizon end: the catalog's resale curve "
-        "for the cards, none, or book value after straight-line depreciation",
-    )
-    depreciation_years: float | None = Field(None, ge=1, le=50)
-    currency_label: str = Field("USD", min_length=1, max_length=10)
-
-
-class SolverOptions(Strict):
-    time_limit_s: float = Field(60.0, gt=0, le=7 * 24 * 3600, description="at most a week")
-    gap: float = Field(0.001, ge=0, le=0.5, description="relative optimality gap to stop at")
-
-
-class OwnedGpus(Strict):
-    """GPUs the team has before the plan: in service (``bought``) or on order (``arrives``)."""
-
-    gpu: str
-    count: int = Field(ge=1, le=10_000_000)
-    bought: Month | None = Field(None, description="in service before the horizon, since")
-    arrives: Month | None = Field(None, description="already paid; in service from this month")
-    sell: Annotated[Literal["never", "allowed"], CaseInsensitive] = "never"
-
-    _v = field_validator("bought", "arrives")(
-        classmethod(lambda cls, v: v if v is None else _month(v))
-    )
-
-    @model_validator(mode="after")
-    def _one_date(self) -> OwnedGpus:
-        if (self.bought is None) == (self.arrives is None):
-            raise ValueError(
-                "give bought: YYYY-MM (in service before the horizon) or arrives: YYYY-MM "
-                "(on order, in service from that month), one of them"
-            )
-        return self
-
-
-class Contract(Strict):
-    """Rented capacity signed before the plan: paid whatever the plan does."""
-
-    provider: str = Field(min_length=1)
-    gpu: str
-    count: int = Field(ge=1, le=10_000_000)
-    start: Month
-    end: Month
-    usd_per_gpu_hour: float = Field(gt=0, le=1000)
-    gpus_per_instance: int | None = Field(None, ge=1, le=576, description="default: node size")
-    fabric: Annotated[Fabric, CaseInsensitive] | None = None
-    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
-
-    _v = field_validator("start", "end")(classmethod(lambda cls, v: _month(v)))
-
-    @model_validator(mode="after")
-    def _order(self) -> Contract:
-        if month_index(self.start, self.end) < 0:
-            raise ValueError(f"end {self.end} is before start {self.start}")
-        return self
-
-
-class Fleet(Strict):
-    owned: list[OwnedGpus] = []
-    contracts: list[Contract] = []
-
-
-class CustomGpu(GpuOverride):
-    """A GPU the catalogs do not list: a catalog GPU's figures (``like``) with the given ones
-    replacing them, e.g. for a card measured in a profile and rented at a quoted price."""
-
-    like: str = Field(min_length=1, description="catalog GPU whose figures are the default")
-    name: str | None = Field(None, max_length=200)
-
-
-class Problem(Strict):
-    name: str = Field(min_length=1, max_length=500)
-    horizon: Horizon
-    budget: Budget
-    site: Site
-    gpus: list[str] | None = None
-    overrides: Overrides = Overrides()
-    offers: OfferChoice = OfferChoice()
-    workloads: Workloads
-    fleet: Fleet = Fleet()
-    finance: Finance = Finance()
-    solver: SolverOptions = SolverOptions()
-    custom_gpus: dict[str, CustomGpu] = Field(
-        default_factory=dict, description="GPUs the catalogs do not list, by id"
-    )
-    profiles: list[str] = Field(
-        default_factory=list, description="measured profiles files, relative to the problem"
-    )
-
-    @model_validator(mode="after")
-    def _names_and_dates(self) -> Problem:
-        errs: list[tuple[tuple, str]] = []
-        names = [("train", i, w.name) for i, w in enumerate(self.workloads.train)] + [
-            ("serve", i, w.name) for i, w in enumerate(self.workloads.serve)
-        ]
-        seen: dict[str, str] = {}
-        for kind, i, n in names:
-            if n in seen:
-                errs.append(
-                    (
-                        (("workloads", kind, i, "name")),
-                        f"workload name {n!r} is already used by {seen[n]}; names must be unique",
-                    )
-                )
-            else:
-                seen[n] = f"workloads.{kind}[{i}]"
-        if not names:
-            errs.append(
-                (("workloads",), "no workloads: add workloads.train or workloads.serve entries")
-            )
-        end = self.horizon.months - 1
-        span = f"{self.horizon.start}..{month_label(self.horizon.start, end)}"
-        for i, j in enumerate(self.workloads.train):
-            a = month_index(self.horizon.start, j.window.start)
-            b = month_index(self.horizon.start, j.window.deadline)
-            if a < 0 or a > end:
-                errs.append(
-                    (
-                        (("workloads", "train", i, "window", "start")),
-                        f"training job {j.name!r}: window start {j.window.start} is outside "
-                        f"the horizon {span} (horizon.start + horizon.months)",
-                    )
-                )
-            elif b > end:
-                errs.append(
-                    (
-                        (("workloads", "train", i, "window", "deadline")),
-                        f"training job {j.name!r}: deadline {j.window.deadline} is after the "
-                        f"horizon's last month ({span}); extend horizon.months or move the deadline",
-                    )
-                )
-        for i, s in enumerate(self.workloads.serve):
-            a = month_index(self.horizon.start, s.start)
-            if a < 0 or a > end:
-                errs.append(
-                    (
-                        (("workloads", "serve", i, "start")),
-                        f"serving workload {s.name!r}: start {s.start} is outside the horizon {span}",
-                    )
-                )
-            if s.end is not None and month_index(s.start, s.end) < 0:
-                errs.append(
-                    (
-                        (("workloads", "serve", i, "end")),
-                        f"serving workload {s.name!r}: end {s.end} is before start {s.start}",
-                    )
-                )
-        if errs:
-            raise LocatedError(errs)
-        return self
-
-    def month_labels(self) -> list[str]:
-        return [month_label(self.horizon.start, t) for t in range(self.horizon.months)]
-
-    def month_of(self, label: str) -> int:
-        return month_index(self.horizon.start, label)
+from planner.inputs.schema import (
+    DEFAULT_MAX_LOAD,
+    DEFAULT_REDUNDANCY,
+    MAX_USD,
+    NAME_MAX,
+    SHARE_TOLERANCE,
+    Budget,
+    Contract,
+    CustomGpu,
+    Finance,
+    Fleet,
+    GpuOverride,
+    Horizon,
+    Month,
+    OfferChoice,
+    OfferOverride,
+    Overrides,
+    OwnedGpus,
+    Problem,
+    RequestBucket,
+    ServeWorkload,
+    Site,
+    Slo,
+    SolverOptions,
+    Spot,
+    TokenShape,
+    TokenSize,
+    Traffic,
+    TrainJob,
+    Window,
+    Workloads,
+)
 
 
 @dataclass(frozen=True)
@@ -1094,3 +605,15 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
         warnings=inputs.warnings,
         profiles=inputs.profiles,
     )
+
+
+# The schema and month names are re-exported: callers import them from here.
+__all__ = [
+    "DEFAULT_MAX_LOAD", "DEFAULT_REDUNDANCY", "MAX_USD", "NAME_MAX", "SHARE_TOLERANCE", "Budget",
+    "Contract", "CustomGpu", "Finance", "Fleet", "GpuOverride", "Horizon", "Inputs", "Month",
+    "OfferChoice", "OfferOverride", "Overrides", "OwnedGpus", "Problem", "RequestBucket",
+    "ServeWorkload", "Site", "Slo", "SolverOptions", "Spot", "TokenShape", "TokenSize", "Traffic",
+    "TrainJob", "Window", "Workloads", "contract_offer_id", "contract_offers", "discounted",
+    "finance_terms", "load_problem", "load_problem_text", "month_index", "month_label",
+    "parse_month", "resolve",
+]  # fmt: skip
