@@ -7,7 +7,11 @@ it before writing anything; ``planner verify PROBLEM PLAN.json`` runs it on a sa
 :class:`~planner.verify.context.VerifyContext` recomputes, once, the figures several checks
 share (owned GPUs, busy and rented GPU-hours, reservations, money). Each family of checks is a
 function of it returning its :class:`Finding` s (a failure is one line of the list
-``verify_plan`` returns); :func:`verify_report` runs them in this order:
+``verify_plan`` returns); :func:`verify_report` runs them in the order of
+:data:`~planner.verify.families.FAMILIES`. They live by area: :mod:`planner.verify.fleet`
+(purchases, caps), :mod:`planner.verify.workloads` (serving, training, workload results),
+:mod:`planner.verify.money` (rentals, money), :mod:`planner.verify.existing`, and
+:mod:`planner.verify.families` (shape, and the order):
 
 * :func:`check_shape`: status is optimal/feasible; months, hours per month and load slices
   are the problem's (on another horizon nothing else is checked);
@@ -57,19 +61,12 @@ from planner.inputs.problem import Inputs
 from planner.plan.data import Plan
 
 from .context import VerifyContext
-from .families import (
-    FAMILIES,
-    check_caps,
-    check_existing,
-    check_money,
-    check_purchases,
-    check_rentals,
-    check_serving,
-    check_shape,
-    check_training,
-    check_workloads,
-)
+from .existing import check_existing
+from .families import FAMILIES, check_shape
 from .findings import ABS, REL, Finding, Findings
+from .fleet import check_caps, check_purchases
+from .money import check_money, check_rentals
+from .workloads import check_serving, check_training, check_workloads
 
 __all__ = [
     "ABS",

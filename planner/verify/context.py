@@ -6,7 +6,9 @@ money totals. :meth:`VerifyContext.from_inputs` computes them here so that no fa
 another one, and so that each physics call (replica capacity, training estimate) is made once.
 
 Each plan row is also *resolved* here (month index, offer, the gates a family checks before it
-uses the row): the figures and the families then skip exactly the same rows.
+uses the row): the figures and the families then skip exactly the same rows. What a row
+needs recomputed from the problem alone (demand, existing fleet ages, contracts, fabric speed, a
+GPU-month's power and hosting) is a pure function of :mod:`planner.verify.recompute`.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.inputs.catalog import MULTI_NODE_FABRICS, Offer
+from planner.inputs.catalog import Offer
 from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
-from planner.optimize.candidates import planned_wall_hours, spot_overhead_for
-from planner.physics.calibration_values import default_calibration
+from planner.optimize.candidates import spot_overhead_for
 from planner.physics.capacity import (
     BucketCapacity,
     bucket_capacity,
@@ -29,23 +30,29 @@ from planner.physics.capacity import (
     train_measurement,
 )
 from planner.physics.demand import (
-    FLAT,
     HOURS_PER_MONTH,
     LoadSlice,
-    mean_request_rate,
-    peak_request_rate,
     problem_slices,
-    workload_slices,
 )
-from planner.physics.economics import chassis_residual_share, discount_factor, it_kw, residual_share
+from planner.physics.economics import discount_factor, residual_share
 from planner.physics.serve import ReplicaCapacity
-from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
+from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan.data import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 
 from .findings import ABS, REL, bad_number
+from .recompute import (
+    Cell,
+    contract_costs,
+    existing_age,
+    existing_start,
+    fabric_speed,
+    gpu_month_opex,
+    purchase_residual,
+    sale_entries,
+    serve_demand,
+)
 
 ConfigKey = tuple[str, str, int]  # (serving workload, GPU, GPUs per replica)
-Cell = tuple[int, str]  # (month index, load slice)
 
 
 @dataclass
@@ -304,23 +311,9 @@ class VerifyContext:
             for t in range(t0, self.T):
                 self.owned[(pu.gpu, t)] += max(pu.count, 0)
                 self.servers[(pu.gpu, t)] += max(pu.nodes, 0)
-            age = self.T - t0
-            fin = self.inputs.finance
-            self.residual += max(pu.count, 0) * gpu.purchase_usd.value * residual_share(
-                gpu, age, fin.residual, fin.depreciation_years
-            ) + max(pu.nodes, 0) * gpu.chassis_usd * chassis_residual_share(
-                age, fin.residual, fin.depreciation_years
+            self.residual += purchase_residual(
+                gpu, pu.count, pu.nodes, self.T - t0, self.inputs.finance
             )
-
-    def _existing_age(self, i: int, t: int) -> int:
-        o, start = self.problem.fleet.owned[i], self.problem.horizon.start
-        if o.bought is not None:
-            return month_index(o.bought, start) + t
-        return t - month_index(start, o.arrives or start)
-
-    def _existing_start(self, i: int) -> int:
-        o = self.problem.fleet.owned[i]
-        return 0 if o.arrives is None else month_index(self.problem.horizon.start, o.arrives)
 
     def _add_existing(self) -> None:
         """Existing GPUs in service per month (owned before the plan, joining when they
@@ -333,16 +326,7 @@ class VerifyContext:
         gone: dict[int, list[tuple[int, int]]] = defaultdict(list)  # entry -> (t, count)
         for sale in self.plan.sales:
             t = self.idx.get(sale.month)
-            match = [
-                i
-                for i, o in entries
-                if o.gpu == sale.gpu
-                and o.sell == "allowed"
-                and t is not None
-                and t >= self._existing_start(i)
-                and self._existing_age(i, t) == sale.age_months
-                and left[i] >= sale.count
-            ]
+            match = sale_entries(self.problem, left, sale, t)
             if not match or sale.count < 1:
                 self.sale_errors.append(
                     f"sale of {sale.count} {sale.gpu} in {sale.month} (age {sale.age_months} "
@@ -366,40 +350,22 @@ class VerifyContext:
             if gpu is None:
                 continue
             out_by = 0
-            for t in range(self._existing_start(i), self.T):
+            for t in range(existing_start(self.problem, i), self.T):
                 out_by += sum(n for tt, n in gone[i] if tt == t)
                 self.existing[(o.gpu, t)] += o.count - out_by
                 self.sold[(o.gpu, t)] += out_by
                 self.owned[(o.gpu, t)] += o.count - out_by
             share = residual_share(
-                gpu, self._existing_age(i, self.T), fin.residual, fin.depreciation_years
+                gpu, existing_age(self.problem, i, self.T), fin.residual, fin.depreciation_years
             )
             value = (o.count - out_by) * gpu.purchase_usd.value * share
             self.existing_residual += value
             self.existing_entries[i] = (out_by, value)
-        for c in self.problem.fleet.contracts:
-            for t in range(self.T):
-                inside = (
-                    month_index(c.start, self.months[t]) >= 0 >= month_index(c.end, self.months[t])
-                )
-                if inside:
-                    self.committed_by_month[t] += c.count * HOURS_PER_MONTH * c.usd_per_gpu_hour
+        for t, usd in contract_costs(self.problem, self.months):
+            self.committed_by_month[t] += usd
 
     def _add_serving(self, w: ServeWorkload) -> None:
-        p = self.problem
-        a = month_index(p.horizon.start, w.start)
-        b = self.T - 1 if w.end is None else min(self.T - 1, month_index(p.horizon.start, w.end))
-        mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
-        flat = self.slices == [FLAT]
-        loads = {s.name: s.load for s in workload_slices(w.traffic.utilization, flat)}
-        demand = {
-            (t, s): peak_request_rate(
-                mean, w.traffic.utilization, w.traffic.growth_per_month, t - a
-            )
-            * load
-            for t in range(a, b + 1)
-            for s, load in loads.items()
-        }
+        a, b, demand = serve_demand(self.problem, self.slices, self.T, w)
         state = ServeState(w, a, b, demand)
         self.serve.append(state)
         for al in self.plan.serve_allocations:
@@ -524,7 +490,7 @@ class VerifyContext:
             return row
         u = o.gpus_per_instance
         row.paid = max(-(-k // u), -(-(o.min_gpus or 0) // u)) * u
-        speed = self._fabric_speed(state, o)
+        speed = fabric_speed(self.inputs, state.job, state.gpu, k, state.est, state.factor, o)
         row.fabric_ok = speed is not None
         row.progress = al.wall_hours * (speed or 0.0)
         if o.kind == "spot":
@@ -536,36 +502,6 @@ class VerifyContext:
         if o.max_gpus is not None and al.wall_hours > ABS:
             self.train_capped[(o.id, state.job.name, t)] = row.paid
         return row
-
-    def _fabric_speed(self, state: TrainState, o: Offer) -> float | None:
-        """Hours of the physics' progress per wall hour on ``o``: 1 inside one instance, else
-        the ratio of planned hours on the owned cluster's network and on the offer's fabric
-        (recomputed from the physics); None when the job may not span its instances."""
-        j, k = state.job, state.k
-        if k <= o.gpus_per_instance:
-            return 1.0
-        calib = default_calibration()
-        if o.fabric in MULTI_NODE_FABRICS and o.fabric_gbps_per_gpu:
-            gbs = o.fabric_gbps_per_gpu / 8
-        elif j.ethernet and o.fabric in ("ethernet", None):
-            gbs = (o.fabric_gbps_per_gpu or calib.links.ethernet_gbps_per_gpu.value) / 8
-        else:
-            return None
-        est = estimate_train(
-            self.inputs.models[j.model],
-            self.inputs.gpus[state.gpu],
-            k,
-            j.tokens,
-            j.method,
-            with_inter_node_gbs(calib, gbs),
-            seq_len=j.seq_len,
-            stack=j.stack,
-        )
-        if not est.fits or state.est is None:
-            return None
-        return planned_wall_hours(state.est, j) / planned_wall_hours(
-            scale_train(est, state.factor), j
-        )
 
     def _add_reservations(self) -> None:
         for rv in self.plan.reservations:
@@ -612,24 +548,15 @@ class VerifyContext:
 
     def _add_money(self) -> None:
         site = self.problem.site
-        e = site.power_usd_per_kwh * site.pue / 1000
         for (oid, t), gpus in self.res_active.items():
             self.reserved_gpus[(self.inputs.offers[oid].gpu, t)] += gpus
         colo = self.inputs.finance.colo_usd_per_kw_month
         for g, gpu in self.inputs.gpus.items():
             for t in range(self.T):
                 own, servers = self.owned.get((g, t), 0), self.servers.get((g, t), 0)
-                # host draw per server (existing cards: their share, host_w / slots) and card
-                # idle all month; busy hours add up to TDP
-                host = servers * gpu.host_w + self.existing[(g, t)] * gpu.host_w / max(gpu.slots, 1)
-                pw = e * (
-                    HOURS_PER_MONTH * (host + own * gpu.idle_w.value)
-                    + self.busy.get((g, t), 0.0) * (gpu.tdp_w.value - gpu.idle_w.value)
+                pw, hs = gpu_month_opex(
+                    site, colo, gpu, own, servers, self.existing[(g, t)], self.busy.get((g, t), 0.0)
                 )
-                kw = it_kw(own, gpu.tdp_w.value, servers, gpu.host_w) + (
-                    self.existing[(g, t)] * gpu.host_w / max(gpu.slots, 1) / 1000.0
-                )
-                hs = own * site.hosting_usd_per_gpu_month + kw * colo
                 self.power += pw
                 self.hosting += hs
                 self.opex_by_month[t] += pw + hs
