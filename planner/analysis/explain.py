@@ -21,7 +21,7 @@ from planner.optimize.candidates import (
     build_candidates,
 )
 from planner.optimize.infeasible import _fmt_usd, diagnose_infeasible
-from planner.optimize.model import PlannerModel, build_model, nid
+from planner.optimize.model import PlannerModel, build_model, dual_families, family_of, nid
 from planner.optimize.solve import solve_model
 from planner.plan.data import Plan
 
@@ -84,29 +84,17 @@ def _scaled(inputs: Inputs, key: str, factor: float) -> Inputs:
 
 
 # Constraint families whose right-hand side is a real quantity (demand, capacity, hours,
-# money, kW). Families that only link a fixed binary to its continuous variable (train_slot,
-# train_use, train_gpus, train_assign, licence, rent_whole) are left out: with the integers
-# fixed their duals price an artifact of the fixing.
-DUAL_FAMILIES = {
-    "serve_demand": "$ per extra req/s of demand in that month and slice",
-    "capacity": "$ per extra owned GPU in that month and slice (negative: it would save)",
-    "train_progress": "$ per extra hour of training the job would need",
-    "train_window": "$ per extra wall hour in the job's window",
-    "train_spot_share": "$ per extra hour allowed on spot",
-    "reserved_cap": "$ per extra reserved GPU in that month and slice",
-    "availability": "$ per extra GPU the offer could supply",
-    "train_min_term": "$ per hour less of an offer's minimum term",
-    "budget_capex": "$ per extra $ of capex budget",
-    "budget_total": "$ per extra $ of total budget",
-    "power_cap": "$ per extra kW of power cap",
-}
+# money, kW), with what their dual prices: the registry's families with a dual meaning
+# (:data:`planner.optimize.model.families.FAMILIES`). Families that only link a fixed binary
+# to its continuous variable (train_slot, train_use, train_gpus, train_assign, licence, ...)
+# are left out: with the integers fixed their duals price an artifact of the fixing.
+DUAL_FAMILIES = dual_families()
 
 
 def _family(name: str) -> str | None:
-    for fam in sorted(DUAL_FAMILIES, key=len, reverse=True):
-        if name == fam or name.startswith(fam + "_"):
-            return fam
-    return None
+    """The dual family of a constraint name (its registered family, if that has a dual)."""
+    fam = family_of(name)
+    return fam if fam in DUAL_FAMILIES else None
 
 
 def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
