@@ -1,0 +1,95 @@
+"""The ``Rentals`` sheet: one row per rental (on-demand, spot, reserved), cost = GPU-hours x
+rate, the rate live over ``Assumptions`` (``offer:<id>`` / ``usd_per_gpu_hour``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.reports.excel.cells import (
+    FIRST_ROW,
+    HEADER_ROW,
+    MONTH_FMT,
+    NUM0,
+    USD,
+    USD_RATE,
+    F,
+    _month_value,
+)
+from planner.reports.excel.context import _OWN_FIGURE, Ctx
+from planner.reports.excel.tables import (
+    _Col,
+    _fit,
+    _header,
+    _print_setup,
+    _rows,
+    _table,
+    _title,
+    _total_row,
+    _widths,
+)
+
+
+def write_rentals(ctx: Ctx) -> int:
+    """The Rentals sheet; returns its last data row."""
+    ws = ctx.ws["Rentals"]
+    _title(
+        ws,
+        "Rentals",
+        "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
+        "kind 'reserved' (workload '(reserved)'), paid whether used or not.",
+    )
+    cols = _rental_cols(ctx)
+    _header(ws, HEADER_ROW, cols)
+    last = _rows(ws, FIRST_ROW, cols, _rental_rows(ctx))
+    _total_row(ws, last + 1, last, [(7, NUM0), (9, USD)])
+    _table(ws, "tblRentals", 1, len(cols), HEADER_ROW, last)
+    _widths(ws, cols)
+    _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
+    return last
+
+
+def _rental_cols(ctx: Ctx) -> list[_Col]:
+    rentals = ctx.plan.rentals
+    return [
+        _Col("Provider", _fit(10, [x.provider for x in rentals], 24)),
+        _Col("Offer", _fit(10, [x.offer for x in rentals], 48)),
+        _Col("GPU", _fit(8, [x.gpu for x in rentals], 24)),
+        _Col("Kind", 11),
+        _Col("Month", 10, MONTH_FMT),
+        _Col("Workload", _fit(12, [x.workload for x in rentals], 36)),
+        _Col("GPU-hours", 12, NUM0),
+        _Col("Rate USD / GPU-h", 12, USD_RATE),
+        _Col("Cost USD", 14, USD),
+        _Col("Rate source", 30, None, wrap=True),
+    ]
+
+
+def _rental_rows(ctx: Ctx) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for r, x in enumerate(ctx.plan.rentals, start=FIRST_ROW):
+        rate = ctx.a.ref_equal(
+            f"offer:{x.offer}",
+            "usd_per_gpu_hour",
+            x.usd_per_gpu_hour,
+            "USD/GPU-h",
+            "plan rental row",
+        )
+        rows.append(
+            [
+                x.provider,
+                x.offer,
+                x.gpu,
+                x.kind,
+                _month_value(x.month),
+                x.workload,
+                x.gpu_hours,
+                F(f"={rate}") if rate else x.usd_per_gpu_hour,
+                F(f"=G{r}*H{r}"),
+                "Assumptions" if rate else _OWN_FIGURE,
+            ]
+        )
+    if not rows:
+        r = FIRST_ROW
+        rows.append(["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""])
+    return rows
