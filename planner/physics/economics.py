@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from planner.physics.demand import HOURS_PER_MONTH
+
 if TYPE_CHECKING:
     from planner.inputs.catalog import GpuSpec
 
@@ -139,3 +141,70 @@ def it_kw(gpus: float, gpu_tdp_w: float, servers: float, host_w: float) -> float
     10.2
     """
     return round((gpus * gpu_tdp_w + servers * host_w) / 1000.0, 12)
+
+
+# ---------------------------------------------------------------- power, hosting, colocation
+# One home for the owned fleet's running costs: the model's coefficients
+# (planner.optimize.model.objective) and the plan's fleet months (planner.plan.fleet) call
+# these; the verifier keeps its own copy on purpose (planner.verify.recompute), and the
+# workbook writes the same formulas as live Excel formulas.
+
+
+def meter_usd_per_wh(usd_per_kwh: float, pue: float) -> float:
+    """Dollars per watt-hour drawn by IT equipment, at the meter: ``price x PUE / 1000``.
+
+    >>> round(meter_usd_per_wh(0.12, 1.3), 12)
+    0.000156
+    """
+    return usd_per_kwh * pue / 1000.0
+
+
+def power_usd(
+    e: float, idle_w: float, busy_gpu_hours: float = 0.0, busy_extra_w: float = 0.0
+) -> float:
+    """Power bill of one month, USD: ``e (H x idle_w + busy GPU-h x busy_extra_w)``, with
+    ``e`` $/Wh at the meter (:func:`meter_usd_per_wh`), ``H`` hours per month, ``idle_w`` the
+    watts drawn all month (hosts, idle cards) and ``busy_extra_w`` a card's TDP above idle.
+
+    >>> round(power_usd(0.000156, idle_w=600, busy_gpu_hours=100, busy_extra_w=600), 6)
+    77.688
+    """
+    return e * (HOURS_PER_MONTH * idle_w + busy_gpu_hours * busy_extra_w)
+
+
+def hosting_usd(
+    gpus: float, usd_per_gpu_month: float, it_kw_load: float, colo_usd_per_kw_month: float
+) -> float:
+    """Hosting of one month, USD: a per-GPU fee plus colocation by the kW of IT load
+    (:func:`it_kw`, no PUE): ``gpus x fee + kW x colo``.
+
+    >>> hosting_usd(8, 50.0, 10.2, 150.0)
+    1930.0
+    """
+    return gpus * usd_per_gpu_month + it_kw_load * colo_usd_per_kw_month
+
+
+def host_watts(gpu: GpuSpec, servers: float, existing_cards: float = 0.0) -> float:
+    """Host watts of a fleet: ``host_w`` per server bought, and for cards owned before the plan
+    their share of their server (``host_w / slots`` each)."""
+    return servers * gpu.host_w + existing_cards * gpu.host_w / max(gpu.slots, 1)
+
+
+def fleet_month_opex(
+    gpu: GpuSpec,
+    e: float,
+    usd_per_gpu_month: float,
+    colo_usd_per_kw_month: float,
+    owned: int,
+    servers: int,
+    existing_cards: int,
+    busy_gpu_hours: float,
+) -> tuple[float, float, float]:
+    """(idle power USD, hosting USD, IT kW) of one GPU type's owned fleet in one month:
+    ``owned`` cards (``existing_cards`` of them from ``fleet.owned``) in ``servers`` servers.
+    The busy power (``busy_gpu_hours x (tdp - idle) x e``) is the caller's: the model prices it
+    per busy hour (``power_coefficients``)."""
+    host = host_watts(gpu, servers, existing_cards)
+    kw = (owned * gpu.tdp_w.value + host) / 1000.0
+    idle = power_usd(e, host + owned * gpu.idle_w.value)
+    return idle, hosting_usd(owned, usd_per_gpu_month, kw, colo_usd_per_kw_month), kw

@@ -197,7 +197,7 @@ def read_fleet(
     site = ctx.problem.site
     H = HOURS_PER_MONTH
     T = len(ctx.months)
-    e = site.power_usd_per_kwh * site.pue / 1000.0  # $/Wh at the meter
+    e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
     rented_by_gpu: defaultdict[tuple[str, int], float] = defaultdict(float)
     for r in rentals:
         rented_by_gpu[(r.gpu, ctx.month_idx[r.month])] += r.gpu_hours
@@ -210,10 +210,9 @@ def read_fleet(
             own, servers = buys.owned[(g, t)] + ex, buys.servers[(g, t)]
             b = busy[(g, t)]
             # existing cards bring their share of their servers' host watts (host_w / slots)
-            host = servers * gpu.host_w + ex * gpu.host_w / max(gpu.slots, 1)
-            kw = (own * gpu.tdp_w.value + host) / 1000.0
-            idle = (host + own * gpu.idle_w.value) * H * e
-            hs = own * site.hosting_usd_per_gpu_month + kw * colo
+            idle, hs, kw = economics.fleet_month_opex(
+                gpu, e, site.hosting_usd_per_gpu_month, colo, own, servers, ex, b
+            )
             out.power_usd[t] += idle + b * per_busy
             out.hosting_usd[t] += hs
             out.power_by_gpu[g] += b * per_busy

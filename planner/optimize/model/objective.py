@@ -34,8 +34,8 @@ def power_coefficients(gpu: GpuSpec, e: float) -> tuple[float, float]:
     (68.328, 0.0936)
     """
     idle = gpu.idle_w.value + gpu.host_w_per_gpu.value
-    per_month = round(HOURS_PER_MONTH * idle * e, 9)
-    per_busy_hour = round((gpu.tdp_w.value - gpu.idle_w.value) * e, 9)
+    per_month = round(economics.power_usd(e, idle), 9)
+    per_busy_hour = round(economics.power_usd(e, 0.0, 1.0, gpu.tdp_w.value - gpu.idle_w.value), 9)
     return per_month, per_busy_hour
 
 
@@ -65,14 +65,17 @@ def owned_coefficients(m: PlannerModel, gpu: GpuSpec, t: int) -> OwnedCoefficien
     site, fin = m.inputs.problem.site, m.inputs.finance
     T, r = len(m.cands.months), fin.discount_rate
     rem = T - t
-    e = site.power_usd_per_kwh * site.pue / 1000.0
+    e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
     host_w, chassis = gpu.host_w, gpu.chassis_usd
     card_usd = gpu.purchase_usd.value
     pv_now = economics.discount_factor(r, t)
     months_pv = economics.annuity_factor(r, t, rem)
-    month_power = (host_w * HOURS_PER_MONTH * e, gpu.idle_w.value * HOURS_PER_MONTH * e)
-    colo = fin.colo_usd_per_kw_month / 1000.0
-    month_host = (colo * host_w, site.hosting_usd_per_gpu_month + colo * gpu.tdp_w.value)
+    month_power = (economics.power_usd(e, host_w), economics.power_usd(e, gpu.idle_w.value))
+    colo, fee = fin.colo_usd_per_kw_month, site.hosting_usd_per_gpu_month
+    month_host = (
+        economics.hosting_usd(0, fee, economics.it_kw(0, 0.0, 1, host_w), colo),
+        economics.hosting_usd(1, fee, economics.it_kw(1, gpu.tdp_w.value, 0, 0.0), colo),
+    )
     age, years, mode = rem, fin.depreciation_years, fin.residual
     resid = (
         chassis * economics.chassis_residual_share(age, mode, years),
@@ -94,7 +97,7 @@ def owned_coefficients(m: PlannerModel, gpu: GpuSpec, t: int) -> OwnedCoefficien
 def _owned_cost_terms(m: PlannerModel) -> dict[str, dict[pulp.LpVariable, float]]:
     """Nominal and present-value owned costs by kind, on buy (servers) and card variables."""
     site = m.inputs.problem.site
-    e = site.power_usd_per_kwh * site.pue / 1000.0
+    e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
     r = m.inputs.finance.discount_rate
     kinds = ("capex", "power", "hosting", "residual")
     out: dict[str, dict[pulp.LpVariable, float]] = {
@@ -150,11 +153,11 @@ def existing_month_costs(m: PlannerModel, gpu: GpuSpec) -> tuple[float, float]:
     and its share of the host (``host_w / slots``) at the site's power price and PUE; the
     per-GPU fee plus colocation on its TDP and host share (busy power is in ``busy``)."""
     site, fin = m.inputs.problem.site, m.inputs.finance
-    e = site.power_usd_per_kwh * site.pue / 1000.0
-    host_share = gpu.host_w / max(gpu.slots, 1)
-    power = (gpu.idle_w.value + host_share) * HOURS_PER_MONTH * e
-    colo = fin.colo_usd_per_kw_month / 1000.0 * (gpu.tdp_w.value + host_share)
-    return power, site.hosting_usd_per_gpu_month + colo
+    e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
+    power, hosting, _ = economics.fleet_month_opex(
+        gpu, e, site.hosting_usd_per_gpu_month, fin.colo_usd_per_kw_month, 1, 0, 1, 0.0
+    )
+    return power, hosting
 
 
 def _existing_cost_terms(m: PlannerModel) -> dict[str, pulp.LpAffineExpression]:

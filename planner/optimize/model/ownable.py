@@ -107,7 +107,7 @@ def worth_owning(m: PlannerModel) -> dict[str, bool]:
     month onto rentals, which the per-GPU saving does not cover.)
     """
     site = m.inputs.problem.site
-    e = site.power_usd_per_kwh * site.pue / 1000.0
+    e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
     T = len(m.cands.months)
     value = rent_value_per_gpu_hour(m)
     out: dict[str, bool] = {}
