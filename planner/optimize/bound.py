@@ -24,7 +24,7 @@ drops the coupling instead:
 
 The sum is a lower bound on the model's optimum with whole replicas (the plan the repair
 step delivers), so ``1 - bound / plan`` is a true gap. It is not computed (None) with an
-existing fleet, sales or request mixes. :func:`planner.optimize.solve.mip_start` uses it when the LP
+existing fleet, sales or request mixes. :func:`planner.optimize.warm.mip_start` uses it when the LP
 relaxation does not finish in its time: on the 200-workload, 36-month benchmark the LP takes
 longer than a 120 s limit allows, and this bound ($10.5M against a $22.0M plan) takes 13 s.
 Where the LP finishes it is usually the better bound: owned GPUs priced per busy hour, as

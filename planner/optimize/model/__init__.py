@@ -280,10 +280,10 @@ __all__ = [
 
 # Up to this many rented (pair, month, slice) cells every rented replica is an integer of
 # the model (the exact optimum); above it, uncapped rentals are solved as continuous and made
-# whole afterwards (the repair step, :func:`planner.optimize.solve.whole_replicas`). Integer rentals
+# whole afterwards (the repair step, :func:`planner.optimize.whole.whole_replicas`). Integer rentals
 # everywhere left CBC and HiGHS at a 2-4 % gap after 60 s on the reference (~1,000 cells);
 # small models are then proven on the exact model from the repaired plan
-# (:data:`planner.optimize.solve.EXACT_POLISH_INTEGERS`), which needs that plan as its start.
+# (:data:`planner.optimize.whole.EXACT_POLISH_INTEGERS`), which needs that plan as its start.
 EXACT_RENTAL_CELLS = 300
 # Up to this many rented cells the spare's in-use rows are per load slice
 # (:func:`~planner.optimize.model.serving._add_in_use`;
