@@ -208,3 +208,15 @@ def fleet_month_opex(
     kw = (owned * gpu.tdp_w.value + host) / 1000.0
     idle = power_usd(e, host + owned * gpu.idle_w.value)
     return idle, hosting_usd(owned, usd_per_gpu_month, kw, colo_usd_per_kw_month), kw
+
+
+def price_factor(change_per_year: float, month: float) -> float:
+    """A price in month ``month`` of the horizon relative to month 0, on a path changing by
+    ``change_per_year`` a year compounded monthly: ``(1 + c)^(month / 12)``.
+
+    >>> round(price_factor(-0.2, 12), 12), price_factor(0.0, 7), round(price_factor(0.1, 6), 6)
+    (0.8, 1.0, 1.048809)
+    """
+    if change_per_year == 0.0:
+        return 1.0
+    return (1.0 + change_per_year) ** (month / 12.0)
