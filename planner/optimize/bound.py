@@ -41,6 +41,7 @@ import numpy as np
 
 from planner.optimize.candidates import progress_per_wall_hour
 from planner.optimize.model import SPARE_PERIOD_MONTHS, PlannerModel
+from planner.optimize.model.core import rent_factor
 from planner.physics import economics
 from planner.physics.demand import HOURS_PER_MONTH
 
@@ -134,7 +135,10 @@ def _serve_prices(m: PlannerModel, rho: dict, d: list) -> dict:
         price = obj.get(q, 0.0)
         if o.kind == "reserved" and price == 0.0:  # paid through res: its hourly price
             c = m.serve_cand(w, key)
-            price = d[t] * o.usd_per_gpu_hour * c.tp * slices[s].hours_per_month
+            # signed at its start month (at most t) on a monotone path: at least the lower
+            # of month 0's price and month t's
+            path = min(1.0, rent_factor(m, o.gpu, t))
+            price = d[t] * o.usd_per_gpu_hour * path * c.tp * slices[s].hours_per_month
         keep(w, (key, t, s), price)
     return out
 

@@ -15,6 +15,7 @@ from planner.optimize.model.core import (
     PlannerModel,
     existing_in_service,
     existing_start,
+    lead_months,
     minus_own,
     nid,
 )
@@ -23,20 +24,26 @@ from planner.optimize.model.ownable import ownable_nodes, worth_owning
 
 
 def add_purchase_variables(m: PlannerModel) -> None:
-    """buy (servers) and, for partial-fill servers, cards; own[g,t] = cards bought so far."""
+    """buy (servers) and, for partial-fill servers, cards; own[g,t] = cards bought so far.
+
+    ``buy[g,t]`` counts servers **in service** from month t; they were ordered ``lead_g``
+    months before (:func:`~planner.optimize.model.core.capex_month`), so none is in service
+    before month ``lead_g`` (their bound is 0 there)."""
     T = len(m.cands.months)
     bounds = ownable_nodes(m)
     worth = worth_owning(m)
     for g, gpu in m.inputs.gpus.items():
         up = bounds[g] if worth[g] else 0
         m.ownable[g] = up is None or up > 0
+        lead = lead_months(m, g)
         owned: dict[pulp.LpVariable, float] = {}
         for t in range(T):
-            v = m.var(nid("buy", g, m.cands.months[t]), 0, up, pulp.LpInteger)
+            up_t = 0 if t < lead else up
+            v = m.var(nid("buy", g, m.cands.months[t]), 0, up_t, pulp.LpInteger)
             m.buy[(g, t)] = v
             if gpu.partial_fill:  # cards come in whole nodes of the card (usually 1)
                 node = gpu.node_gpus
-                card_up = None if up is None else up * (gpu.slots // node)
+                card_up = None if up_t is None else up_t * (gpu.slots // node)
                 c = m.var(nid("cards", g, m.cands.months[t]), 0, card_up, pulp.LpInteger)
                 m.cards[(g, t)] = pulp.LpAffineExpression([(c, node)])
             else:

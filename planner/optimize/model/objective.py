@@ -15,9 +15,12 @@ from planner.inputs.catalog import GpuSpec
 from planner.optimize.candidates import rental_gpus
 from planner.optimize.model.core import (
     PlannerModel,
+    buy_factor,
+    capex_month,
     existing_age,
     existing_start,
     offer_term_months,
+    rent_factor,
 )
 from planner.physics import economics
 from planner.physics.demand import HOURS_PER_MONTH
@@ -61,14 +64,19 @@ class OwnedCoefficients:
 
 
 def owned_coefficients(m: PlannerModel, gpu: GpuSpec, t: int) -> OwnedCoefficients:
-    """(per server, per card) costs of owning from month ``t``; see :class:`OwnedCoefficients`."""
+    """(per server, per card) costs of owning from month ``t`` (in service); see
+    :class:`OwnedCoefficients`. The purchase was ordered ``lead`` months before, at the price
+    of its order month on the GPU's price path, and paid then (or on delivery,
+    ``finance.capex_at``); the residual is a share of the price paid."""
     site, fin = m.inputs.problem.site, m.inputs.finance
     T, r = len(m.cands.months), fin.discount_rate
     rem = T - t
     e = economics.meter_usd_per_wh(site.power_usd_per_kwh, site.pue)
-    host_w, chassis = gpu.host_w, gpu.chassis_usd
-    card_usd = gpu.purchase_usd.value
-    pv_now = economics.discount_factor(r, t)
+    order, paid = capex_month(m, gpu.id, t)
+    price = buy_factor(m, gpu.id, order)
+    host_w, chassis = gpu.host_w, gpu.chassis_usd * price
+    card_usd = gpu.purchase_usd.value * price
+    pv_now = economics.discount_factor(r, paid)
     months_pv = economics.annuity_factor(r, t, rem)
     month_power = (economics.power_usd(e, host_w), economics.power_usd(e, gpu.idle_w.value))
     colo, fee = fin.colo_usd_per_kw_month, site.hosting_usd_per_gpu_month
@@ -129,20 +137,23 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
     for (job, key, oid, t), v in m.r.items():
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
-        usd = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o)
+        usd = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o) * rent_factor(m, o.gpu, t)
         nominal.append((v, usd))
         pv.append((v, usd * economics.discount_factor(r, t)))
     index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
     for (w, key, oid, t, s), q in m.q.items():
         o = m.cands.offers[oid]
         if o.kind != "reserved":
-            usd = o.marginal_usd_per_gpu_hour * index[(w, key)].tp * slices[s].hours_per_month
+            hours = index[(w, key)].tp * slices[s].hours_per_month
+            usd = o.marginal_usd_per_gpu_hour * hours * rent_factor(m, o.gpu, t)
             nominal.append((q, usd))
             pv.append((q, usd * economics.discount_factor(r, t)))
     for (oid, t0), v in m.res.items():
         o = m.cands.offers[oid]
         L = o.term_months or 1
+        # a reservation is priced at its start month and stays as signed for its term
         month = o.usd_per_gpu_hour * o.gpus_per_instance * HOURS_PER_MONTH
+        month *= rent_factor(m, o.gpu, t0)
         nominal.append((v, month * L))
         pv.append((v, month * economics.annuity_factor(r, t0, L)))
     return nominal, pv

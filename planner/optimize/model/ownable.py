@@ -12,7 +12,7 @@ import math
 from planner.inputs.catalog import GpuSpec
 from planner.optimize.candidates import offer_restricted as restricted
 from planner.optimize.candidates import rental_gpus
-from planner.optimize.model.core import PlannerModel
+from planner.optimize.model.core import PlannerModel, buy_factor, rent_factor
 from planner.optimize.model.objective import owned_coefficients, power_coefficients
 from planner.optimize.model.training import train_offers
 from planner.physics import economics
@@ -36,8 +36,10 @@ def ownable_nodes(m: PlannerModel) -> dict[str, int | None]:
         bound: float = math.inf
         if gpu.consumer and not site.consumer_gpus_allowed:
             bound = 0
-        # the cheapest purchase: one server holding one node of cards
-        node_cost = gpu.chassis_usd + gpu.node_gpus * gpu.purchase_usd.value
+        # the cheapest purchase: one server holding one node of cards, at the lowest price
+        # of its path over the horizon (a path is monotone: its low is at one end)
+        cheapest = min(1.0, buy_factor(m, g, len(m.cands.months) - 1))
+        node_cost = (gpu.chassis_usd + gpu.node_gpus * gpu.purchase_usd.value) * cheapest
         if node_cost > 0:
             bound = min(bound, math.floor(money / node_cost * (1 + 1e-9)))
         kw = node_kw(gpu, site.pue)
@@ -57,6 +59,8 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
     floor), at ``p_o' m_r' max(1, mu_r / mu_r')`` per hour, i.e. per GPU-hour of ``r``
     divided by ``m_r``; an owned wall hour of training candidate ``c`` by one rented on-demand
     wall hour of the same candidate at ``p_o ceil(k/u_o) u_o``, per GPU-hour divided by ``k``.
+    Prices on a rising path are taken at their highest (the horizon's last month), so the
+    value stays an upper bound in every month.
     """
     spot_ok = m.inputs.problem.offers.spot_for_serving
     plain = [
@@ -89,7 +93,9 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
                 if o.kind != "spot" and not restricted(o)
             ]
             value[c.gpu] = max(value[c.gpu], min(prices, default=math.inf))
-    return value
+    last = len(m.cands.months) - 1
+    rising = max((max(1.0, rent_factor(m, g, last)) for g in m.inputs.gpus), default=1.0)
+    return {g: v * rising for g, v in value.items()}
 
 
 def worth_owning(m: PlannerModel) -> dict[str, bool]:
