@@ -13,9 +13,63 @@ from pathlib import Path
 from typing import Any
 
 from planner.analysis.sweep import Progress, ScenarioResult, Task, run_tasks
-from planner.analysis.whatif_keys import Base, Loc, load_base, parse_bounds, resolve_key
+from planner.analysis.whatif_keys import (
+    MAX_MAGNITUDE,
+    Base,
+    Loc,
+    load_base,
+    parse_bounds,
+    resolve_key,
+)
 from planner.base.errors import InputError
 from planner.base.yamlio import did_you_mean
+
+MAX_SCAN = 200  # evenly spaced solves before bisecting
+MAX_BISECT_STEPS = 60  # solves of the bisection; the tol floor keeps it to at most 30
+TOL_REL_FLOOR = 1e-9  # the smallest --tol, as a share of HI - LO ...
+TOL_ABS_FLOOR = 1e-12  # ... and in absolute terms (the larger of the two applies)
+
+
+def tol_floor(lo: float, hi: float) -> float:
+    """The smallest bracket width a search over [lo, hi] may ask for: the larger of
+    (hi - lo) x 1e-9, 1e-12 and 16 float steps at the larger bound (below that the midpoint
+    of two floats is one of them).
+
+    >>> [f"{tol_floor(lo, hi):.3g}" for lo, hi in ((0.1, 1.0), (0.0, 1e-6), (1e15, 2e15))]
+    ['9e-10', '1e-12', '1e+06']
+    """
+    return max((hi - lo) * TOL_REL_FLOOR, TOL_ABS_FLOOR, 16 * math.ulp(max(abs(lo), abs(hi))))
+
+
+def check_bounds(key: str, lo: Any, hi: Any) -> tuple[float, float]:
+    """The interval of a search given as numbers (the Python API): finite, not booleans,
+    within the limits of a vary, LO below HI."""
+    for name, x in (("LO", lo), ("HI", hi)):
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise InputError(f"--vary {key}: {name} {x!r} is not a number")
+        if not math.isfinite(x) or abs(x) > MAX_MAGNITUDE:
+            raise InputError(
+                f"--vary {key}: {name} {x!r} is out of range; at most {MAX_MAGNITUDE:.0e} in magnitude"
+            )
+    if not lo < hi:
+        raise InputError(f"--vary {key}: LO must be below HI, got {lo:g}:{hi:g}")
+    return float(lo), float(hi)
+
+
+def resolve_tol(lo: float, hi: float, tol: Any) -> float:
+    """``--tol``: default (hi - lo) / 200; else finite, from :func:`tol_floor` to hi - lo."""
+    floor = tol_floor(lo, hi)
+    if tol is None:
+        return max((hi - lo) / 200, floor)
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not math.isfinite(tol):
+        raise InputError(f"--tol {tol!r}: expected a finite number")
+    top = max(hi - lo, floor)
+    if not floor <= tol <= top:
+        raise InputError(
+            f"--tol {tol:g} is out of range for {lo:g}..{hi:g}: from {floor:.3g} (the larger of "
+            f"(HI-LO) x {TOL_REL_FLOOR:g} and {TOL_ABS_FLOOR:g}) to {top:.6g} (HI-LO)"
+        )
+    return float(tol)
 
 
 def _signature(r: ScenarioResult, watch: str | None) -> Any:
@@ -202,10 +256,13 @@ def _bisect(
     ra: ScenarioResult,
     rb: ScenarioResult,
 ) -> tuple[float, float, ScenarioResult, ScenarioResult]:
-    """Narrow ``[a, b]`` (plans ``ra`` != ``rb``) to a bracket no wider than ``tol``."""
+    """Narrow ``[a, b]`` (plans ``ra`` != ``rb``) to a bracket no wider than ``tol``, in at
+    most :data:`MAX_BISECT_STEPS` solves, stopping where floats cannot split the bracket."""
     sa, sb = _signature(ra, watch), _signature(rb, watch)
-    while b - a > tol:
+    for _ in range(MAX_BISECT_STEPS):
         m = (a + b) / 2
+        if b - a <= tol or not a < m < b:
+            break
         (rm,) = solve([m])
         sm = _signature(rm, watch)
         if sm == sa:
@@ -247,22 +304,27 @@ def breakeven(
     The plan's *signature* is the set of GPU types bought (or, with ``watch="<gpu>"``, the
     count of that type bought). ``scan`` evenly spaced values (ends included) are solved
     first; the first interval whose ends differ is bisected until it is narrower than
-    ``tol`` (default (hi - lo) / 200). Other changing intervals of the scan are reported
+    ``tol`` (default (hi - lo) / 200, at least :func:`tol_floor`), in at most
+    :data:`MAX_BISECT_STEPS` solves (at most 30 with the floor). So the search makes at
+    most ``scan`` + 30 solves, each within the time limit, and takes at most about
+    ceil(scan / workers) + 30 time limits. Other changing intervals of the scan are reported
     in ``other_changes``. If every scanned value gives the same signature the plan is
     taken as unchanged over [lo, hi] (a change that reverts between scan points is missed).
     """
     if not isinstance(base, Base):
         base = load_base(base)
-    key, lo, hi = parse_bounds(vary) if isinstance(vary, str) else vary
-    if not lo < hi:
-        raise InputError(f"--vary {key}: LO must be below HI")
+    if isinstance(vary, str):
+        key, lo, hi = parse_bounds(vary)
+    else:
+        key, lo, hi = vary
+        lo, hi = check_bounds(key, lo, hi)
     watch = parse_watch(watch if watch is None or "=" in watch else f"gpu={watch}", base)
-    tol = tol if tol is not None else (hi - lo) / 200
-    if not tol > 0:
-        raise InputError(f"--tol must be positive, got {tol}")
+    tol = resolve_tol(lo, hi, tol)
+    if isinstance(scan, bool) or not isinstance(scan, int) or not 2 <= scan <= MAX_SCAN:
+        raise InputError(f"--scan {scan!r}: expected a whole number from 2 to {MAX_SCAN}")
     locs = resolve_key(base.data, key)
     solve = _Solves(base, key, locs, solver, time_limit, gap, workers, progress)
-    xs = _scan_values(lo, hi, max(2, scan))
+    xs = _scan_values(lo, hi, scan)
     points = solve(xs)
     _require_valid(key, xs, points)
     sigs = [_signature(r, watch) for r in points]

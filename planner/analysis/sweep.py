@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.analysis.whatif_keys import Base, Loc, Value, Vary, set_at
+from planner.analysis.whatif_keys import MAX_WORKERS, Base, Loc, Value, Vary, set_at
 from planner.base.errors import InfeasibleError, InputError, PlannerError, SolverError
 from planner.base.yamlio import YamlDoc
 from planner.plan.data import Plan
@@ -310,10 +310,18 @@ def run_tasks(
     scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> list[ScenarioResult]:
-    """Run scenarios (process pool of ``workers``, or a Dask cluster at ``scheduler``), in order."""
+    """Run scenarios (process pool of ``workers``, or a Dask cluster at ``scheduler``), in order.
+
+    ``workers`` is 1 to :data:`MAX_WORKERS` (None: the number of CPUs); the pool never has
+    more processes than scenarios. Each scenario ends within its time limit, so a sweep of
+    N scenarios takes at most about ceil(N / workers) time limits."""
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS
+    ):
+        raise InputError(f"--workers: {workers!r} is not a whole number from 1 to {MAX_WORKERS}")
     if scheduler:
         return _run_dask(tasks, scheduler, progress)
-    return _run_local(tasks, workers or os.cpu_count() or 1, progress)
+    return _run_local(tasks, workers or min(os.cpu_count() or 1, MAX_WORKERS), progress)
 
 
 def write_results_json(results: Sequence[ScenarioResult], path: str | Path) -> None:

@@ -46,14 +46,21 @@ from planner.analysis.sweep import (
 from planner.analysis.whatif_keys import (
     ALIASES,
     DEFAULT_VARIES,
+    MAX_DIGITS,
+    MAX_MAGNITUDE,
     MAX_SCENARIOS,
     MAX_VALUES,
+    MAX_VARIES,
+    MAX_WORKERS,
+    MIN_MAGNITUDE,
     Base,
     Loc,
     Value,
     Vary,
     base_from_text,
     check_value,
+    check_values,
+    check_values_list,
     default_varies,
     load_base,
     make_varies,
@@ -69,8 +76,13 @@ from planner.base.errors import InputError
 __all__ = [
     "ALIASES",
     "DEFAULT_VARIES",
+    "MAX_DIGITS",
+    "MAX_MAGNITUDE",
     "MAX_SCENARIOS",
     "MAX_VALUES",
+    "MAX_VARIES",
+    "MAX_WORKERS",
+    "MIN_MAGNITUDE",
     "Base",
     "BreakEven",
     "Loc",
@@ -83,6 +95,8 @@ __all__ = [
     "base_from_text",
     "breakeven",
     "check_value",
+    "check_values",
+    "check_values_list",
     "default_varies",
     "grid",
     "load_base",
@@ -119,7 +133,7 @@ class WhatIf:
 
 def run_whatif(
     base: Base | str | Path,
-    varies: Sequence[str | tuple[str, Sequence[Value] | str]] | None = None,
+    varies: Sequence[str | tuple[str, Sequence[Value] | str]] | Sequence[Vary] | None = None,
     solver: str = "auto",
     time_limit: float | None = None,
     gap: float | None = None,
@@ -128,14 +142,21 @@ def run_whatif(
     progress: Progress | None = None,
     with_base: bool = True,
 ) -> WhatIf:
-    """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written."""
+    """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written.
+
+    ``varies`` are specs for :func:`make_varies`, or the :class:`Vary` list it made for this
+    ``base`` (not checked again). At most :data:`MAX_SCENARIOS` scenarios, each within the
+    time limit; the sweep takes at most about ceil(scenarios / workers) time limits."""
     if not isinstance(base, Base):
         base = load_base(base)
     from planner.optimize.solve import SOLVERS
 
     if solver not in SOLVERS:
         raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
-    vs = make_varies(base, list(varies) if varies else default_varies(base))
+    if varies and all(isinstance(v, Vary) for v in varies):
+        vs = list(varies)  # already made and checked by make_varies (the CLI)
+    else:
+        vs = make_varies(base, list(varies) if varies else default_varies(base))
     tasks = make_tasks(base, vs, solver, time_limit, gap)
     if with_base:
         tasks.append(Task(len(tasks), base, {}, [], solver, time_limit, gap, keep_plan=True))

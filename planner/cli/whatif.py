@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from planner.analysis.whatif_keys import MAX_WORKERS
 from planner.base.errors import ExitCode, InputError
 from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
 from planner.reports.terminal import Col, fit_table, show_table
@@ -92,9 +93,9 @@ def summary_table(
 @click.option("--json", "json_path", help="write the scenarios as JSON to PATH, or '-' for stdout")
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
-    help="parallel solves (default: the number of CPUs)",
+    help=f"parallel solves, 1-{MAX_WORKERS} (default: the number of CPUs)",
 )
 @click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("solver time limit per scenario in seconds (default: the problem's)")
@@ -134,7 +135,7 @@ def whatif(
     where = (
         f"Dask scheduler {scheduler}"
         if scheduler
-        else f"{workers or os.cpu_count()} worker process(es)"
+        else f"{workers or min(os.cpu_count() or 1, MAX_WORKERS)} worker process(es)"
     )
     console.print(
         f"what-if: {n} scenarios ({' x '.join(f'{v.key} [{len(v.values)}]' for v in vs)}) "
@@ -145,7 +146,7 @@ def whatif(
     with prog:
         res = wi.run_whatif(
             base,
-            [(v.key, v.values) for v in vs],
+            vs,  # made and checked above
             solver=solver,
             time_limit=time_limit,
             gap=gap,
@@ -250,8 +251,9 @@ def _side_by_side(be) -> Table:
     "--vary",
     "vary",
     required=True,
+    multiple=True,
     metavar="KEY=LO:HI",
-    help="the input to search over, e.g. utilization=0.1:1.0",
+    help="the one input to search over, e.g. utilization=0.1:1.0",
 )
 @click.option(
     "--watch",
@@ -261,7 +263,10 @@ def _side_by_side(be) -> Table:
     "gpu=<id> for the number of that type bought",
 )
 @click.option(
-    "--tol", type=float, default=None, help="bracket width to stop at (default (HI-LO)/200)"
+    "--tol",
+    type=float,
+    default=None,
+    help="bracket width to stop at (default (HI-LO)/200; at least (HI-LO) x 1e-9 and 1e-12)",
 )
 @click.option(
     "--scan",
@@ -272,9 +277,9 @@ def _side_by_side(be) -> Table:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
-    help="parallel solves of the scan (default: the number of CPUs)",
+    help=f"parallel solves of the scan, 1-{MAX_WORKERS} (default: the number of CPUs)",
 )
 @click.option("--solver", type=SOLVERS, default="auto", show_default=True)
 @time_limit_option("solver time limit per solve in seconds")
@@ -282,7 +287,7 @@ def _side_by_side(be) -> Table:
 @click.option("--json", "json_path", help="write the result as JSON to PATH, or '-' for stdout")
 def breakeven(
     problem: Path,
-    vary: str,
+    vary: tuple[str, ...],
     watch: str | None,
     tol: float | None,
     scan: int,
@@ -292,15 +297,24 @@ def breakeven(
     gap: float | None,
     json_path: str | None,
 ) -> None:
-    """Find the value of one input at which PROBLEM's plan changes (bisection on solves)."""
-    from planner.analysis import whatif as wi
+    """Find the value of one input at which PROBLEM's plan changes (bisection on solves).
 
+    At most SCAN + 30 solves, each within the time limit."""
+    from planner.analysis import whatif as wi
+    from planner.analysis.breakeven import resolve_tol
+
+    if len(vary) > 1:
+        raise InputError(
+            f"--vary given {len(vary)} times ({', '.join(v[:40] for v in vary[:3])}"
+            f"{', ...' if len(vary) > 3 else ''}): breakeven searches one key; "
+            "use planner whatif for a grid of several"
+        )
     console = Console(stderr=json_path == "-", emoji=False)
     base = wi.load_base(problem)
-    key, lo, hi = wi.parse_bounds(vary)
+    key, lo, hi = wi.parse_bounds(vary[0])
+    tol = resolve_tol(lo, hi, tol)
     locs = wi.resolve_key(base.data, key)  # a bad path or value fails before any solve
-    for x in (lo, hi):
-        wi.check_value(base, key, locs, x)
+    wi.check_values(base, key, locs, [lo, hi])
     prog, step = _progress(console, None, "solving")
     with prog:
         be = wi.breakeven(
@@ -312,7 +326,7 @@ def breakeven(
             solver=solver,
             time_limit=time_limit,
             gap=gap,
-            workers=workers or os.cpu_count() or 1,
+            workers=workers or min(os.cpu_count() or 1, MAX_WORKERS),
             progress=step,
         )
     console.print(_side_by_side(be))
