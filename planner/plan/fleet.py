@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from planner.inputs.problem import contract_offer_id
 from planner.optimize.candidates import offer_months
 from planner.optimize.model import existing_age, existing_start, power_coefficients
+from planner.optimize.model.core import rent_factor
 from planner.physics import economics
 from planner.physics.demand import HOURS_PER_MONTH
 from planner.plan.data import (
@@ -140,6 +141,8 @@ def read_reservations(ctx: ReadContext) -> Reservations:
         o = ctx.cands.offers[oid]
         L = o.term_months or 1
         gpus = count * o.gpus_per_instance
+        # signed at its start month's price on the GPU's path, fixed for the term
+        price = o.usd_per_gpu_hour * rent_factor(ctx.m, o.gpu, t0)
         out.reservations.append(
             Reservation(
                 offer=oid,
@@ -148,9 +151,9 @@ def read_reservations(ctx: ReadContext) -> Reservations:
                 start_month=ctx.months[t0],
                 term_months=L,
                 gpus=gpus,
-                usd_per_gpu_hour=o.usd_per_gpu_hour,
+                usd_per_gpu_hour=price,
                 hours=L * H,
-                usd=gpus * L * H * o.usd_per_gpu_hour,
+                usd=gpus * L * H * price,
             )
         )
         for t in range(t0, min(T, t0 + L)):
@@ -164,8 +167,8 @@ def read_reservations(ctx: ReadContext) -> Reservations:
                     month=ctx.months[t],
                     workload="(reserved)",
                     gpu_hours=gpus * H,
-                    usd_per_gpu_hour=o.usd_per_gpu_hour,
-                    usd=gpus * H * o.usd_per_gpu_hour,
+                    usd_per_gpu_hour=price,
+                    usd=gpus * H * price,
                 )
             )
     return out

@@ -26,6 +26,7 @@ from planner.optimize.candidates import (
     rental_gpus,
 )
 from planner.optimize.model import PlannerModel
+from planner.optimize.model.core import buy_factor, capex_month, rent_factor
 from planner.physics.demand import LoadSlice
 from planner.plan.data import Purchase, Rental, ServeAllocation, TrainAllocation
 
@@ -124,13 +125,17 @@ def read_purchases(ctx: ReadContext) -> Purchases:
             out.bought[(g, t)] = count
             out.servers[(g, t)] = servers_total
             if servers or count:
-                out.purchases.append(_purchase(ctx.months[t], gpu, servers, count))
+                price = buy_factor(ctx.m, g, capex_month(ctx.m, g, t)[0])
+                out.purchases.append(_purchase(ctx.months[t], gpu, servers, count, price))
     return out
 
 
-def _purchase(month: str, gpu: GpuSpec, servers: int, count: int) -> Purchase:
-    chassis = servers * gpu.chassis_usd
-    total = chassis + count * gpu.purchase_usd.value
+def _purchase(month: str, gpu: GpuSpec, servers: int, count: int, price: float) -> Purchase:
+    """One month's purchase of a GPU type; ``price`` is its order month's factor on the GPU's
+    price path (card and server alike)."""
+    chassis_usd, gpu_usd = gpu.chassis_usd * price, gpu.purchase_usd.value * price
+    chassis = servers * chassis_usd
+    total = chassis + count * gpu_usd
     return Purchase(
         gpu=gpu.id,
         month=month,
@@ -138,9 +143,9 @@ def _purchase(month: str, gpu: GpuSpec, servers: int, count: int) -> Purchase:
         nodes=servers,
         server=gpu.server or f"{gpu.id} node",
         slots=gpu.slots,
-        chassis_usd=gpu.chassis_usd,
+        chassis_usd=chassis_usd,
         unit_usd=total / count if count else total,
-        gpu_usd=gpu.purchase_usd.value,
+        gpu_usd=gpu_usd,
         overhead_usd=chassis / count if count else chassis,
         total_usd=total,
     )
@@ -330,7 +335,9 @@ def read_rentals(ctx: ReadContext, rent_hours: dict[tuple[str, str, int], float]
         rent_hours.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])
     ):
         o = ctx.cands.offers[oid]
-        # a contract's hours are paid in committed_usd, whatever is used: $0 at the margin
+        # a contract's hours are paid in committed_usd, whatever is used: $0 at the margin;
+        # other rentals cost their month's price on the GPU's path
+        price = o.marginal_usd_per_gpu_hour * rent_factor(ctx.m, o.gpu, t)
         out.append(
             Rental(
                 provider=o.provider,
@@ -340,8 +347,8 @@ def read_rentals(ctx: ReadContext, rent_hours: dict[tuple[str, str, int], float]
                 month=ctx.months[t],
                 workload=w,
                 gpu_hours=gh,
-                usd_per_gpu_hour=o.marginal_usd_per_gpu_hour,
-                usd=gh * o.marginal_usd_per_gpu_hour,
+                usd_per_gpu_hour=price,
+                usd=gh * price,
             )
         )
     return out
