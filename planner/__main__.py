@@ -68,11 +68,10 @@ def main() -> None:
 
             from planner.cli import run
         code = run()
+    except SystemExit as exc:  # a command's own exit code: flushed below like any other
+        code = exc.code
     except BrokenPipeError:  # `planner ... | head`: the reader left; say nothing more
-        from planner.base.files import silence_stdout
-
-        silence_stdout()
-        code = 141  # 128 + SIGPIPE, as a shell reports it
+        code = _closed_pipe()
     except KeyboardInterrupt:
         code = _interrupted("interrupted (Ctrl-C)", 130)
     except BaseException as exc:
@@ -80,7 +79,20 @@ def main() -> None:
             raise
         signum = exc.args[0] if exc.args else signal.SIGTERM
         code = _interrupted(f"terminated ({signal.Signals(signum).name})", 128 + signum)
+    try:  # a reader that left shows here, not as "Exception ignored" (exit 120) at exit
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _closed_pipe()
+    except (OSError, ValueError):
+        pass
     sys.exit(code)
+
+
+def _closed_pipe() -> int:
+    from planner.base.files import silence_stdout
+
+    silence_stdout()
+    return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 def _interrupted(what: str, code: int) -> int:

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.base.errors import InputError
-from planner.base.files import read_text
+from planner.base.files import MAX_NESTING, read_text
 
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[str | int, ...]
@@ -166,7 +166,7 @@ def load_yaml(path: str | Path) -> YamlDoc:
     return parse_yaml_text(read_text(p, "YAML file"), p, shipped=shipped)
 
 
-MAX_DEPTH = 32  # the deepest real input (offers in a problem's overrides) is under 10
+MAX_DEPTH = MAX_NESTING  # 32; the deepest real input (offers in a problem's overrides) is under 10
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

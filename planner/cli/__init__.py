@@ -79,13 +79,14 @@ class PlannerGroup(click.Group):
                 highlight=False,
             )
             sys.exit(128 + int(signum))
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+        except SystemExit as exc:
+            if broken_pipe(exc):  # rich's console turns a closed pipe into SystemExit(1)
+                _closed_pipe()
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except BrokenPipeError:  # `planner ... | head`: the reader left; exit as a shell would
-            from planner.base.files import silence_stdout
-
-            silence_stdout()
-            sys.exit(141)
+            _closed_pipe()
         except Exception as exc:  # a bug: say so plainly; PLANNER_DEBUG=1 shows the traceback
             _reraise_wrapped_signal(exc)
             if os.environ.get("PLANNER_DEBUG"):
@@ -101,6 +102,32 @@ class PlannerGroup(click.Group):
                 markup=False,
             )
             sys.exit(int(ExitCode.UNEXPECTED))
+
+
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
+
+
+def broken_pipe(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised while handling, a closed output pipe (EPIPE): click
+    and rich turn one into ``SystemExit(1)``, which must not pass for a failure."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, BrokenPipeError) or (
+            isinstance(link, OSError) and link.errno == errno.EPIPE
+        ):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
+def _closed_pipe() -> None:
+    """End quietly, as a shell reports a writer whose reader left: exit 141."""
+    from planner.base.files import silence_stdout
+
+    silence_stdout()
+    sys.exit(SIGPIPE_EXIT)
 
 
 def _reraise_wrapped_signal(exc: BaseException) -> None:
@@ -142,6 +169,13 @@ def run(args: list[str] | None = None) -> int:
     """
     try:
         rv = cli.main(args=args, prog_name="planner", standalone_mode=False)
+    except SystemExit as exc:  # click's own EPIPE handling (--help, --version) exits 1
+        if broken_pipe(exc):
+            from planner.base.files import silence_stdout
+
+            silence_stdout()
+            return SIGPIPE_EXIT
+        raise
     except click.exceptions.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):
             raise KeyboardInterrupt from None

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from planner.base.errors import InputError, OutputError
-from planner.base.files import same_file
+from planner.base.errors import InputError
+from planner.base.files import refuse_overwriting_inputs
 from planner.base.yamlio import did_you_mean, load_yaml, validate
 from planner.inputs.catalog import load_gpus, load_models
 from planner.inputs.importers.profiles import (
@@ -28,6 +28,8 @@ from planner.inputs.importers.profiles import (
 from planner.inputs.profiles import ProfileFile
 
 PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
+MAX_EDGES = 64  # request-length buckets per axis (Mélange profiles 6)
+MAX_EDGE_TOKENS = 1_000_000  # as a request shape in the problem file (prompt, output)
 
 
 def _known(option: str, value: str, known: dict) -> None:
@@ -36,23 +38,32 @@ def _known(option: str, value: str, known: dict) -> None:
         raise InputError(f"{option}: unknown id {value!r}; {did_you_mean(value, known.keys())}")
 
 
-def _edges(ctx: click.Context, param: click.Parameter, text: str | None) -> tuple[int, ...]:
-    """``25,100,250`` -> (25, 100, 250): each bucket's upper end, increasing."""
+def _edges(ctx: click.Context, param: click.Parameter, text: str | None) -> tuple[int, ...] | None:
+    """``25,100,250`` -> (25, 100, 250): each bucket's upper end, increasing (None: not given)."""
     if text is None:
-        return MELANGE_EDGES
-    try:
-        edges = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: expected integers separated by commas") from None
+        return None
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    if len(parts) > MAX_EDGES or any(len(x) > 7 or not x.isdigit() for x in parts):
+        raise click.BadParameter(
+            f"{_short(text)}: expected up to {MAX_EDGES} token counts (each at most "
+            f"{MAX_EDGE_TOKENS:,}) separated by commas"
+        )
+    edges = tuple(int(x) for x in parts)
     if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-        raise click.BadParameter(f"{text!r}: expected increasing token counts from 1")
+        raise click.BadParameter(f"{_short(text)}: expected increasing token counts from 1")
+    if edges[-1] > MAX_EDGE_TOKENS:
+        raise click.BadParameter(
+            f"{_short(text)}: {edges[-1]:,} tokens; a bucket ends at most at {MAX_EDGE_TOKENS:,}"
+        )
     return edges
 
 
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
 def _not_an_input(output: Path, inputs: list[Path]) -> None:
-    for p in inputs:
-        if same_file(p, output):
-            raise OutputError(f"cannot write {output}: it is the input {p}")
+    refuse_overwriting_inputs(output, inputs)
 
 
 @click.group("profile")
@@ -135,11 +146,13 @@ def import_melange(
     slo_ttft_ms: float,
     start: str,
     as_of: str | None,
-    input_edges: tuple[int, ...],
-    output_edges: tuple[int, ...],
+    input_edges: tuple[int, ...] | None,
+    output_edges: tuple[int, ...] | None,
 ) -> None:
     """Turn a Mélange solver input (workload_distribution, gpu_info, total_request_rate) into a
     problem file and its profiles file."""
+    input_edges = input_edges or MELANGE_EDGES
+    output_edges = output_edges or input_edges
     _known("--model", model, load_models())
     profiles_path = output.with_name(f"{output.stem}.profiles.yaml")
     _not_an_input(output, [config])

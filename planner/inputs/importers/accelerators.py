@@ -55,7 +55,7 @@ _SXM_FAMILIES = re.compile(
 _BASE = re.compile(
     r"(A100|H100|H200|B200|RTX4090|RTX3090|L40S|L4|A10G)((?:SXM\d?|PCIE|MEGA|NVLINK|NVL|\d+GB?)*)"
 )
-_MIB = re.compile(r"SIZEINMIB'?\"?\s*:\s*(\d+)")
+_MIB = re.compile(r"SIZEINMIB'?\"?\s*:\s*(\d{1,12})(?!\d)")
 
 
 def _form_factor(text: str, instance_type: str) -> str | None:
@@ -187,12 +187,12 @@ def known_gpu_ids(gpus_path: str | Path | None = None) -> frozenset[str]:
 
 # GCP host VM families and the accelerators attached to them (host rows carry no GPU columns).
 _GCP_HOSTS: list[tuple[re.Pattern, str]] = [
-    (re.compile(r"^a2-(?:high|mega)gpu-(\d+)g$"), "A100"),
-    (re.compile(r"^a2-ultragpu-(\d+)g$"), "A100-80GB"),
-    (re.compile(r"^a3-(?:high|edge)gpu-(\d+)g(?:-.*)?$"), "H100"),
-    (re.compile(r"^a3-megagpu-(\d+)g$"), "H100-MEGA"),
-    (re.compile(r"^a3-ultragpu-(\d+)g$"), "H200"),
-    (re.compile(r"^a4-highgpu-(\d+)g$"), "B200"),
+    (re.compile(r"^a2-(?:high|mega)gpu-([1-9]\d{0,3})g$"), "A100"),
+    (re.compile(r"^a2-ultragpu-([1-9]\d{0,3})g$"), "A100-80GB"),
+    (re.compile(r"^a3-(?:high|edge)gpu-([1-9]\d{0,3})g(?:-.*)?$"), "H100"),
+    (re.compile(r"^a3-megagpu-([1-9]\d{0,3})g$"), "H100-MEGA"),
+    (re.compile(r"^a3-ultragpu-([1-9]\d{0,3})g$"), "H200"),
+    (re.compile(r"^a4-highgpu-([1-9]\d{0,3})g$"), "B200"),
 ]
 _GCP_G2 = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
 
@@ -211,7 +211,7 @@ def gcp_host_accelerator(instance_type: str) -> tuple[str, int] | None:
         m = rx.match(instance_type)
         if m:
             return acc, int(m.group(1))
-    m = re.match(r"^g2-standard-(\d+)$", instance_type)
+    m = re.match(r"^g2-standard-([1-9]\d{0,3})$", instance_type)
     if m and int(m.group(1)) in _GCP_G2:
         return "L4", _GCP_G2[int(m.group(1))]
     return None

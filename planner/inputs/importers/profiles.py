@@ -46,12 +46,13 @@ import yaml
 from pydantic import ValidationError
 
 from planner.base.errors import InputError
-from planner.base.files import atomic_write_bytes, read_text
+from planner.base.files import JSONSyntaxError, atomic_write_bytes, parse_json, read_json, read_text
 from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_offers
 from planner.inputs.problem import Problem, parse_month
 from planner.inputs.profiles import ProfileFile
 
 SOURCE_MAX = 1000  # ServeProfile.source max_length
+MAX_REQUEST_TOKENS = 1_000_000  # ServeProfile.prompt and .output
 PERCENTILE_HINT = (
     "rerun vllm bench serve with --metric-percentiles 95 --percentile-metrics ttft,tpot "
     "(or --save-detailed to keep the per-request ttfts and itls)"
@@ -66,6 +67,7 @@ MELANGE_GPUS: dict[str, str] = {
     "h100": "h100-sxm", "h10080gb": "h100-sxm", "h100sxm": "h100-sxm", "h100sxm5": "h100-sxm",
     "l4": "l4", "l424gb": "l4",
 }  # fmt: skip
+MAX_MELANGE_GPUS = 100  # GPU types in one Mélange config
 #: The catalog GPUs a Mélange GPU of another name is modelled on (the nearest in hourly price).
 MELANGE_LIKE = ("a100-sxm-80gb", "a10g", "h100-sxm", "l4")
 
@@ -137,17 +139,16 @@ def read_json_results(path: str | Path) -> list[tuple[str, dict]]:
     p = Path(path)
     text = read_text(p, "vLLM benchmark result (JSON)")
     try:
-        docs = [json.loads(text)]
-    except json.JSONDecodeError as exc:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
+        docs = [parse_json(text, p)]
+    except JSONSyntaxError as exc:
+        numbered = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
         try:
-            docs = [json.loads(ln) for ln in lines] if len(lines) > 1 else []
-        except json.JSONDecodeError:
+            docs = [parse_json(ln, f"{p}:{i}") for i, ln in numbered] if len(numbered) > 1 else []
+        except JSONSyntaxError:
             docs = []
         if not docs:
             raise InputError(
-                f"{p}: not a JSON file ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                "expected the result JSON of vllm bench serve --save-result"
+                f"{exc}; expected the result JSON of vllm bench serve --save-result"
             ) from None
     if len(docs) == 1:
         return [(str(p), docs[0])]
@@ -261,11 +262,13 @@ def vllm_point(result: dict, name: str) -> dict:
     completed = _require(result, "completed", name, positive=False)
     if completed == 0:
         raise InputError(f"{name}: completed is 0: every request failed (see its errors)")
+    if completed != int(completed):
+        raise InputError(f"{name}: completed is {completed:g}; expected a number of requests")
     rps = _require(result, "request_throughput", name)
     if "total_output_tokens" not in result and "total_input_tokens" in result:
         raise InputError(f"{name}: missing key 'total_output_tokens': not a generation run")
-    prompt = _require(result, "total_input_tokens", name) / completed
-    output = _require(result, "total_output_tokens", name) / completed
+    prompt = _mean_tokens(result, "total_input_tokens", completed, name)
+    output = _mean_tokens(result, "total_output_tokens", completed, name)
     ttft, ttft_how = _ttft_p95(result, name)
     tpot, tpot_how = _tpot_p95(result, name)
     return {
@@ -279,6 +282,17 @@ def vllm_point(result: dict, name: str) -> dict:
         "label": _run_label(result, name, _how(ttft_how, tpot_how)),
         "meta": {k: result.get(k) for k in ("backend", "model_id", "date")},
     }
+
+
+def _mean_tokens(result: dict, key: str, completed: float, name: str) -> float:
+    """Tokens per completed request, at most :data:`MAX_REQUEST_TOKENS`."""
+    mean = _require(result, key, name) / completed
+    if mean > MAX_REQUEST_TOKENS:
+        raise InputError(
+            f"{name}: {key} / completed is {mean:.3g} tokens per request; at most "
+            f"{MAX_REQUEST_TOKENS:,} (a request shape in a profiles file)"
+        )
+    return mean
 
 
 def _how(ttft: str, tpot: str) -> str:
@@ -389,14 +403,7 @@ def merge_profiles(existing: dict, new: dict) -> dict:
 def read_json_config(path: str | Path) -> dict:
     """A Mélange config file as a dict (not JSON, or not an object: an InputError)."""
     p = Path(path)
-    text = read_text(p, "Mélange config (JSON)")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"melange config {p}: not a JSON file ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno})"
-        ) from None
+    doc = read_json(p, "Mélange config (JSON)")
     if not isinstance(doc, dict):
         raise InputError(f"melange config {p}: expected a JSON object with key 'gpu_info', ...")
     return doc
@@ -435,6 +442,11 @@ def _gpu_entries(config: dict, name: str) -> dict[str, dict]:
     if not isinstance(info, dict) or not info:
         raise InputError(
             f"melange config {name}: gpu_info must map GPU names to {{cost, tputs}} (none given)"
+        )
+    if len(info) > MAX_MELANGE_GPUS:
+        raise InputError(
+            f"melange config {name}: gpu_info lists {len(info):,} GPU types; at most "
+            f"{MAX_MELANGE_GPUS} (the GPU catalog has ~15, the Mélange paper used 4)"
         )
     return info
 
@@ -632,14 +644,15 @@ def melange_problem(
     start: str = "2027-01",
     as_of: str | None = None,
     input_edges: Sequence[int] = MELANGE_EDGES,
-    output_edges: Sequence[int] = MELANGE_EDGES,
+    output_edges: Sequence[int] | None = None,
 ) -> tuple[dict, dict]:
     """A Mélange config -> (problem dict, profiles dict): one month of renting at the
     config's constant request rate, its GPUs at its prices, its distribution as request
     buckets and its profiled throughputs as measured ``max_rps`` at the workload's SLO.
 
     ``name`` names the config in messages and sources (its file name); ``as_of`` dates the
-    prices and profiles (default: this month); the edges are each bucket's upper end.
+    prices and profiles (default: this month); the edges are each bucket's upper end (the
+    output edges default to the input edges).
     """
     _check_melange_keys(config, name)
     where = f"melange config {name}"
@@ -654,7 +667,9 @@ def melange_problem(
         )
     gpus = _melange_gpus(config, name, (len(dist), len(dist[0])))
     ins = bucket_ranges(input_edges, len(dist), "input", name)
-    outs = bucket_ranges(output_edges, len(dist[0]), "output", name)
+    outs = bucket_ranges(
+        input_edges if output_edges is None else output_edges, len(dist[0]), "output", name
+    )
     _check_servable(dist, gpus, ins, outs, name)
     as_of = _month_or_error(as_of, "as_of") if as_of else dt.date.today().strftime("%Y-%m")
     ids, custom = _gpu_ids(gpus, {g: c for g, (c, _) in gpus.items()}, name)

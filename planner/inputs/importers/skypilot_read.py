@@ -10,9 +10,10 @@ turns the groups and rows into offers and writes them.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
+import os
 import re
+import stat
 import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.base.errors import InputError
+from planner.base.files import MAX_DIGITS, CsvRows, read_bytes, read_csv
 from planner.inputs.catalog import Offer
 from planner.inputs.importers.accelerators import gcp_host_accelerator, normalize_accelerator
 
@@ -29,6 +31,12 @@ AGGREGATE_REQUIRED = (
     "gpus_per_instance", "usd_per_instance_hour_min", "usd_per_instance_hour_median",
     "usd_per_gpu_hour_min", "spot_usd_per_gpu_hour_min", "catalog_path", "catalog_commit",
 )  # fmt: skip
+#: GPU instance types one import may list (every provider together). SkyPilot's whole public
+#: catalog lists ~390 (catalogs/sources/gpu_rental_offers.csv, at most 120 for one provider).
+MAX_INSTANCE_TYPES = 5_000
+#: (instance type, region) price cells one import may hold: ~40 regions for each of the
+#: instance types above is ~16,000; zones of a region are one cell.
+MAX_PRICE_CELLS = 200_000
 
 
 @dataclass
@@ -52,6 +60,8 @@ class ImportResult:
     region: str | None = None
     rows_read: int = 0
     generator: str | None = None
+    #: every file read (an import never writes onto one of them)
+    inputs: list[Path] = field(default_factory=list)
 
     def offers_per_provider(self) -> dict[str, Counter]:
         """provider -> Counter of offer kinds."""
@@ -98,36 +108,22 @@ def _git_commit(path: Path) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if out.returncode == 0 and len(parts) == 2 else None
 
 
-def _read_csv(path: Path, required: Iterable[str]) -> tuple[list[dict[str, str]], list[str]]:
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a CSV file")
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            columns = [c.strip() for c in (reader.fieldnames or [])]
-            rows = [
-                {
-                    (k or "").strip(): (v or "").strip() if isinstance(v, str) else ""
-                    for k, v in r.items()
-                }
-                for r in reader
-            ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{path}: cannot read CSV: {exc}") from None
-    if not columns:
-        raise InputError(f"{path}: empty file, expected a CSV header")
-    for col in required:
-        if col not in columns:
-            raise InputError(f"{path}: missing column {col!r} (columns: {', '.join(columns)})")
-    return rows, columns
+def _read_csv(path: Path, required: Iterable[str]) -> CsvRows:
+    """The rows of a CSV file, streamed (a bounded regular file, no duplicated column)."""
+    rows = read_csv(path, "CSV file")
+    rows.require(required)
+    return rows
 
 
 def _num(text: str, path: Path, line: int, column: str) -> float | None:
     """Parse a number; empty or NaN -> None; garbage -> InputError naming file, line, column."""
     if text is None or text.strip() == "" or text.strip().lower() in ("nan", "none", "null"):
         return None
+    if len(text) > MAX_DIGITS:
+        raise InputError(
+            f"{path}:{line}: column {column!r}: a number of {len(text):,} characters; "
+            f"at most {MAX_DIGITS}"
+        )
     try:
         value = float(text)
     except ValueError:
@@ -157,6 +153,7 @@ class _Group:
     gpu_name: str
     count: int
     gpu_info: str = ""
+    where: str = ""  # file:line of its first priced row, for messages
     od: dict[str, float] = field(default_factory=dict)  # region -> min price over its zones
     spot: dict[str, float] = field(default_factory=dict)
 
@@ -241,51 +238,145 @@ def _row_accelerator(
     return acc, n
 
 
-def _host_prices(
-    row: dict[str, str],
-    line: int,
-    csv_path: Path,
-    has_spot: bool,
-    accelerator: tuple[str, int],
-    accelerators: _AcceleratorRows,
-    result: ImportResult,
-) -> tuple[float | None, float | None] | None:
-    """(price, spot) of a GPU VM row, with its accelerator's when listed apart; None = skip."""
+@dataclass
+class _Cell:
+    """The rows of one (instance type, accelerator, count) in one region, read as they come:
+    per pattern of listed prices (``pattern`` = 2 x has on-demand + has spot) the number of
+    rows and the first one's line and ``GpuInfo``; the lowest price and spot price."""
+
+    rows: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    first: list[tuple[int, str] | None] = field(default_factory=lambda: [None] * 4)
+    od: float | None = None
+    spot: float | None = None
+
+    def add(self, line: int, info: str, od: float | None, spot: float | None) -> None:
+        k = 2 * (od is not None) + (spot is not None)
+        self.rows[k] += 1
+        if self.first[k] is None:
+            self.first[k] = (line, info)
+        if od is not None:
+            self.od = od if self.od is None else min(self.od, od)
+        if spot is not None:
+            self.spot = spot if self.spot is None else min(self.spot, spot)
+
+
+@dataclass
+class _Hosts:
+    """GPU VM rows, deduplicated as they are read: instance type -> (accelerator, count) ->
+    region -> :class:`_Cell`. Joined with the accelerator rows once the file is read."""
+
+    path: Path
+    cells: dict[str, dict[tuple[str, int], dict[str, _Cell]]] = field(default_factory=dict)
+    n_cells: int = 0
+
+    def add(
+        self, row: dict[str, str], line: int, accelerator: tuple[str, int], prices: tuple
+    ) -> None:
+        itype, region = row["InstanceType"], row["Region"]
+        by_acc = self.cells.get(itype)
+        if by_acc is None:
+            if len(self.cells) >= MAX_INSTANCE_TYPES:
+                raise InputError(
+                    f"{self.path}:{line}: more than {MAX_INSTANCE_TYPES:,} GPU instance types "
+                    f"(SkyPilot's whole catalog lists ~400); not a price catalog"
+                )
+            by_acc = self.cells[itype] = {}
+        by_region = by_acc.setdefault(accelerator, {})
+        cell = by_region.get(region)
+        if cell is None:
+            self.n_cells += 1
+            if self.n_cells > MAX_PRICE_CELLS:
+                raise InputError(
+                    f"{self.path}:{line}: more than {MAX_PRICE_CELLS:,} (instance type, region) "
+                    "prices; not a price catalog"
+                )
+            cell = by_region[region] = _Cell()
+        cell.add(line, row.get("GpuInfo", ""), *prices)
+
+
+def _row_host_prices(
+    row: dict[str, str], line: int, csv_path: Path, has_spot: bool
+) -> tuple[float | None, float | None]:
+    """A GPU VM row's own price and spot price (zero or negative ones dropped)."""
     price = _positive(_num(row["Price"], csv_path, line, "Price"))
     spot = _num(row.get("SpotPrice", ""), csv_path, line, "SpotPrice") if has_spot else None
-    spot = _positive(spot)
-    # split listing (GCP): the host VM's price lacks its accelerator's in the same region
-    if accelerator in accelerators.rows:
-        extra = accelerators.prices.get((*accelerator, row["Region"]))
-        if extra is None:
-            result.skipped["host VM without accelerator price in its region"] += 1
-            return None
-        price = price + extra[0] if price is not None and extra[0] is not None else None
-        spot = spot + extra[1] if spot is not None and extra[1] is not None else None
-    if price is None and spot is None:
-        result.skipped["no Price"] += 1
-        return None
-    if price is None:
-        result.skipped["no Price (spot only)"] += 1
-    return price, spot
+    return price, _positive(spot)
 
 
-def _add_to_group(
-    groups: dict[str, _Group],
-    row: dict[str, str],
-    accelerator: tuple[str, int],
-    prices: tuple[float | None, float | None],
-    result: ImportResult,
-) -> None:
-    """Add a row's prices to its instance type's group; an instance type keeps one accelerator."""
-    acc, n = accelerator
-    g = groups.get(row["InstanceType"])
-    if g is None:
-        g = groups[row["InstanceType"]] = _Group(acc, n, row.get("GpuInfo", ""))
-    elif (g.gpu_name, g.count) != (acc, n):
-        result.skipped["instance type listed with another accelerator (ignored)"] += 1
-        return
-    g.add(row["Region"], *prices)
+def _join_cell(
+    cell: _Cell, extra: list[float | None] | None, joined: bool, result: ImportResult
+) -> tuple[int | None, int, float | None, float | None]:
+    """A cell's rows joined with their region's accelerator prices (``joined``: the
+    accelerator is listed apart, GCP): (first priced line, rows priced, price, spot price),
+    the rows skipped counted in ``result`` as a row-by-row reader counts them."""
+    if joined and extra is None:
+        result.skipped["host VM without accelerator price in its region"] += sum(cell.rows)
+        return None, 0, None, None
+    acc_od, acc_spot = extra if joined else (0.0, 0.0)  # type: ignore[misc]
+    first: int | None = None
+    priced = 0
+    for k, n in enumerate(cell.rows):
+        if not n:
+            continue
+        has_od = bool(k & 2) and acc_od is not None
+        has_spot = bool(k & 1) and acc_spot is not None
+        if not has_od and not has_spot:
+            result.skipped["no Price"] += n
+            continue
+        if not has_od:
+            result.skipped["no Price (spot only)"] += n
+        line = cell.first[k][0]  # type: ignore[index]
+        first = line if first is None else min(first, line)
+        priced += n
+    od = cell.od + acc_od if cell.od is not None and acc_od is not None else None
+    spot = cell.spot + acc_spot if cell.spot is not None and acc_spot is not None else None
+    return first, priced, od, spot
+
+
+def _first_info(cells: dict[str, _Cell], line: int) -> str:
+    """The ``GpuInfo`` of the row at ``line``."""
+    for cell in cells.values():
+        for first in cell.first:
+            if first is not None and first[0] == line:
+                return first[1]
+    return ""
+
+
+def _join_hosts(
+    hosts: _Hosts, accelerators: _AcceleratorRows, result: ImportResult
+) -> dict[str, _Group]:
+    """Host VM prices completed with their accelerator's (GCP), grouped by instance type; an
+    instance type keeps the accelerator of its first priced row (later rows naming another
+    accelerator are counted and ignored)."""
+    groups: dict[str, _Group] = {}
+    for itype, by_acc in hosts.cells.items():
+        kept: list[tuple[int, tuple[str, int], dict[str, tuple]]] = []
+        for accelerator, by_region in by_acc.items():
+            joined = accelerator in accelerators.rows
+            regions: dict[str, tuple] = {}
+            first: int | None = None
+            for region, cell in by_region.items():
+                extra = accelerators.prices.get((*accelerator, region)) if joined else None
+                line, priced, od, spot = _join_cell(cell, extra, joined, result)
+                if line is not None:
+                    regions[region] = (od, spot, priced)
+                    first = line if first is None else min(first, line)
+            if first is not None:
+                kept.append((first, accelerator, regions))
+        if not kept:
+            continue
+        kept.sort(key=lambda k: k[0])
+        line, (acc, n), regions = kept[0]
+        g = groups[itype] = _Group(
+            acc, n, _first_info(by_acc[(acc, n)], line), f"{hosts.path}:{line}"
+        )
+        for region, (od, spot, _) in regions.items():
+            g.add(region, od, spot)
+        for _, _, other in kept[1:]:
+            result.skipped["instance type listed with another accelerator (ignored)"] += sum(
+                r[2] for r in other.values()
+            )
+    return groups
 
 
 def _report_unmatched(
@@ -305,40 +396,57 @@ def _report_unmatched(
 def _read_provider(
     provider: str, csv_path: Path, region: str | None, result: ImportResult
 ) -> dict[str, _Group]:
-    """Rows of one ``vms.csv`` grouped by instance type (GCP host + accelerator rows joined)."""
-    rows, columns = _read_csv(csv_path, SKYPILOT_REQUIRED)
-    has_spot = "SpotPrice" in columns
+    """Rows of one ``vms.csv`` grouped by instance type (GCP host + accelerator rows joined).
+
+    The rows are streamed and deduplicated as they are read (zones of a region are one
+    cell), so memory follows the instance types and regions, not the rows.
+    """
+    rows = _read_csv(csv_path, SKYPILOT_REQUIRED)
+    result.inputs.append(csv_path)
+    has_spot = "SpotPrice" in rows.columns
     accelerators = _AcceleratorRows()
-    # all accelerator rows must be read before a host VM's price can be completed
-    hosts: list[tuple[int, dict[str, str], tuple[str, int]]] = []
-    for line, row in enumerate(rows, start=2):
+    hosts = _Hosts(csv_path)
+    for line, row in rows:
         result.rows_read += 1
         if region is not None and row["Region"] != region:
             result.skipped[f"other region than {region}"] += 1
             continue
         accelerator = _row_accelerator(row, line, csv_path, has_spot, accelerators, result)
         if accelerator is not None:
-            hosts.append((line, row, accelerator))
-    groups: dict[str, _Group] = {}
-    used: set[tuple[str, int]] = set()
-    for line, row, accelerator in hosts:
-        used.add(accelerator)
-        prices = _host_prices(row, line, csv_path, has_spot, accelerator, accelerators, result)
-        if prices is not None:
-            _add_to_group(groups, row, accelerator, prices, result)
+            hosts.add(row, line, accelerator, _row_host_prices(row, line, csv_path, has_spot))
+        if len(accelerators.prices) > MAX_PRICE_CELLS:
+            raise InputError(
+                f"{csv_path}:{line}: more than {MAX_PRICE_CELLS:,} (accelerator, region) "
+                "prices; not a price catalog"
+            )
+    used = {acc for by_acc in hosts.cells.values() for acc in by_acc}
+    groups = _join_hosts(hosts, accelerators, result)
     _report_unmatched(accelerators, used, result)
     return groups
 
 
 def _provider_dirs(root: Path) -> dict[str, Path]:
-    if root.is_file():
+    try:
+        mode = root.stat().st_mode
+    except OSError as exc:
+        raise InputError(f"{root}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
         return {root.parent.name: root}
-    return {d.name: d / "vms.csv" for d in sorted(root.iterdir()) if (d / "vms.csv").is_file()}
+    if not stat.S_ISDIR(mode):
+        raise InputError(
+            f"{root}: not a folder or a regular file (a device, FIFO or socket); expected a "
+            "SkyPilot catalog folder such as ~/.sky/catalogs/v8, or one <provider>/vms.csv"
+        )
+    try:
+        folders = sorted(d for d in root.iterdir() if (d / "vms.csv").is_file())
+    except OSError as exc:
+        raise InputError(f"{root}: cannot read the folder: {exc.strerror or exc}") from None
+    return {d.name: d / "vms.csv" for d in folders}
 
 
 def _catalog_files(root: Path, providers: Iterable[str] | None) -> list[tuple[str, Path]]:
     """(provider, its ``vms.csv``) to read, in the order asked (default: every one found)."""
-    if not root.exists():
+    if not os.path.lexists(root):
         raise InputError(
             f"{root}: not found (expected a SkyPilot catalog folder such as ~/.sky/catalogs/v8)"
         )
@@ -371,17 +479,25 @@ def _catalog_source(csv_path: Path, provider: str, version: str) -> tuple[str, s
 # --------------------------------------------------------------------------- aggregate CSV
 
 
+SOURCE_MD_MAX = 1024 * 1024  # a SOURCE.md is a page of prose (catalogs/sources': 2 KB)
+
+
 def _source_md_date(csv_path: Path) -> tuple[str | None, str | None]:
     """First YYYY-MM-DD in the SOURCE.md beside the CSV, and the clause it is in."""
     md = csv_path.parent / "SOURCE.md"
     if not md.is_file():
         return None, None
-    text = " ".join(md.read_text(encoding="utf-8", errors="replace").split())
-    m = re.search(r"[^.;()]*\d{4}-\d{2}-\d{2}[^.;()]*", text)
+    try:
+        raw = read_bytes(md, "SOURCE.md", SOURCE_MD_MAX)
+    except InputError:  # too big or not a file: no date from it (the CSV's date is used)
+        return None, None
+    text = " ".join(raw.decode("utf-8", errors="replace").split())
+    m = re.search(r"\d{4}-\d{2}-\d{2}", text)
     if not m:
         return None, None
-    date = re.search(r"\d{4}-\d{2}-\d{2}", m.group(0))
-    return date.group(0), m.group(0).strip()
+    start = max(text.rfind(c, 0, m.start()) for c in ".;()") + 1
+    ends = [i for i in (text.find(c, m.end()) for c in ".;()") if i >= 0]
+    return m.group(0), text[start : min(ends, default=len(text))].strip()
 
 
 def _aggregate_as_of(csv_path: Path) -> tuple[str, str]:
