@@ -47,7 +47,10 @@ from .recompute import (
     existing_start,
     fabric_speed,
     gpu_month_opex,
+    path_factor,
     purchase_residual,
+    rent_change,
+    rent_price,
     sale_entries,
     serve_demand,
 )
@@ -165,6 +168,7 @@ class ReservationRow:
     offer: Offer | None  # None unless a reserved offer of the problem
     t0: int | None
     usd: float = 0.0  # gpus x term hours x the offer's price
+    price: float = 0.0  # the offer's price at the start month, on the GPU's path
 
     @property
     def term(self) -> int:
@@ -515,7 +519,11 @@ class VerifyContext:
             if row.offer is None or row.t0 is None:
                 continue
             L = row.term
-            row.usd = max(rv.gpus, 0) * L * HOURS_PER_MONTH * row.offer.usd_per_gpu_hour
+            # signed at its start month's price on the GPU's path, fixed for the term
+            row.price = row.offer.usd_per_gpu_hour * path_factor(
+                rent_change(self.inputs, row.offer.gpu), row.t0
+            )
+            row.usd = max(rv.gpus, 0) * L * HOURS_PER_MONTH * row.price
             self.reserved_usd += row.usd
             for t in range(row.t0, min(self.T, row.t0 + L)):
                 self.res_active[(row.offer.id, t)] += max(rv.gpus, 0)
@@ -534,7 +542,7 @@ class VerifyContext:
                 continue
             o, t = row.offer, row.t
             assert o is not None and t is not None  # counted
-            row.usd = r.gpu_hours * o.marginal_usd_per_gpu_hour  # a contract is paid apart
+            row.usd = r.gpu_hours * rent_price(self.inputs, o, t)  # a contract is paid apart
             self.rental += row.usd
             self.rental_by_month[t] += row.usd
             self.rented_by_gpu[(o.gpu, t)] += r.gpu_hours

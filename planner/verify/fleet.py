@@ -261,10 +261,10 @@ def _check_reservation(chk: Checker, ctx: VerifyContext, row: ReservationRow) ->
     )
     chk.check(t0 + L <= ctx.T, f"{what}: the {L}-month term runs past the horizon")
     chk.check(
-        close(rv.usd_per_gpu_hour, o.usd_per_gpu_hour, abs_=1e-9),
-        f"{what}: rate {rv.usd_per_gpu_hour} != offer price {o.usd_per_gpu_hour}",
+        close(rv.usd_per_gpu_hour, row.price, abs_=1e-9),
+        f"{what}: rate {rv.usd_per_gpu_hour} != offer price {row.price} (its start month's)",
     )
     chk.check(
         close(rv.hours, L * H) and close(rv.usd, row.usd),
-        f"{what}: {rv.usd:,.2f} for {rv.hours:,.0f} h != {rv.gpus} GPUs x {L * H:,.0f} h x {o.usd_per_gpu_hour}",
+        f"{what}: {rv.usd:,.2f} for {rv.hours:,.0f} h != {rv.gpus} GPUs x {L * H:,.0f} h x {row.price}",
     )

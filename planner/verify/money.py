@@ -17,6 +17,7 @@ from planner.physics.demand import HOURS_PER_MONTH
 
 from .context import VerifyContext
 from .findings import Checker, Findings, close
+from .recompute import rent_price
 
 H = HOURS_PER_MONTH
 
@@ -36,7 +37,8 @@ def check_rentals(ctx: VerifyContext) -> Findings:
         if not chk.check(o is not None, f"{what}: unknown or untrusted offer {r.offer!r}"):
             continue
         assert o is not None  # for the type checker: just checked
-        if chk.month(r.month, what) is None:
+        t = chk.month(r.month, what)
+        if t is None:
             continue
         if not chk.check(
             row.hours_ok, f"{what}: gpu_hours {r.gpu_hours} is not a finite number >= 0"
@@ -48,9 +50,10 @@ def check_rentals(ctx: VerifyContext) -> Findings:
             f"{what}: kind/GPU/provider ({r.kind}, {r.gpu}, {r.provider}) differ from the offer's "
             f"({kind}, {o.gpu}, {o.provider})",
         )
-        # the offer's price is the problem's (a negotiated discount applied once, on loading);
-        # a contract's hours cost nothing at the margin: it is paid in committed_usd
-        price = o.marginal_usd_per_gpu_hour
+        # the offer's price is the problem's (a negotiated discount applied once, on loading)
+        # on its GPU's path in the rental's month; a contract's hours cost nothing at the
+        # margin: it is paid in committed_usd
+        price = rent_price(ctx.inputs, o, t)
         chk.check(
             close(r.usd_per_gpu_hour, price, abs_=1e-9),
             f"{what}: rate {r.usd_per_gpu_hour} != offer price {price}",

@@ -164,3 +164,25 @@ def gpu_month_opex(
     )
     hs = own * site.hosting_usd_per_gpu_month + kw * colo
     return pw, hs
+
+
+def path_factor(change_per_year: float, month: int) -> float:
+    """The verifier's own copy of a price path (independent of the model's): a price in month
+    ``month`` relative to month 0, ``(1 + change)^(month / 12)``.
+
+    >>> round(path_factor(-0.2, 12), 12), path_factor(0.0, 5)
+    (0.8, 1.0)
+    """
+    return 1.0 if change_per_year == 0 else (1.0 + change_per_year) ** (month / 12.0)
+
+
+def rent_change(inputs: Inputs, gpu: str) -> float:
+    """The GPU's resolved rental path (0 for inputs without a market)."""
+    market = getattr(inputs, "market", None)
+    return 0.0 if market is None else market.rent(gpu)
+
+
+def rent_price(inputs: Inputs, offer: Offer, month: int) -> float:
+    """What one GPU-hour of ``offer`` costs in ``month`` at the margin: its price on its GPU's
+    path (a contract's hours cost nothing: it is paid apart)."""
+    return offer.marginal_usd_per_gpu_hour * path_factor(rent_change(inputs, offer.gpu), month)
