@@ -169,6 +169,10 @@ class Evaluator:
         self.wb = wb
         self._memo: dict[tuple[str, int, int], Any] = {}
         self._busy: set[tuple[str, int, int]] = set()
+        # per range (SUM and SUMIFS read the same columns over and over): its values, and
+        # its positions grouped by value (a criterion is tested once per distinct value)
+        self._range_values: dict[_Range, list[Any]] = {}
+        self._range_groups: dict[_Range, dict[tuple[type, Any], tuple[Any, list[int]]]] = {}
 
     # -- cells --------------------------------------------------------------------
     def value(self, sheet: str, row: int, col: int) -> Any:
@@ -211,7 +215,29 @@ class Evaluator:
         return self._single(v) if isinstance(v, _Range) else v
 
     def values(self, rg: _Range) -> list[Any]:
-        return [self.value(rg.sheet, r, c) for r, c in rg.cells()]
+        """The values of a range, row by row (memoized: cells do not change while evaluated)."""
+        vals = self._range_values.get(rg)
+        if vals is None:
+            vals = [self.value(rg.sheet, r, c) for r, c in rg.cells()]
+            self._range_values[rg] = vals
+        return vals
+
+    def matching(self, rg: _Range, test: Callable[[Any], bool]) -> set[int]:
+        """Positions in ``rg`` (as in :meth:`values`) whose value passes ``test``."""
+        groups = self._range_groups.get(rg)
+        if groups is None:
+            groups = {}
+            for i, v in enumerate(self.values(rg)):
+                try:
+                    groups.setdefault((type(v), v), (v, []))[1].append(i)
+                except TypeError:  # an unhashable value: a group of its own
+                    groups[(type(v), id(v))] = (v, [i])
+            self._range_groups[rg] = groups
+        out: set[int] = set()
+        for v, where in groups.values():
+            if test(v):
+                out.update(where)
+        return out
 
     # -- functions ----------------------------------------------------------------
     def call(self, name: str, args: list[Any]) -> Any:
@@ -244,12 +270,13 @@ def _fn_sumifs(ev: Evaluator, args: list[Any]) -> Any:
     if len(args) < 3 or len(args) % 2 == 0 or not isinstance(args[0], _Range):
         raise UnsupportedFormula("SUMIFS arguments")
     target = ev.values(args[0])
-    keep = [True] * len(target)
+    keep: set[int] | None = None
     for rg, crit in zip(args[1::2], args[2::2], strict=True):
-        test = _criterion(ev.scalar(crit))
-        for i, v in enumerate(ev.values(rg)):
-            keep[i] = keep[i] and test(v)
-    picked = [v for v, k in zip(target, keep, strict=True) if k]
+        if len(ev.values(rg)) != len(target):
+            raise UnsupportedFormula("SUMIFS ranges of different sizes")
+        hits = ev.matching(rg, _criterion(ev.scalar(crit)))
+        keep = hits if keep is None else keep & hits
+    picked = [target[i] for i in sorted(keep)] if keep is not None else []
     errors = [v for v in picked if isinstance(v, XlError)]
     if errors:
         return errors[0]

@@ -37,9 +37,13 @@ class _Assumptions:
 
     def __post_init__(self) -> None:
         self._value_col = "C"
+        self._by_key: dict[str, list[int]] = {}  # key -> its rows, in order (find's index)
+        for i, r in enumerate(self.rows):
+            self._by_key.setdefault(r.key, []).append(i)
 
     def add(self, row: _ARow) -> int:
         self.rows.append(row)
+        self._by_key.setdefault(row.key, []).append(len(self.rows) - 1)
         return len(self.rows) - 1
 
     def cell(self, idx: int) -> str:
@@ -49,8 +53,9 @@ class _Assumptions:
     def find(self, groups: Sequence[str] | None, keys: Sequence[str]) -> int | None:
         """First row with a numeric value in one of ``groups`` (None = any) with one of ``keys``."""
         for key in keys:
-            for i, r in enumerate(self.rows):
-                if r.key == key and (groups is None or r.group in groups) and _finite(r.value):
+            for i in self._by_key.get(key, ()):
+                r = self.rows[i]
+                if (groups is None or r.group in groups) and _finite(r.value):
                     return i
         return None
 

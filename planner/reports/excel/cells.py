@@ -9,11 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
+from openpyxl.styles.cell_style import StyleArray
+from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
 FONT_NAME = "Arial"  # metric-compatible with Liberation Sans, so widths hold in LibreOffice
@@ -141,7 +144,35 @@ def _put(
         cell.data_type = "s"  # openpyxl treats a string starting with "=" as a formula
         if s.startswith(_FORMULA_LIKE):
             cell.quotePrefix = True  # and so does Excel when the cell is edited
-    cell.font = font or _F_BASE
+    _style(cell, font or _F_BASE, fmt, fill, align, border)
+    return cell
+
+
+# Per workbook: (the cell's style before, the style objects asked for) -> the style after.
+# openpyxl hashes each style object on every assignment (most of a large report's time);
+# the first cell with a combination is styled as before, the others copy its result, so the
+# workbook's style tables and every cell's style are the same as styling each cell.
+_STYLE_CACHE: weakref.WeakKeyDictionary[Workbook, dict[tuple[Any, ...], tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _style(
+    cell: Cell,
+    font: Font,
+    fmt: str | None,
+    fill: PatternFill | None,
+    align: Alignment | None,
+    border: Border | None,
+) -> None:
+    cache = _STYLE_CACHE.setdefault(cell.parent.parent, {})
+    before = None if cell._style is None else tuple(cell._style)
+    key = (before, id(font), fmt, id(fill), id(align), id(border))
+    hit = cache.get(key)
+    if hit is not None:
+        cell._style = StyleArray(hit[0])
+        return
+    cell.font = font
     if fmt:
         cell.number_format = fmt
     if fill:
@@ -150,7 +181,8 @@ def _put(
         cell.alignment = align
     if border:
         cell.border = border
-    return cell
+    # the objects are kept with the result so that their ids are never reused while cached
+    cache[key] = (tuple(cell._style), font, fill, align, border)
 
 
 def _month_value(label: str) -> Any:

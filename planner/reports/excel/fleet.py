@@ -77,13 +77,13 @@ def _fleet_cols(ctx: Ctx) -> list[_Col]:
     ]
 
 
-def _host_watts(ctx: Ctx, gpu: str, r: int) -> str:
+def _host_watts(ctx: Ctx, gpu: str, r: int, existing: bool) -> str:
     """Host watts of row ``r`` in the energy and the kW terms: servers x host W per server,
     existing GPUs (column O) their share of theirs (host W / slots); a plan from before
-    server types (no ``host_w`` on Assumptions) counts host watts per owned GPU."""
+    server types (no ``host_w`` on Assumptions) counts host watts per owned GPU.
+    ``existing``: whether any fleet row has existing or sold GPUs."""
     if ctx.a.find([f"gpu:{gpu}"], ["host_w"]) is not None:
         host = ctx.gpu_in(gpu, "host_w", "W/server")
-        existing = any(f.existing or f.sold for f in ctx.plan.fleet)
         if existing and ctx.a.find([f"gpu:{gpu}"], ["server_slots"]) is not None:
             slots = ctx.gpu_in(gpu, "server_slots", "slots")
             return f"(E{r}*{host}+O{r}*{host}/{slots})"
@@ -103,11 +103,12 @@ def _fleet_rows(ctx: Ctx) -> list[list[Any]]:
         source="not in the plan: no colocation charge by the kW",
     )
     H = ctx.H
+    existing = any(f.existing or f.sold for f in ctx.plan.fleet)
     rows: list[list[Any]] = []
     for r, f in enumerate(ctx.plan.fleet, start=FIRST_ROW):
         tdp = ctx.gpu_in(f.gpu, "tdp_w", "W")
         idle = ctx.gpu_in(f.gpu, "idle_w", "W")
-        host_w = _host_watts(ctx, f.gpu, r)
+        host_w = _host_watts(ctx, f.gpu, r, existing)
         rows.append(
             [
                 f.gpu,
