@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -83,20 +82,103 @@ def _numeric(annotation: Any) -> bool:
     return any(a in (float, int) for a in args) and bool not in args
 
 
+# Text that cannot be shown or saved: C0/C1 control characters but tab and newline (an escape
+# sequence reaches the terminal raw; XML 1.0, the workbook's format, forbids most of them),
+# lone UTF-16 surrogates and the non-characters U+FFFE/U+FFFF (no valid XML holds them).
+_BAD_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def check_text(value: str) -> str:
+    r"""``value`` if it holds only characters a terminal and a workbook can show; the shared
+    validator of every name and free text of an input (a ValueError naming the character).
+
+    >>> check_text("chat (EU)\tv2")
+    'chat (EU)\tv2'
+    >>> check_text("chat\x1b[31m")
+    Traceback (most recent call last):
+    ...
+    ValueError: control characters (escape, NUL, bell, ...) are not allowed in text: '\x1b' (U+001B) at position 4
+    >>> check_text("a\ufffe")
+    Traceback (most recent call last):
+    ...
+    ValueError: U+FFFE is not allowed in text (a workbook cannot hold it) at position 1
+    """
+    m = _BAD_TEXT.search(value)
+    if m is None:
+        return value
+    ch = m.group()
+    if ch <= "\x9f":
+        raise ValueError(
+            "control characters (escape, NUL, bell, ...) are not allowed in text: "
+            f"{ch!r} (U+{ord(ch):04X}) at position {m.start()}"
+        )
+    what = "a lone UTF-16 surrogate" if "\ud800" <= ch <= "\udfff" else f"U+{ord(ch):04X}"
+    raise ValueError(
+        f"{what} is not allowed in text (a workbook cannot hold it) at position {m.start()}"
+    )
+
+
+def _check_texts(value: Any) -> None:
+    """:func:`check_text` on a string, the strings of a list, or a mapping's keys and string
+    values (nested models check their own fields)."""
+    if isinstance(value, str):
+        check_text(value)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            if isinstance(v, str):
+                check_text(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                check_text(k)
+            if isinstance(v, str):
+                check_text(v)
+
+
+_OTHER, _NUMBER, _FLAG = 0, 1, 2
+_FIELD_KIND: dict[tuple[type, str], int] = {}
+
+
+def _field_kind(cls: Any, name: str) -> int:
+    key = (cls, name)
+    kind = _FIELD_KIND.get(key)
+    if kind is None:
+        field = cls.model_fields.get(name)
+        annotation = None if field is None else field.annotation
+        kind = _NUMBER if _numeric(annotation) else _FLAG if annotation is bool else _OTHER
+        _FIELD_KIND[key] = kind
+    return kind
+
+
 def no_bool_for_number(cls: Any, value: Any, info: Any) -> Any:
     """Pydantic ``field_validator("*", mode="before")``: YAML's ``true``/``yes`` is not a number
-    (pydantic would read it as 1 and plan with a $1 budget), and a number is not a flag."""
-    if isinstance(value, str) and any(
-        unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in value
-    ):
-        # an escape sequence in a name would reach the terminal raw (and the workbook)
-        raise ValueError("control characters (escape, NUL, bell, ...) are not allowed in text")
-    field = cls.model_fields.get(info.field_name)
-    if field is None:
-        return value
-    if isinstance(value, bool) and _numeric(field.annotation):
+    (pydantic would read it as 1 and plan with a $1 budget), a number is not a flag, and text
+    holds no character a terminal or workbook cannot show (:func:`check_text`)."""
+    _check_texts(value)
+    kind = _field_kind(cls, info.field_name)
+    if kind == _NUMBER and isinstance(value, bool):
         raise ValueError("expected a number, got a boolean (true/false/yes/no)")
-    if field.annotation is bool and not isinstance(value, bool):
+    if kind == _FLAG and not isinstance(value, bool):
         # pydantic would read 1, "yes" or "on" as true: a flag is written true or false
         raise ValueError("expected true or false")
     return value
+
+
+def no_bool(value: Any) -> Any:
+    """A ``BeforeValidator`` for numbers inside lists and mappings (``discounts: {aws: 0.25}``),
+    which the field-level check above does not reach.
+
+    >>> no_bool(0.25)
+    0.25
+    >>> no_bool(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a number, got a boolean (true/false/yes/no)
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    return value
+
+
+# A number inside a list or mapping: never a boolean.
+NotBool = BeforeValidator(no_bool)

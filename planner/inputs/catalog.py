@@ -14,9 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from planner.base.errors import InputError
 from planner.base.units import CaseInsensitive, no_bool_for_number
-from planner.base.yamlio import did_you_mean, load_yaml, validate
+from planner.base.yamlio import LocatedError, did_you_mean, load_yaml, validate
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
+
+# The largest clusters built are ~100-200k GPUs: a count of GPUs anywhere in the inputs (an
+# existing fleet, a contract, an offer's cap or block, a measured run, a planned serving peak)
+# above a million is a typo, and would swamp the solver.
+MAX_FLEET_GPUS = 1_000_000
 
 
 class Strict(BaseModel):
@@ -316,7 +321,7 @@ class Offer(Strict):
     usd_per_gpu_hour: float = Field(gt=0, le=1000)
     gpus_per_instance: int = Field(1, ge=1, le=576, description="rental unit")
     max_gpus: int | None = Field(
-        None, ge=1, le=10_000_000, description="most GPUs available at once; None = no limit"
+        None, ge=1, le=MAX_FLEET_GPUS, description="most GPUs available at once; None = no limit"
     )
     term_months: int | None = Field(None, ge=1, le=120, description="reserved: commitment length")
     marketplace: bool = False
@@ -330,7 +335,7 @@ class Offer(Strict):
     )
     # Cluster products: multi-node capacity sold as a block (1-click clusters, capacity blocks).
     cluster: bool = Field(False, description="a multi-node cluster product (training only)")
-    min_gpus: int | None = Field(None, ge=1, le=10_000_000, description="smallest block rented")
+    min_gpus: int | None = Field(None, ge=1, le=MAX_FLEET_GPUS, description="smallest block rented")
     min_term_days: float | None = Field(
         None, gt=0, le=3660, description="shortest rental paid for, days (cluster products)"
     )
@@ -424,9 +429,41 @@ class ModelCatalogFile(Strict):
     models: list[ModelArch]
 
 
+# Offer fields only the planner writes: a contract of fleet.contracts becomes a committed offer
+# available inside its term, and offers.discounts keeps the listed price beside the discounted
+# one. Set by a user they would make capacity free (committed) or fake a discount.
+PLANNER_ONLY_OFFER_FIELDS = {
+    "committed": "a contract signed before the plan goes in fleet.contracts",
+    "available_from": "a contract's term goes in fleet.contracts (start, end)",
+    "available_until": "a contract's term goes in fleet.contracts (start, end)",
+    "list_usd_per_gpu_hour": "a negotiated discount goes in offers.discounts",
+}
+
+
+def refuse_planner_fields(items: Any) -> Any:
+    """Pydantic ``field_validator(mode="before")`` for a list of offers a user wrote: no offer
+    sets a field only the planner writes (:data:`PLANNER_ONLY_OFFER_FIELDS`)."""
+    if not isinstance(items, list):
+        return items
+    bad = [
+        ((i, key), f"{key} is set by the planner, not in an offer: {why}")
+        for i, item in enumerate(items)
+        if isinstance(item, dict)
+        for key, why in PLANNER_ONLY_OFFER_FIELDS.items()
+        if key in item
+    ]
+    if bad:
+        raise LocatedError(bad)
+    return items
+
+
 class OfferFile(Strict):
     offers: list[Offer]
     provenance: dict[str, str | int | float | list[str] | None] | None = None
+
+    _planner_only = field_validator("offers", mode="before")(
+        classmethod(lambda cls, v: refuse_planner_fields(v))
+    )
 
 
 def _unique(items: list, what: str, path: Path) -> dict:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.base.errors import InputError
+from planner.base.yamlevents import locate
 from planner.base.yamlio import (
     YamlDoc,
     did_you_mean,
@@ -39,7 +40,7 @@ from planner.inputs.catalog import (
 )
 from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_defaults
 from planner.inputs.months import month_index, month_label, parse_month
-from planner.inputs.profiles import ProfileFile, Profiles
+from planner.inputs.profiles import Profiles, load_profile_file
 from planner.inputs.schema import (
     DEFAULT_MAX_LOAD,
     DEFAULT_REDUNDANCY,
@@ -278,24 +279,38 @@ def _read_profiles(
     serve, train = [], []
     for i, name in enumerate(problem.profiles):
         path = Path(name) if Path(name).is_absolute() else base / name
-        if not path.is_file():
+        if path.is_dir():
+            errors.add(("profiles", i), f"profiles file {name!r} is a directory, not a file")
+            continue
+        if not path.exists():
             errors.add(("profiles", i), f"profiles file {name!r} not found (looked in {base})")
             continue
         try:
-            doc = load_yaml(path)
-            pf = validate(ProfileFile, doc, "profiles file")
+            pf, doc = load_profile_file(path)
         except InputError as exc:
             errors.add(("profiles", i), f"profiles file {name!r}: {exc}")
             continue
+        bad: list[tuple[str, int, tuple[str, str]]] = []
         for kind, entries, out in (("serve", pf.serve, serve), ("train", pf.train, train)):
             for j, e in enumerate(entries):
-                bad = _profile_ids(e.model, e.gpu, gpus, models)
-                if bad:
-                    where = doc.where((kind, j, bad[0]))
-                    errors.add(("profiles", i), f"{where}: {kind}[{j}].{bad[0]}: {bad[1]}")
+                why = _profile_ids(e.model, e.gpu, gpus, models)
+                if why:
+                    bad.append((kind, j, why))
                 else:
                     out.append((e, str(path)))
+        shown = bad[:MAX_PROFILE_ERRORS]
+        locate(doc, [(kind, j, why[0]) for kind, j, why in shown])
+        for kind, j, (key, text) in shown:
+            where = doc.where((kind, j, key))
+            errors.add(("profiles", i), f"{where}: {kind}[{j}].{key}: {text}")
+        if len(bad) > len(shown):
+            errors.add(
+                ("profiles", i), f"... and {len(bad) - len(shown):,} more entries like these"
+            )
     return Profiles(tuple(serve), tuple(train))
+
+
+MAX_PROFILE_ERRORS = 20  # unknown ids listed per profiles file; the rest are counted
 
 
 def _profile_ids(
@@ -454,27 +469,42 @@ def contract_offers(problem: Problem, gpus: dict[str, GpuSpec]) -> dict[str, Off
     at no marginal cost (the contract is paid whatever the plan does)."""
     out = {}
     for i, c in enumerate(problem.fleet.contracts):
-        if c.gpu not in gpus:
-            continue
-        unit = c.gpus_per_instance or min(gpus[c.gpu].node_gpus, c.count)
-        oid = contract_offer_id(i, c)
-        out[oid] = Offer(
-            id=oid,
-            provider=c.provider,
-            gpu=c.gpu,
-            kind="on_demand",
-            usd_per_gpu_hour=c.usd_per_gpu_hour,
-            gpus_per_instance=min(unit, c.count),
-            max_gpus=c.count,
-            fabric=c.fabric,
-            fabric_gbps_per_gpu=c.fabric_gbps_per_gpu,
-            committed=True,
-            available_from=c.start,
-            available_until=c.end,
-            source=f"fleet.contracts[{i}]: signed before the plan",
-            as_of=c.start,
-        )
+        if c.gpu in gpus:
+            o = contract_offer(i, c, gpus[c.gpu])
+            out[o.id] = o
     return out
+
+
+def contract_offer(i: int, c: Contract, gpu: GpuSpec) -> Offer:
+    """``fleet.contracts[i]`` as a committed offer (a ValidationError if it is not a valid one)."""
+    unit = c.gpus_per_instance or min(gpu.node_gpus, c.count)
+    oid = contract_offer_id(i, c)
+    return Offer(
+        id=oid,
+        provider=c.provider,
+        gpu=c.gpu,
+        kind="on_demand",
+        usd_per_gpu_hour=c.usd_per_gpu_hour,
+        gpus_per_instance=min(unit, c.count),
+        max_gpus=c.count,
+        fabric=c.fabric,
+        fabric_gbps_per_gpu=c.fabric_gbps_per_gpu,
+        committed=True,
+        available_from=c.start,
+        available_until=c.end,
+        source=f"fleet.contracts[{i}]: signed before the plan",
+        as_of=c.start,
+    )
+
+
+def _why(exc: ValidationError) -> str:
+    """A pydantic error's messages, without pydantic's prefixes, on one line."""
+    return "; ".join(
+        f"{format_loc(tuple(e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+        if e["loc"]
+        else e["msg"].removeprefix("Value error, ")
+        for e in exc.errors()[:5]
+    )
 
 
 def _check_fleet(
@@ -517,6 +547,11 @@ def _check_fleet(
                 (*where, "provider"),
                 f"unknown provider {c.provider!r}; {did_you_mean(c.provider, known)}",
             )
+        if c.gpu in gpus:
+            try:
+                contract_offer(i, c, gpus[c.gpu])
+            except ValidationError as exc:
+                errors.add(where, f"the contract is not a valid offer: {_why(exc)}")
         if month_index(start, c.end) < 0:
             warnings.append(
                 f"fleet.contracts[{i}]: ends {c.end}, before the horizon starts ({start}): "
@@ -539,8 +574,26 @@ def resolve(
     """Check ids against the catalogs, apply overrides, gather trusted offers.
 
     Every unknown id is reported (not just the first), each as
-    ``file:line: field.path: unknown gpu 'x'; did you mean 'y'?``.
+    ``file:line: field.path: unknown gpu 'x'; did you mean 'y'?``. A model the resolution
+    builds from valid fields that does not validate is bad input too (exit 2), never a crash.
     """
+    try:
+        return _resolve(problem, doc, base_dir, gpu_catalog, model_catalog)
+    except ValidationError as exc:
+        where = f"{doc.path}: " if doc is not None else ""
+        raise InputError(
+            f"invalid problem: {where}the problem's fields do not make a valid "
+            f"{exc.title}: {_why(exc)}"
+        ) from None
+
+
+def _resolve(
+    problem: Problem,
+    doc: YamlDoc | None,
+    base_dir: Path | None,
+    gpu_catalog: dict[str, GpuSpec] | None,
+    model_catalog: dict[str, ModelArch] | None,
+) -> Inputs:
     errors = _Errors(doc)
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
     all_gpus = _custom_gpus(problem, all_gpus, errors)
@@ -611,6 +664,7 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
 __all__ = [
     "DEFAULT_MAX_LOAD", "DEFAULT_REDUNDANCY", "MAX_USD", "NAME_MAX", "SHARE_TOLERANCE", "Budget",
     "Contract", "CustomGpu", "Finance", "Fleet", "GpuOverride", "Horizon", "Inputs", "Month",
+    "contract_offer",
     "OfferChoice", "OfferOverride", "Overrides", "OwnedGpus", "Problem", "RequestBucket",
     "ServeWorkload", "Site", "Slo", "SolverOptions", "Spot", "TokenShape", "TokenSize", "Traffic",
     "TrainJob", "Window", "Workloads", "contract_offer_id", "contract_offers", "discounted",

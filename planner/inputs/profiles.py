@@ -25,13 +25,18 @@ asks :func:`serve_rate` and :func:`train_rate` for a measurement before the phys
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from planner.base.errors import InputError
 from planner.base.units import CaseInsensitive
-from planner.inputs.catalog import Strict
+from planner.base.yamlevents import load_plain_yaml, locate
+from planner.base.yamlio import Loc, YamlDoc, require_mapping, validation_message
+from planner.inputs.catalog import MAX_FLEET_GPUS, Strict
 
 Precision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive]
 
@@ -60,7 +65,7 @@ class ServeProfile(Strict):
     output: int = Field(gt=0, le=1_000_000)
     max_rps: float | None = Field(None, gt=0, le=1e6, description="req/s per replica at the SLO")
     slo: MeasuredSlo | None = None
-    points: list[MeasuredPoint] = []
+    points: list[MeasuredPoint] = Field(default_factory=list)
     source: str = Field(min_length=1, max_length=1000)
     as_of: str = Field(min_length=1, max_length=40)
 
@@ -81,15 +86,49 @@ class TrainProfile(Strict):
     model: str = Field(min_length=1)
     gpu: str = Field(min_length=1)
     precision: Precision = "bf16"
-    gpus: int = Field(ge=1, le=10_000_000)
+    gpus: int = Field(ge=1, le=MAX_FLEET_GPUS)
     tokens_per_s_per_gpu: float = Field(gt=0, le=1e9)
     source: str = Field(min_length=1, max_length=1000)
     as_of: str = Field(min_length=1, max_length=40)
 
 
 class ProfileFile(Strict):
-    serve: list[ServeProfile] = []
-    train: list[TrainProfile] = []
+    serve: list[ServeProfile] = Field(default_factory=list)
+    train: list[TrainProfile] = Field(default_factory=list)
+
+
+def load_profile_file(path: str | Path) -> tuple[ProfileFile, YamlDoc]:
+    """A profiles file, validated, and its document (for the lines of later errors).
+
+    Read by :func:`planner.base.yamlevents.load_plain_yaml`: a file of 100,000 entries
+    (13 MB) loads in seconds (``python benchmarks/inputs_profiles.py``)."""
+    doc = load_plain_yaml(path, "profiles file")
+    require_mapping(doc, "profiles file", ProfileFile)
+    try:
+        return ProfileFile.model_validate(doc.data), doc
+    except ValidationError as exc:
+        locate(doc, error_locs(exc, doc.data))
+        raise InputError(validation_message(exc, doc, "profiles file", ProfileFile)) from None
+
+
+def error_locs(exc: ValidationError, data: Any, most: int = 1000) -> list[Loc]:
+    """The data paths a validation error names (pydantic's type tags dropped), for
+    :func:`planner.base.yamlevents.locate`."""
+    out: list[Loc] = []
+    for err in exc.errors()[:most]:
+        loc: list[Any] = []
+        cur = data
+        for part in err["loc"]:
+            try:
+                cur = cur[part]
+            except (KeyError, IndexError, TypeError):
+                loc.append(part)  # a missing or unknown key: its parent's line
+                break
+            loc.append(part)
+        out.append(tuple(loc))
+        items = getattr(err.get("ctx", {}).get("error"), "items", None) or []
+        out.extend(tuple(loc) + tuple(sub) for sub, _ in items)
+    return out
 
 
 @dataclass(frozen=True)
@@ -113,11 +152,31 @@ class Profiles:
     def __bool__(self) -> bool:
         return bool(self.serve or self.train)
 
+    # Lookups go through indexes built once: with 100,000 entries a scan per (workload, GPU,
+    # tensor-parallel size, bucket) made candidate generation quadratic.
+    @functools.cached_property
+    def serve_index(self) -> dict[tuple[str, str, int, str], list[tuple[ServeProfile, str]]]:
+        """(model, gpu, tp, precision) -> the serving entries measured there, in file order."""
+        out: dict[tuple[str, str, int, str], list[tuple[ServeProfile, str]]] = {}
+        for p, f in self.serve:
+            out.setdefault((p.model, p.gpu, p.tp, p.precision), []).append((p, f))
+        return out
+
+    @functools.cached_property
+    def train_index(self) -> dict[tuple[str, str, str, int], list[tuple[TrainProfile, str]]]:
+        """(model, gpu, precision, gpus) -> the training entries measured there."""
+        out: dict[tuple[str, str, str, int], list[tuple[TrainProfile, str]]] = {}
+        for p, f in self.train:
+            out.setdefault((p.model, p.gpu, p.precision, p.gpus), []).append((p, f))
+        return out
+
     def serve_tps(self, model: str, gpu: str, precision: str) -> set[int]:
         """Tensor-parallel sizes measured for a model on a GPU at a precision."""
-        return {
-            p.tp for p, _ in self.serve if (p.model, p.gpu, p.precision) == (model, gpu, precision)
-        }
+        return {tp for (m, g, tp, pr) in self.serve_index if (m, g, pr) == (model, gpu, precision)}
+
+    def train_counts(self, model: str, gpu: str) -> set[int]:
+        """GPU counts a training profile measured for a model on a GPU (any precision)."""
+        return {k for (m, g, _, k) in self.train_index if (m, g) == (model, gpu)}
 
 
 def in_range(size: int, rng: tuple[int, int]) -> bool:
@@ -173,10 +232,8 @@ def serve_rate(
     """
     found = [
         (p, f)
-        for p, f in profiles.serve
-        if (p.model, p.gpu, p.tp, p.precision) == (model, gpu, tp, precision)
-        and in_range(p.prompt, prompt)
-        and in_range(p.output, output)
+        for p, f in profiles.serve_index.get((model, gpu, tp, precision), ())
+        if in_range(p.prompt, prompt) and in_range(p.output, output)
     ]
     if not found:
         return None
@@ -195,11 +252,7 @@ def train_rate(
     profiles: Profiles, model: str, gpu: str, precision: str, gpus: int
 ) -> Measured | None:
     """Measured tokens/s per GPU at exactly this GPU count (the lowest if measured twice)."""
-    found = [
-        (p, f)
-        for p, f in profiles.train
-        if (p.model, p.gpu, p.precision, p.gpus) == (model, gpu, precision, gpus)
-    ]
+    found = profiles.train_index.get((model, gpu, precision, gpus), [])
     if not found:
         return None
     p, f = min(found, key=lambda x: x[0].tokens_per_s_per_gpu)

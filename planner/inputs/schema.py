@@ -4,7 +4,10 @@ Workloads (training jobs, serving workloads and their request mixes), horizon, b
 GPU and offer overrides, the offers a problem trusts (files, providers, inline offers,
 discounts), finance, solver options, the existing fleet (owned GPUs, signed contracts), custom
 GPUs, and :class:`Problem` holding them all. A problem file is a contract: other tools write
-it. Unknown keys are errors (a typo must not be silently ignored), numbers must be finite,
+it. Unknown keys are errors (a typo must not be silently ignored), numbers must be finite and
+within the README's limits table (fleets and contracts up to a million GPUs, commitments up to
+the budgets' $1e12), booleans are not numbers, text holds nothing a workbook cannot
+(:func:`planner.base.units.check_text`), inline offers set no field only the planner writes,
 dates are ``YYYY-MM`` months. Loading and resolution against the catalogs are in
 :mod:`planner.inputs.problem`.
 """
@@ -15,9 +18,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from planner.base.units import CaseInsensitive, Count
+from planner.base.units import CaseInsensitive, Count, NotBool
 from planner.base.yamlio import LocatedError
-from planner.inputs.catalog import GPU_RANGES, Fabric, Offer, Strict, check_range
+from planner.inputs.catalog import (
+    FABRICS,
+    GPU_RANGES,
+    MAX_FLEET_GPUS,
+    Fabric,
+    Offer,
+    Strict,
+    check_range,
+    refuse_planner_fields,
+)
 from planner.inputs.months import month_index, month_label, parse_month
 
 Month = str
@@ -94,7 +106,7 @@ class GpuOverride(Strict):
 
 class OfferOverride(Strict):
     usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
-    max_gpus: int | None = Field(None, ge=1, le=10_000_000)
+    max_gpus: int | None = Field(None, ge=1, le=MAX_FLEET_GPUS)
     fabric: Annotated[Fabric, CaseInsensitive] | None = None
     fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
     source: str = "problem file override"
@@ -118,8 +130,13 @@ class OfferChoice(Strict):
     )
     spot_for_serving: bool = False
     extra: list[Offer] = Field(default_factory=list, description="offers written inline")
-    discounts: dict[str, Annotated[float, Field(ge=0, lt=1)]] = Field(
+    discounts: dict[str, Annotated[float, NotBool, Field(ge=0, lt=1)]] = Field(
         default_factory=dict, description="negotiated share off every price of a provider"
+    )
+
+    # committed, available_from/until and list_usd_per_gpu_hour are the planner's own
+    _planner_only = field_validator("extra", mode="before")(
+        classmethod(lambda cls, v: refuse_planner_fields(v))
     )
 
 
@@ -162,7 +179,7 @@ class TrainJob(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX)
     model: str = Field(max_length=NAME_MAX)
     # Llama 3 pre-trained on ~1.5e13 tokens; 1e15 leaves room and keeps hours finite.
-    tokens: Count = Field(gt=0, le=1e15)
+    tokens: Count = Field(ge=1, le=1e15)
     method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = "full"
     window: Window
     seq_len: int = Field(4096, ge=128, le=1_048_576)
@@ -184,6 +201,22 @@ class Traffic(Strict):
     requests_per_user_per_day: float = Field(gt=0, le=100_000, description="about one a second")
     utilization: float = Field(0.5, ge=0.1, le=1.0, description="mean load / peak load over a day")
     growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
+
+    @model_validator(mode="after")
+    def _some_requests(self) -> Traffic:
+        daily = self.daily_active_users * self.requests_per_user_per_day
+        if daily < 1:
+            raise LocatedError(
+                [
+                    (
+                        ("daily_active_users",),
+                        f"{self.daily_active_users:g} users x {self.requests_per_user_per_day:g} "
+                        f"requests per user per day is {daily:.3g} requests a day; a service "
+                        "gets at least one request a day in all",
+                    )
+                ]
+            )
+        return self
 
 
 class TokenShape(Strict):
@@ -357,7 +390,7 @@ class OwnedGpus(Strict):
     """GPUs the team has before the plan: in service (``bought``) or on order (``arrives``)."""
 
     gpu: str
-    count: int = Field(ge=1, le=10_000_000)
+    count: int = Field(ge=1, le=MAX_FLEET_GPUS)
     bought: Month | None = Field(None, description="in service before the horizon, since")
     arrives: Month | None = Field(None, description="already paid; in service from this month")
     sell: Annotated[Literal["never", "allowed"], CaseInsensitive] = "never"
@@ -381,7 +414,7 @@ class Contract(Strict):
 
     provider: str = Field(min_length=1)
     gpu: str
-    count: int = Field(ge=1, le=10_000_000)
+    count: int = Field(ge=1, le=MAX_FLEET_GPUS)
     start: Month
     end: Month
     usd_per_gpu_hour: float = Field(gt=0, le=1000)
@@ -393,14 +426,54 @@ class Contract(Strict):
 
     @model_validator(mode="after")
     def _order(self) -> Contract:
+        errs: list[tuple[tuple, str]] = []
         if month_index(self.start, self.end) < 0:
-            raise ValueError(f"end {self.end} is before start {self.start}")
+            errs.append((("end",), f"end {self.end} is before start {self.start}"))
+        if self.fabric in (None, "none") and self.fabric_gbps_per_gpu is not None:
+            errs.append(
+                (
+                    ("fabric_gbps_per_gpu",),
+                    f"fabric_gbps_per_gpu is given but fabric is {self.fabric or 'not stated'}; "
+                    f"name the fabric ({', '.join(f for f in FABRICS if f != 'none')}) or drop "
+                    "the bandwidth",
+                )
+            )
+        if self.fabric not in (None, "none") and self.fabric_gbps_per_gpu is None:
+            errs.append(
+                (
+                    ("fabric",),
+                    f"fabric {self.fabric!r} needs fabric_gbps_per_gpu (Gb/s per GPU between "
+                    "instances, e.g. 400 for one 400 Gb/s InfiniBand NIC per GPU)",
+                )
+            )
+        if errs:
+            raise LocatedError(errs)
         return self
 
 
+HOURS_PER_MONTH = 730.0  # as planner.physics.demand (a contract's hours inside the horizon)
+
+
 class Fleet(Strict):
-    owned: list[OwnedGpus] = []
-    contracts: list[Contract] = []
+    owned: list[OwnedGpus] = Field(default_factory=list)
+    contracts: list[Contract] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Fleet:
+        errs: list[tuple[tuple, str]] = []
+        for key, items in (("owned", self.owned), ("contracts", self.contracts)):
+            total = sum(x.count for x in items)
+            if total > MAX_FLEET_GPUS:
+                errs.append(
+                    (
+                        (key,),
+                        f"{total:,} GPUs in all; the planner plans fleets of up to "
+                        f"{MAX_FLEET_GPUS:,} GPUs (the largest clusters are ~100-200k)",
+                    )
+                )
+        if errs:
+            raise LocatedError(errs)
+        return self
 
 
 class CustomGpu(GpuOverride):
@@ -491,6 +564,42 @@ class Problem(Strict):
         if errs:
             raise LocatedError(errs)
         return self
+
+    @model_validator(mode="after")
+    def _commitments(self) -> Problem:
+        """What the contracts commit inside the horizon (count x hours x price) stays within
+        the planner's money ceiling, each and all together."""
+        errs: list[tuple[tuple, str]] = []
+        total = 0.0
+        for i, c in enumerate(self.fleet.contracts):
+            usd = self.contract_months(c) * HOURS_PER_MONTH * c.count * c.usd_per_gpu_hour
+            total += usd
+            if usd > MAX_USD:
+                errs.append(
+                    (
+                        ("fleet", "contracts", i),
+                        f"commits ${usd:,.4g} inside the horizon ({c.count:,} GPUs x "
+                        f"{self.contract_months(c)} months x ${c.usd_per_gpu_hour:g}/GPU-h); "
+                        f"commitments are at most ${MAX_USD:,.0f}, like budgets",
+                    )
+                )
+        if not errs and total > MAX_USD:
+            errs.append(
+                (
+                    ("fleet", "contracts"),
+                    f"the contracts commit ${total:,.4g} inside the horizon; commitments are at "
+                    f"most ${MAX_USD:,.0f} in all, like budgets",
+                )
+            )
+        if errs:
+            raise LocatedError(errs)
+        return self
+
+    def contract_months(self, c: Contract) -> int:
+        """Months of contract ``c``'s term inside the horizon."""
+        a = max(0, month_index(self.horizon.start, c.start))
+        b = min(self.horizon.months - 1, month_index(self.horizon.start, c.end))
+        return max(0, b - a + 1)
 
     def month_labels(self) -> list[str]:
         return [month_label(self.horizon.start, t) for t in range(self.horizon.months)]

@@ -15,10 +15,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from planner.base.errors import InfeasibleError, InputError
+from planner.base.errors import InfeasibleError
 from planner.inputs.catalog import GpuSpec, Offer
 from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
 from planner.inputs.profiles import Measured
+from planner.optimize.fleet_size import check_fleet_size
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.capacity import (
     BucketCapacity,
@@ -181,8 +182,7 @@ def _fabric_calibration(calib: Calibration, gbs: float) -> Calibration:
 
 def _train_counts(job: TrainJob, inputs: Inputs, gid: str) -> list[int]:
     """GPU counts tried: the usual ladder plus any count a profile measured."""
-    measured = {p.gpus for p, _ in inputs.profiles.train if (p.model, p.gpu) == (job.model, gid)}
-    return sorted(set(TRAIN_COUNTS) | measured)
+    return sorted(set(TRAIN_COUNTS) | inputs.profiles.train_counts(job.model, gid))
 
 
 def _fabric_hours(
@@ -429,6 +429,21 @@ def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
     return any(k * ra > rb * (1 + 1e-12) for ra, rb in pairs) or (a.tp, a.key) < (b.tp, b.key)
 
 
+def capped(o: Offer) -> bool:
+    """An offer whose capacity is limited: a cap on its GPUs, or an availability window (a
+    contract's term). Such an offer never stands in for an unlimited one when pairs are pruned.
+
+    >>> from types import SimpleNamespace as NS
+    >>> capped(NS(max_gpus=None)), capped(NS(max_gpus=None, available_until="2027-03"))
+    (False, True)
+    """
+    return (
+        o.max_gpus is not None
+        or getattr(o, "available_from", None) is not None
+        or getattr(o, "available_until", None) is not None
+    )
+
+
 def serve_rental_pairs(
     cands: list[ServeCandidate], offers: Iterable[Offer], spot_ok: bool
 ) -> list[tuple[ServeCandidate, Offer]]:
@@ -467,10 +482,10 @@ def serve_rental_pairs(
             (o for o in eligible if o.kind != "reserved"),
             key=lambda o: (o.marginal_usd_per_gpu_hour, o.id),
         )
-        uncapped = next((o for o in plain if o.max_gpus is None), None)
+        uncapped = next((o for o in plain if not capped(o)), None)
         for o in plain:
             if o is uncapped or (
-                o.max_gpus is not None
+                capped(o)
                 and (
                     uncapped is None
                     or o.marginal_usd_per_gpu_hour < uncapped.marginal_usd_per_gpu_hour
@@ -481,13 +496,11 @@ def serve_rental_pairs(
 
     def rank(i: int) -> tuple[float, float, bool, int]:
         c, o = kept[i]
-        return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, o.max_gpus is not None, i)
+        return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, capped(o), i)
 
     if any(getattr(c, "mixed", False) for c, _ in kept):
         return _mix_pairs(kept)
-    leaders = [
-        rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and o.max_gpus is None
-    ]
+    leaders = [rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and not capped(o)]
     out = []
     for i, (c, o) in enumerate(kept):
         if o.kind != "reserved":
@@ -515,7 +528,7 @@ def _mix_pairs(kept: list[tuple[ServeCandidate, Offer]]) -> list[tuple[ServeCand
     def dominated(i: int) -> bool:
         c, o = kept[i]
         for j, (d, p) in enumerate(kept):
-            if j == i or p.kind == "reserved" or p.max_gpus is not None:
+            if j == i or p.kind == "reserved" or capped(p):
                 continue
             pairs = list(zip(d.bucket_rates, c.bucket_rates, strict=True))
             if cost(d, p) > cost(c, o) or any(x < y for x, y in pairs):
@@ -642,41 +655,8 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
         cands.serve[w.name] = sc
         cands.dropped.extend(dropped)
         peak = max((cands.demand[(w.name, t, 0)] for t in cands.active[w.name]), default=0.0)
-        check_fleet_size(w, sc, peak, f"{inputs.source_path}: workloads.serve[{i}].traffic")
+        check_fleet_size(w, sc, peak, f"{inputs.source_path}: workloads.serve[{i}]")
     return cands
-
-
-# The largest clusters built are ~100-200k GPUs; a plan ten times that is a typo in the traffic.
-MAX_FLEET_GPUS = 1_000_000
-
-
-def gpus_needed(peak_rps: float, cands: list[ServeCandidate]) -> float:
-    """GPUs the peak needs on the most efficient candidate: ``peak / max(rate / tp)``.
-
-    >>> from types import SimpleNamespace as S
-    >>> gpus_needed(100.0, [S(rate_rps=5.0, tp=1), S(rate_rps=20.0, tp=2)])
-    10.0
-    """
-    best = max((c.rate_rps / c.tp for c in cands), default=0.0)
-    return math.inf if best <= 0 else peak_rps / best
-
-
-def check_fleet_size(
-    w: ServeWorkload, cands: list[ServeCandidate], peak_rps: float, where: str
-) -> None:
-    """Refuse traffic no fleet could serve (and whose numbers would swamp the solver)."""
-    if not cands:
-        return  # no configuration at all: reported as infeasible with the reasons
-    need = gpus_needed(peak_rps, cands)
-    if need > MAX_FLEET_GPUS:
-        raise InputError(
-            f"{where}: serving workload {w.name!r}: its peak of {peak_rps:,.3g} requests/s would need "
-            f"{need:,.3g} GPUs even on the most efficient configuration; the planner plans "
-            f"fleets of up to {MAX_FLEET_GPUS:,} GPUs. Check traffic.daily_active_users "
-            f"({w.traffic.daily_active_users:,.3g}), requests_per_user_per_day "
-            f"({w.traffic.requests_per_user_per_day:,.3g}) and growth_per_month "
-            f"({w.traffic.growth_per_month:g})"
-        )
 
 
 MIN_JOB_WALL_HOURS = 0.25
@@ -736,7 +716,9 @@ def check_candidates(inputs: Inputs, cands: Candidates) -> None:
             )
     lines += _unserved_buckets(inputs, cands)
     if lines:
-        raise InfeasibleError("infeasible: " + "; ".join(ln.split(":")[0] for ln in lines), lines)
+        notes = [f"note: {w}" for w in inputs.warnings]  # said, not refused, on loading
+        head = "infeasible: " + "; ".join(ln.split(":")[0] for ln in lines)
+        raise InfeasibleError(head, lines + notes)
 
 
 def _unserved_buckets(inputs: Inputs, cands: Candidates) -> list[str]:

@@ -2,19 +2,25 @@
 
 :func:`diagnose_infeasible` returns plain-language lines:
 
+0. Before any solve: an existing fleet that may not be sold (``fleet.owned``, ``sell: never``)
+   drawing more than the power cap on its own is named with its kW against the cap.
 1. With every limit removed (capex budget, total budget, power cap) is there a plan? If not,
    the cause is structural: each workload is tried alone and, for one that cannot be placed,
    every GPU that could run it is listed with why it can be neither bought (licence:
    GeForce cards without ``site.consumer_gpus_allowed``) nor rented (no trusted offer for
    it, offers filtered out by ``offers.providers``/``offers.marketplaces``, instances too
-   small for the tensor-parallel group or the training job, availability caps, reserved
-   terms longer than the horizon, spot not allowed).
+   small for the tensor-parallel group or the training job, availability caps, contracts
+   whose terms miss the months the workload needs, reserved terms longer than the horizon,
+   spot not allowed).
 2. Otherwise each limit is probed on its own: the limit is removed (the others kept) and the
    smallest value of that limit that admits a plan is found by minimizing it (capex spend,
-   total cost, peak kW of the owned fleet). A limit below that value is reported with the
-   smallest value that would do.
+   total cost, peak kW of the owned fleet, existing cards included until sold). A limit below
+   that value is reported with the smallest value that would do.
 3. If no single limit is to blame, the limits act together; the lines say what each needs on
    its own and that relaxing any of them helps.
+
+The warnings of loading (``Inputs.warnings``, e.g. a contract that ended before the horizon)
+follow the lines as ``note:`` lines.
 
 Relaxed problems are built from modified inputs (not by deleting constraints from a built
 model) so that bounds the model derives from the limits are relaxed too. Candidates (the
@@ -36,10 +42,12 @@ from planner.optimize.candidates import (
     Candidates,
     TrainCandidate,
     build_candidates,
+    offer_months,
     offer_wall_hours,
     rental_gpus,
 )
 from planner.optimize.model import PlannerModel, build_model, nominal_total
+from planner.optimize.model.core import existing_in_service
 from planner.optimize.solve import solve_model
 from planner.physics.demand import HOURS_PER_MONTH
 
@@ -95,17 +103,27 @@ def only_workloads(cands: Candidates, names: set[str]) -> Candidates:
 
 
 def _peak_kw_objective(m: PlannerModel) -> None:
+    """Minimize the site's peak kW: bought servers and cards, and the existing cards in service
+    (``fleet.owned``, until sold), as the ``power_cap`` rows count them."""
     site = m.inputs.problem.site
     peak = pulp.LpVariable("diagnose_peak_kw", lowBound=0)
     for t in range(len(m.cands.months)):
         terms: dict[pulp.LpVariable, float] = defaultdict(float)  # a full server's buy var
+        existing_kw = 0.0
         for g, gpu in m.inputs.gpus.items():  # carries both its cards' and its host's kW
             card_kw, server_kw = gpu.tdp_w.value * site.pue / 1000, gpu.host_w * site.pue / 1000
             for v, coef in m.own[(g, t)].items():
                 terms[v] += coef * card_kw
             for tau in range(t + 1):
                 terms[m.buy[(g, tau)]] += server_kw
-        m.prob += pulp.LpAffineExpression(dict(terms)) - peak <= 0, f"diagnose_peak_kw_{t}"
+            per_card = (gpu.tdp_w.value + gpu.host_w / max(gpu.slots, 1)) * site.pue / 1000
+            existing_kw += existing_in_service(m, g, t) * per_card
+            for v, n in m.sold.get((g, t), {}).items():
+                terms[v] -= n * per_card
+        m.prob += (
+            pulp.LpAffineExpression(dict(terms)) - peak <= -existing_kw,
+            f"diagnose_peak_kw_{t}",
+        )
     m.prob.setObjective(pulp.LpAffineExpression([(peak, 1.0)]))
 
 
@@ -178,7 +196,50 @@ def _buy_reason(inputs: Inputs, gpu_id: str) -> str | None:
     return None
 
 
-def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Callable) -> str:
+def _spans(months: list[int], labels: list[str]) -> str:
+    """Month indexes as label ranges: ``[0, 1, 2, 5]`` -> ``2027-01..2027-03, 2027-06``."""
+    out: list[str] = []
+    for t in sorted(months):
+        if out and out[-1][1] == t - 1:
+            out[-1][1] = t
+        else:
+            out.append([t, t])
+    text = [labels[a] if a == b else f"{labels[a]}..{labels[b]}" for a, b in out]
+    return ", ".join(text[:4]) + (", ..." if len(text) > 4 else "")
+
+
+def _window_gap(inputs: Inputs, good: list[Offer], need: Need) -> str | None:
+    """Why offers that fit cannot carry a workload in time: their terms (a contract's start
+    and end) leave months it needs without any offer (``need``: month indexes, every one
+    needed, or any one)."""
+    p = inputs.problem
+    months, every, what = need
+    have: set[int] = set()
+    for o in good:
+        have.update(offer_months(o, p.horizon.start, p.horizon.months))
+    missing = [t for t in months if t not in have]
+    if not missing or (not every and len(missing) < len(months)):
+        return None
+    terms = "; ".join(
+        f"{o.id} {o.available_from or 'before'}..{o.available_until or 'after'}"
+        for o in good
+        if o.available_from is not None or o.available_until is not None
+    )
+    labels = p.month_labels()
+    return (
+        f"the {len(good)} offer(s) that fit are available only inside their terms ({terms}): "
+        f"none in {_spans(missing, labels)}, where {what}"
+    )
+
+
+# What a workload needs of the offers' terms: month indexes, whether every one is needed
+# (serving) or any one (a training run inside its window), and how to say it.
+Need = tuple[list[int], bool, str]
+
+
+def _offer_summary(
+    inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Callable, need: Need
+) -> str:
     offers = [o for o in inputs.offers.values() if o.gpu == gpu_id]
     hidden = _untrusted_offers(inputs, gpu_id)
     if not offers:
@@ -187,6 +248,9 @@ def _offer_summary(inputs: Inputs, gpu_id: str, eligible: Callable, why_not: Cal
             text += " (filtered out: " + "; ".join(hidden) + ")"
         return text
     good = [o for o in offers if eligible(o)]
+    gap = _window_gap(inputs, good, need) if good else None
+    if gap:
+        return gap
     if good:
         capped = [o for o in good if o.max_gpus is not None]
         if len(capped) == len(good):
@@ -208,7 +272,7 @@ def _neither_buy_nor_rent(inputs: Inputs, gpu_id: str, rent: str) -> str:
     return (buy + "; and " if buy else "") + rent
 
 
-def _serve_gpu_line(inputs: Inputs, gpu_id: str, tps: list[int]) -> str:
+def _serve_gpu_line(inputs: Inputs, gpu_id: str, tps: list[int], need: Need) -> str:
     """Why a serving workload that ``gpu_id`` can run at tensor-parallel sizes ``tps`` cannot
     run on it: it cannot be bought, and no offer rents instances of it a replica fits in."""
     p = inputs.problem
@@ -229,12 +293,14 @@ def _serve_gpu_line(inputs: Inputs, gpu_id: str, tps: list[int]) -> str:
             return f"a reserved term is longer than the {T}-month horizon"
         return f"instances hold at most {biggest} GPUs, a replica needs {min(tps)} in one instance"
 
-    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not, need)
     tp_text = "/".join(f"tp{t}" for t in tps)
     return f"{gpu_id} ({tp_text}) meets the SLO, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
 
 
-def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCandidate]) -> str:
+def _train_gpu_line(
+    inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCandidate], need: Need
+) -> str:
     """Why training job ``j``, which fits its window on ``gpu_id`` in the configurations
     ``cl``, cannot run on it: it cannot be bought, and no offer rents enough of it."""
     kmin = min(c.gpus for c in cl)
@@ -268,7 +334,7 @@ def _train_gpu_line(inputs: Inputs, j: TrainJob, gpu_id: str, cl: list[TrainCand
         return f"spot can carry at most {j.spot.max_share:.0%} of the job (spot.max_share)"
 
     sizes = ", ".join(f"x{c.gpus} {c.wall_hours:,.0f} h" for c in cl)
-    rent = _offer_summary(inputs, gpu_id, eligible, why_not)
+    rent = _offer_summary(inputs, gpu_id, eligible, why_not, need)
     return f"{gpu_id} ({sizes}) fits the window, but " + _neither_buy_nor_rent(inputs, gpu_id, rent)
 
 
@@ -304,16 +370,21 @@ def fabric_notes(inputs: Inputs, cands: Candidates) -> list[str]:
 def explain_workload(inputs: Inputs, cands: Candidates, name: str) -> str:
     """Why one workload, alone and without limits, has no plan."""
     p = inputs.problem
+    labels = p.month_labels()
     if name in cands.serve:
         w = next(x for x in p.workloads.serve if x.name == name)
+        act = cands.active.get(name, [])
+        need: Need = (act, True, f"the workload runs {_spans(act, labels)}")
         parts = [
-            _serve_gpu_line(inputs, g, sorted(c.tp for c in cands.serve[name] if c.gpu == g))
+            _serve_gpu_line(inputs, g, sorted(c.tp for c in cands.serve[name] if c.gpu == g), need)
             for g in sorted({c.gpu for c in cands.serve[name]})
         ]
         return f"serving workload {w.name!r} cannot be placed: " + " | ".join(parts)
     j = next(x for x in p.workloads.train if x.name == name)
+    window = cands.window.get(name, [])
+    need = (window, False, f"the job's window is {_spans(window, labels)}")
     parts = [
-        _train_gpu_line(inputs, j, g, [c for c in cands.train[name] if c.gpu == g])
+        _train_gpu_line(inputs, j, g, [c for c in cands.train[name] if c.gpu == g], need)
         for g in sorted({c.gpu for c in cands.train.get(name, [])})
     ]
     a = month_index(p.horizon.start, j.window.start)
@@ -338,10 +409,52 @@ def diagnose_infeasible(
     time_limit: float | None = None,
 ) -> list[str]:
     """Lines saying why ``inputs`` has no plan and what would fix it."""
+    notes = [f"note: {w}" for w in inputs.warnings]  # said, not refused, on loading
     cands = cands or build_candidates(inputs)
-    lines = _without_candidates(cands)
+    lines = _without_candidates(cands) or existing_power_lines(inputs)
     if lines:
-        return lines
+        return lines + notes
+    return _diagnose(inputs, cands, solver, time_limit) + notes
+
+
+def existing_power_lines(inputs: Inputs) -> list[str]:
+    """The existing fleet that may not be sold (``fleet.owned``, ``sell: never``) drawing more
+    than ``site.power_cap_kw`` in some month on its own: no plan can fit under the cap.
+
+    A card draws its TDP and its share of its server's host watts, times the PUE, as in the
+    ``power_cap`` rows (:mod:`planner.optimize.model.limits`)."""
+    p = inputs.problem
+    cap = p.site.power_cap_kw
+    if cap is None or not p.fleet.owned:
+        return []
+    T = p.horizon.months
+    kw = [0.0] * T
+    parts: list[list[str]] = [[] for _ in range(T)]
+    for o in p.fleet.owned:
+        gpu = inputs.gpus.get(o.gpu)
+        if o.sell != "never" or gpu is None:
+            continue
+        per_card = (gpu.tdp_w.value + gpu.host_w / max(gpu.slots, 1)) * p.site.pue / 1000
+        start = 0 if o.arrives is None else max(0, month_index(p.horizon.start, o.arrives))
+        for t in range(start, T):
+            kw[t] += o.count * per_card
+            parts[t].append(f"{o.count:,} x {o.gpu} at {per_card:,.2f} kW")
+    t = max(range(T), key=lambda k: kw[k])
+    if kw[t] <= cap * (1 + 1e-9) + 1e-6:
+        return []
+    return [
+        f"power cap too low for the existing fleet: the GPUs of fleet.owned that may not be "
+        f"sold (sell: never) draw {kw[t]:,.1f} kW on their own in {p.month_labels()[t]} "
+        f"({'; '.join(parts[t])}; TDP and host share x PUE {p.site.pue:g}), above "
+        f"site.power_cap_kw = {cap:,.1f} kW (short by {kw[t] - cap:,.1f} kW); raise the cap "
+        "or allow selling them (sell: allowed)"
+    ]
+
+
+def _diagnose(
+    inputs: Inputs, cands: Candidates, solver: str, time_limit: float | None
+) -> list[str]:
+    """The probes of :func:`diagnose_infeasible` (steps 1-3 of the module docstring)."""
 
     def probe(inp: Inputs, objective: str, c: Candidates = cands) -> Probe:
         return minimize(inp, c, objective, solver, time_limit)
