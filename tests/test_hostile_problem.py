@@ -480,3 +480,22 @@ def _get(tree: Any, path: tuple) -> Any:
     for part in path:
         tree = tree[part]
     return tree
+
+
+def test_a_warning_the_planner_builds_is_shown_on_a_successful_solve(tmp_path):
+    """A contract that ended before the horizon is no error (it costs nothing now), but the
+    user is told: the warning is printed on stderr, and the plan is still made."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    src = (Path(__file__).parent.parent / "problems" / "inference_startup.yaml").read_text()
+    past = (
+        "\nfleet:\n  contracts:\n    - {provider: lambda, gpu: l40s, count: 8, "
+        "start: 2025-01, end: 2025-06, usd_per_gpu_hour: 2.0}\n"
+    )
+    problem = tmp_path / "p.yaml"
+    problem.write_text(src + past)
+    res = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel", "--time-limit", "30"])
+    assert res.exit_code == 0, res.output
+    assert "warning:" in res.output and "2025-06" in res.output

@@ -59,6 +59,7 @@ def solve(
     from planner.verify import verify_report
 
     inputs = load_problem(problem)
+    print_warnings(inputs.warnings)
     xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
     check_outputs(problem, xlsx, json_path if json_path != "-" else None)
     limit = time_limit if time_limit is not None else inputs.problem.solver.time_limit_s
@@ -126,3 +127,13 @@ def check_outputs(problem: Path, *outputs: Path | str | None) -> None:
             raise OutputError(f"cannot write {out}: it is the problem file itself")
         if any(same_file(out, other) for other in given[:i]):
             raise OutputError(f"cannot write {out}: the workbook and the JSON need two files")
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """What the planner noticed and did not refuse (a contract that ended before the horizon),
+    on stderr so a JSON on stdout stays clean."""
+    from rich.markup import escape
+
+    err = Console(stderr=True, emoji=False)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)

@@ -16,6 +16,7 @@ import click
 
 from planner.base.errors import ExitCode
 from planner.cli.options import SOLVERS, gap_option, time_limit_option
+from planner.cli.solve import print_warnings
 
 
 @click.command()
@@ -31,6 +32,7 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
     from planner.verify import verify_report
 
     inputs = load_problem(problem)
+    print_warnings(inputs.warnings)
     plan = Plan.from_json_file(plan_json)
     rep = verify_report(inputs, plan)
     if plan.problem_sha256 and inputs.source_sha256 and plan.problem_sha256 != inputs.source_sha256:
@@ -84,6 +86,7 @@ def explain(
     from planner.inputs.problem import load_problem
 
     inputs = load_problem(problem)
+    print_warnings(inputs.warnings)
     ex = explain_plan(
         inputs, solver=solver, time_limit=time_limit, gap=gap, resolve=not no_resolve, top=top
     )
