@@ -19,10 +19,11 @@ PRICE = "offers.extra.cloud-a100-od.usd_per_gpu_hour"
 
 @pytest.fixture()
 def small(tmp_path: Path) -> Path:
-    # undiscounted and without resale: the break-even below is checked against the plain
-    # cost of an owned GPU-hour
+    # undiscounted, without resale, flat prices and no lead time: the break-even below is
+    # checked against the plain cost of an owned GPU-hour
     p = tmp_path / "small.yaml"
-    p.write_text(SMALL + "finance: {discount_rate: 0, residual: none}\n")
+    flat = "market: {rent_change_per_year: 0, buy_change_per_year: 0, lead_months: 0}\n"
+    p.write_text(SMALL + "finance: {discount_rate: 0, residual: none}\n" + flat)
     return p
 
 

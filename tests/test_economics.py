@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from planner.base.errors import InputError
 from planner.cli import cli
 from planner.inputs.catalog import Sourced, SourcedRange, load_gpus
+from planner.inputs.market import Market
 from planner.inputs.problem import Finance, load_problem, resolve
 from planner.optimize.model import build_model
 from planner.optimize.solve import solve_model
@@ -311,8 +312,9 @@ def _essence(plan: dict) -> dict:
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_nominal_settings_give_the_plans_of_before(path):
-    """Regression of the nominal path: with no discounting, no resale, hosting per GPU only and
-    servers priced as the old per-GPU overhead, every reference plan is the one stored (before
+    """Regression of the nominal path: with no discounting, no resale, hosting per GPU only,
+    flat prices with no lead time and servers priced as the old per-GPU overhead, every
+    reference plan is the one stored (before
     issue 14 these were the plans of the time; regenerated once for issue 15's intended
     changes: whole replicas, fabrics, headroom and redundancy)."""
     base = load_problem(path).problem
@@ -323,6 +325,7 @@ def test_nominal_settings_give_the_plans_of_before(path):
         update={
             "finance": Finance(discount_rate=0, residual="none"),
             "site": base.site.model_copy(update=site),
+            "market": Market(rent_change_per_year=0, buy_change_per_year=0, lead_months=0),
         }
     )
     inputs = resolve(problem, base_dir=path.parent, gpu_catalog=_per_gpu_catalog())

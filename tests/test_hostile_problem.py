@@ -336,6 +336,7 @@ def test_the_power_probe_counts_the_existing_fleet(tmp_path):
         d["budget"]["capex_usd"] = 2_000_000
         d["site"]["power_cap_kw"] = cap
         d["workloads"]["serve"][0]["traffic"]["daily_active_users"] = 1_500_000
+        d["market"] = {"lead_months": 0}  # in stock: no rentals could bridge a lead time
 
     code, out = run("solve", write(tmp_path, edited(lambda d: edit(d, 20))), "--no-excel")
     assert code == 3 and "site.power_cap_kw = 20.0 kW" in out, out
@@ -499,3 +500,17 @@ def test_a_warning_the_planner_builds_is_shown_on_a_successful_solve(tmp_path):
     res = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel", "--time-limit", "30"])
     assert res.exit_code == 0, res.output
     assert "warning:" in res.output and "2025-06" in res.output
+
+
+def test_a_lead_time_no_rental_can_bridge_is_named(tmp_path):
+    """The same problem with the catalog's lead time (2 months for an H100) and nothing to rent:
+    infeasible, and the diagnosis names the lead time, not a power cap or an offer."""
+
+    def edit(d):
+        d.update(gpus=["h100-sxm"], offers={"files": []}, fleet={})
+        d["budget"]["capex_usd"] = 2_000_000
+        d["site"]["power_cap_kw"] = 10_000
+
+    code, out = run("solve", write(tmp_path, edited(edit)), "--no-excel")
+    assert code == 3, out
+    assert "purchases cannot arrive in time" in out and "h100-sxm: 2 month(s)" in out, out

@@ -82,8 +82,10 @@ def test_bad_values_are_refused(bad):
 def test_unknown_gpu_and_lead_longer_than_the_horizon_name_the_field():
     with pytest.raises(InputError, match=r"market.gpus.h100: .*did you mean 'h100-sxm'"):
         resolve_market(Market(gpus={"h100": GpuMarket()}), GPUS, 36)
-    with pytest.raises(InputError, match="lead_months for h100-sxm: 12 months"):
-        resolve_market(Market(lead_months=12), ["h100-sxm"], 12)
+    with pytest.raises(InputError, match=r"market.lead_months: 13 months is longer than the 12"):
+        resolve_market(Market(lead_months=13), ["h100-sxm"], 12)
+    # a catalog default longer than a short horizon is no error: nothing ordered serves in it
+    assert resolve_market(Market(), ["b200"], 2).lead_months("b200") == 3
 
 
 def test_price_factor_compounds_monthly():

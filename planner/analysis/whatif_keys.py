@@ -30,12 +30,18 @@ ALIASES = {
     "power_price": "site.power_usd_per_kwh",
     "discount_rate": "finance.discount_rate",
     "colo_price": "site.colo_usd_per_kw_month",
+    "rent_change": "market.rent_change_per_year (every GPU's rental path)",
+    "buy_change": "market.buy_change_per_year (every GPU's purchase path)",
+    "lead_months": "market.lead_months (every GPU's order-to-service months)",
 }
 # Aliases that stand for one path of the problem file.
 _PATH_ALIASES = {
     "power_price": ("site", "power_usd_per_kwh"),
     "discount_rate": ("finance", "discount_rate"),
     "colo_price": ("site", "colo_usd_per_kw_month"),
+    "rent_change": ("market", "rent_change_per_year"),
+    "buy_change": ("market", "buy_change_per_year"),
+    "lead_months": ("market", "lead_months"),
 }
 
 # The default grid when no --vary is given: 8 x 5 = 40 scenarios.

@@ -37,4 +37,5 @@ class FinanceTerms:
     depreciation_years: float = 5.0
     colo_usd_per_kw_month: float = 0.0
     currency_label: str = "USD"
+    capex_at: str = "order"  # order | delivery: when a purchase's capex is paid
     sources: tuple[tuple[str, str], ...] = ()  # (field, source) of each default used

@@ -101,8 +101,8 @@ def resolve_market(
     defaults: list[MarketDefault] | None = None,
 ) -> MarketTerms:
     """Each GPU type's path by the precedence in the module docstring. Raises InputError for a
-    ``market.gpus`` id that is not a GPU of the problem, or a lead time not shorter than the
-    horizon (nothing bought could ever serve)."""
+    ``market.gpus`` id that is not a GPU of the problem, or a lead time the problem sets longer
+    than the horizon."""
     unknown = [g for g in market.gpus if g not in gpu_ids]
     if unknown:
         raise InputError(
@@ -122,11 +122,14 @@ def resolve_market(
             if g in by_gpu:
                 r = getattr(by_gpu[g], figure)
                 ranges[(g, figure)] = (r.low, r.high)
-        if lead[g] >= horizon_months:
+        # a catalog default longer than a short horizon only means nothing ordered serves in
+        # it; a lead the user wrote that outruns the horizon is a mistake
+        user_set = sources[(g, "lead_months")].startswith("problem file")
+        if user_set and lead[g] > horizon_months:
             raise InputError(
-                f"market lead_months for {g}: {lead[g]} months is not shorter than the "
-                f"{horizon_months}-month horizon; nothing ordered could serve (allowed: "
-                f"0 to {horizon_months - 1})"
+                f"{sources[(g, 'lead_months')].removeprefix('problem file: ')}: {lead[g]} "
+                f"months is longer than the {horizon_months}-month horizon ({g}); allowed: "
+                f"0 to {horizon_months}"
             )
     return MarketTerms(rent, buy, lead, sources, ranges)
 

@@ -8,6 +8,7 @@ not be silently ignored), numbers must be finite, dates are ``YYYY-MM`` months. 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from planner.inputs.catalog import (
     with_server,
 )
 from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_defaults
+from planner.inputs.market import MarketTerms, resolve_market
 from planner.inputs.months import month_index, month_label, parse_month
 from planner.inputs.profiles import Profiles, load_profile_file
 from planner.inputs.schema import (
@@ -89,6 +91,7 @@ class Inputs:
     finance: FinanceTerms = field(default_factory=FinanceTerms)
     warnings: list[str] = field(default_factory=list)  # said, not refused (e.g. a past contract)
     profiles: Profiles = field(default_factory=Profiles)
+    market: MarketTerms = field(default_factory=MarketTerms)  # price paths and lead times
 
 
 def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> FinanceTerms:
@@ -121,6 +124,7 @@ def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> 
         depreciation_years=years,
         colo_usd_per_kw_month=colo,
         currency_label=f.currency_label,
+        capex_at=f.capex_at,
         sources=tuple(used),
     )
 
@@ -617,6 +621,7 @@ def _resolve(
         finance=finance_terms(problem),
         warnings=warnings,
         profiles=profiles,
+        market=resolve_market(problem.market, list(gpus), problem.horizon.months),
     )
 
 
@@ -627,18 +632,7 @@ def load_problem(path: str | Path) -> Inputs:
     problem = validate(Problem, doc, "problem file")
     inputs = resolve(problem, doc, base_dir=p.resolve().parent)
     digest = hashlib.sha256(p.read_bytes()).hexdigest()
-    return Inputs(
-        inputs.problem,
-        inputs.gpus,
-        inputs.models,
-        inputs.offers,
-        source_path=str(p),
-        source_sha256=digest,
-        offer_files=inputs.offer_files,
-        finance=inputs.finance,
-        warnings=inputs.warnings,
-        profiles=inputs.profiles,
-    )
+    return dataclasses.replace(inputs, source_path=str(p), source_sha256=digest)
 
 
 def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = None) -> Inputs:
@@ -646,18 +640,8 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
     doc = parse_yaml_text(text, Path(name))
     problem = validate(Problem, doc, "problem file")
     inputs = resolve(problem, doc, base_dir=base_dir)
-    return Inputs(
-        inputs.problem,
-        inputs.gpus,
-        inputs.models,
-        inputs.offers,
-        source_path=name,
-        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        offer_files=inputs.offer_files,
-        finance=inputs.finance,
-        warnings=inputs.warnings,
-        profiles=inputs.profiles,
-    )
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return dataclasses.replace(inputs, source_path=name, source_sha256=digest)
 
 
 # The schema and month names are re-exported: callers import them from here.

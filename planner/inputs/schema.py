@@ -30,6 +30,7 @@ from planner.inputs.catalog import (
     check_range,
     refuse_planner_fields,
 )
+from planner.inputs.market import Market
 from planner.inputs.months import month_index, month_label, parse_month
 
 Month = str
@@ -379,6 +380,9 @@ class Finance(Strict):
     )
     depreciation_years: float | None = Field(None, ge=1, le=50)
     currency_label: str = Field("USD", min_length=1, max_length=10)
+    capex_at: Annotated[Literal["order", "delivery"], CaseInsensitive] = Field(
+        "order", description="a purchase's capex is paid when it is ordered or on delivery"
+    )
 
 
 class SolverOptions(Strict):
@@ -495,6 +499,7 @@ class Problem(Strict):
     workloads: Workloads
     fleet: Fleet = Fleet()
     finance: Finance = Finance()
+    market: Market = Market()
     solver: SolverOptions = SolverOptions()
     custom_gpus: dict[str, CustomGpu] = Field(
         default_factory=dict, description="GPUs the catalogs do not list, by id"

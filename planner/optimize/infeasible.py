@@ -461,7 +461,7 @@ def _diagnose(
 
     free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
     if free.value is None:
-        return _unplaceable(inputs, cands, probe, free)
+        return _lead_time_lines(inputs, probe) or _unplaceable(inputs, cands, probe, free)
     spec = _limit_spec(inputs)
     unlimited: dict[str, Probe] = {}  # what each limit needs when no limit applies
 
@@ -474,6 +474,34 @@ def _diagnose(
     if lines:
         return lines + fabric_notes(inputs, cands)
     return _limits_together(spec, need_alone)
+
+
+def _lead_time_lines(inputs: Inputs, probe) -> list[str]:
+    """When purchases take months to arrive (``market.lead_months`` or the catalog default)
+    and the problem has a plan with no lead time and no limit: the lead times are the cause,
+    named with the first month a purchase of each type can serve."""
+    market = inputs.market
+    leads = {g: market.lead_months(g) for g in inputs.gpus if market.lead_months(g) > 0}
+    if not leads:
+        return []
+    instant = dataclasses.replace(
+        market, lead={g: 0 for g in inputs.gpus}, sources=dict(market.sources)
+    )
+    unlimited = relaxed(dataclasses.replace(inputs, market=instant), True, True, True)
+    if probe(unlimited, "none").value is None:
+        return []
+    months = inputs.problem.month_labels()
+    parts = [
+        f"{g}: {n} month(s) from order to service, so in service from {months[min(n, len(months) - 1)]}"
+        f" at the earliest ({market.sources.get((g, 'lead_months'), 'market')})"
+        for g, n in sorted(leads.items())
+    ]
+    return [
+        "purchases cannot arrive in time: " + "; ".join(parts) + ". Before then every "
+        "workload must run on rentals or GPUs already owned, and some cannot; with no lead "
+        "time there is a plan. Allow rentals for the first months (offers), or set "
+        "market.lead_months (0 when the GPUs are in stock)."
+    ]
 
 
 def _without_candidates(cands: Candidates) -> list[str]:

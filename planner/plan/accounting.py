@@ -59,7 +59,7 @@ def cash_flow(
     for r in rentals:
         rental[month_idx[r.month]] += r.usd
     for pch in purchases:
-        capex[month_idx[pch.month]] += pch.total_usd
+        capex[month_idx[pch.paid_month]] += pch.total_usd  # paid at order or delivery
     cash: list[MonthCost] = []
     running = 0.0
     for t in range(T):

@@ -99,6 +99,34 @@ def _server_assumptions(gpu: GpuSpec) -> list[Assumption]:
     return out
 
 
+# The market figures of a GPU type (issue 27), in this order, with their units.
+MARKET_FIELDS = (
+    ("rent_change_per_year", "per year"),
+    ("buy_change_per_year", "per year"),
+    ("lead_months", "months"),
+)
+
+
+def market_assumptions(ctx: ReadContext, gpu: str) -> list[Assumption]:
+    """A GPU type's price paths and lead time: the rental and purchase change per year (a
+    price in month m is price x (1 + change)^(m / 12)) and months from order to service, each
+    with where it came from and the range its sources span."""
+    market = ctx.inputs.market
+    value = {
+        "rent_change_per_year": market.rent(gpu),
+        "buy_change_per_year": market.buy(gpu),
+        "lead_months": market.lead_months(gpu),
+    }
+    out = []
+    for key, unit in MARKET_FIELDS:
+        src = market.sources.get((gpu, key), "no path")
+        if (gpu, key) in market.ranges:
+            low, high = market.ranges[(gpu, key)]
+            src += f" (range {low:g} to {high:g})"
+        out.append(Assumption(group=f"gpu:{gpu}", key=key, value=value[key], unit=unit, source=src))
+    return out
+
+
 def _finance_assumptions(ctx: ReadContext) -> list[Assumption]:
     """Discount rate, resale mode, depreciation life and colocation price, each with where
     it came from (the problem file or catalogs/finance.yaml)."""
@@ -121,6 +149,13 @@ def _finance_assumptions(ctx: ReadContext) -> list[Assumption]:
             key="residual",
             value=f.residual,
             source="curve: catalog resale curve of the cards; straight_line: book value; none",
+        ),
+        Assumption(
+            group="finance",
+            key="capex_at",
+            value=f.capex_at,
+            source="order: a purchase is paid when ordered (lead_months before service); "
+            "delivery: when it enters service",
         ),
         Assumption(
             group="finance",
@@ -297,6 +332,7 @@ def read_assumptions(
     out += _capacity_assumptions(ctx)
     for gpu in ctx.inputs.gpus.values():
         out.extend(gpu_assumptions(gpu))
+        out.extend(market_assumptions(ctx, gpu.id))
     used_offers = {r.offer for r in rentals}
     for oid, o in ctx.cands.offers.items():
         if oid in used_offers or o.committed:

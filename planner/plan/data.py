@@ -91,8 +91,13 @@ class Totals(_Data):
 
 
 class Purchase(_Data):
+    """Servers and cards of one GPU type that enter service in ``month``: ordered ``lead``
+    months before (``ordered``, at that month's price on the GPU's path), their capex paid in
+    ``capex_month`` (the order month, or the delivery with ``finance.capex_at: delivery``).
+    Plans written before price paths have no ``ordered``/``capex_month``: both are ``month``."""
+
     gpu: Id
-    month: MonthLabel
+    month: MonthLabel  # in service from this month (capacity, power, hosting, residual age)
     count: Count  # GPU cards bought (a full server comes with its slots filled)
     nodes: Count  # servers bought (a partial server may get more cards in a later month)
     unit_usd: Usd  # per GPU: card + server/network share (total / count)
@@ -102,6 +107,16 @@ class Purchase(_Data):
     server: str = ""  # server type id
     slots: Count = 0  # GPU slots per server
     chassis_usd: Usd = 0.0  # one server without its cards
+    ordered: MonthLabel | Literal[""] = ""  # order month ("" = month: no lead time)
+    capex_month: MonthLabel | Literal[""] = ""  # month the capex is paid ("" = month)
+
+    @property
+    def order_month(self) -> str:
+        return self.ordered or self.month
+
+    @property
+    def paid_month(self) -> str:
+        return self.capex_month or self.month
 
 
 class Rental(_Data):

@@ -125,8 +125,13 @@ def read_purchases(ctx: ReadContext) -> Purchases:
             out.bought[(g, t)] = count
             out.servers[(g, t)] = servers_total
             if servers or count:
-                price = buy_factor(ctx.m, g, capex_month(ctx.m, g, t)[0])
-                out.purchases.append(_purchase(ctx.months[t], gpu, servers, count, price))
+                order, paid = capex_month(ctx.m, g, t)
+                p = _purchase(ctx.months[t], gpu, servers, count, buy_factor(ctx.m, g, order))
+                out.purchases.append(
+                    p.model_copy(
+                        update={"ordered": ctx.months[order], "capex_month": ctx.months[paid]}
+                    )
+                )
     return out
 
 

@@ -3,15 +3,16 @@
 openpyxl saves a formula without its result, so pandas, mail previews and file viewers see
 blanks until a spreadsheet program recalculates. The report writes a small, closed set of
 formulas (references, ``+ - * / ^``, comparisons, ``SUM``, ``SUMIFS``, ``IF``, ``MAX``,
-``MIN``); this module evaluates exactly that set over an in-memory openpyxl workbook and
-raises :class:`UnsupportedFormula` for anything else, so a new kind of formula fails the
-tests instead of shipping without a value. :mod:`planner.reports.xlsx_cache` then stores the
-results in the saved file. Excel and LibreOffice still recalculate on open
+``MIN``, ``ROUND``, ``EDATE``); this module evaluates exactly that set over an in-memory
+openpyxl workbook and raises :class:`UnsupportedFormula` for anything else, so a new kind of
+formula fails the tests instead of shipping without a value. :mod:`planner.reports.xlsx_cache`
+then stores the results in the saved file. Excel and LibreOffice still recalculate on open
 (``fullCalcOnLoad``); the test suite checks these values against LibreOffice's.
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import math
 import re
@@ -315,7 +316,32 @@ def _fn_round(ev: Evaluator, args: list[Any]) -> Any:
     return math.copysign(math.floor(abs(x) * q + 0.5) / q, x)
 
 
+def _fn_edate(ev: Evaluator | None, args: list[Any]) -> Any:
+    """``EDATE(date, months)``: the day number ``months`` calendar months after ``date``
+    (whole months, truncated; the day kept, or the month's last day if shorter).
+
+    >>> april, february = (excel_serial(dt.date(2027, m, 1)) for m in (4, 2))
+    >>> _fn_edate(None, [april, -2.0]) == february, _fn_edate(None, [april, -30000.0])
+    (True, XlError(code='#NUM!'))
+    """
+    if len(args) != 2:
+        raise UnsupportedFormula("EDATE arguments")
+    d, n = (_num(ev.scalar(a) if ev is not None else a) for a in args)
+    if isinstance(d, XlError) or isinstance(n, XlError):
+        return d if isinstance(d, XlError) else n
+    if d < 0:
+        return XlError("#NUM!")
+    day = (_EPOCH + dt.timedelta(days=math.floor(d))).date()
+    k = day.year * 12 + day.month - 1 + int(n)
+    year, month = divmod(k, 12)
+    if not 1900 <= year <= 9999:
+        return XlError("#NUM!")
+    dd = min(day.day, calendar.monthrange(year, month + 1)[1])
+    return excel_serial(dt.date(year, month + 1, dd))
+
+
 _FUNCS: dict[str, Callable[[Evaluator, list[Any]], Any]] = {
+    "EDATE": _fn_edate,
     "ROUND": _fn_round,
     "SUM": _fn_sum,
     "SUMIFS": _fn_sumifs,

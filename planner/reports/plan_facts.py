@@ -6,10 +6,11 @@ and any other report say the same thing, and tests can check them against the pl
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from planner.plan.data import Plan
+from planner.plan.data import Plan, Purchase
 
 # What the model leaves out: finance must not read the plan as covering these.
 NOT_MODELED = (
@@ -21,6 +22,115 @@ NOT_MODELED = (
     "a restart overhead on training.",
     "Staff, software licences, networking beyond the per-GPU server share, taxes.",
 )
+
+
+def not_modeled(plan: Plan) -> tuple[str, ...]:
+    """What the model leaves out, for this plan: with price paths in force, only power prices
+    are held flat."""
+    if not has_paths(plan):
+        return NOT_MODELED
+    return (
+        "Power prices over the horizon: today's, held flat. Rental and purchase prices follow "
+        "the price paths on the Assumptions sheet (a steady change per year, no price shocks).",
+        "Financing (loans, leases) and taxes: capex is paid in cash when the plan says (at the "
+        "order, or on delivery with finance.capex_at: delivery); resale at the horizon end is "
+        "assumed at the resale curve's share of the price paid, with no selling cost.",
+        *NOT_MODELED[2:],
+    )
+
+
+# The market figures of a GPU type on the plan's assumptions (group ``gpu:<id>``): price
+# paths (a price in month m of the horizon is price x (1 + change)^(m / 12)) and lead time.
+MARKET_KEYS = ("rent_change_per_year", "buy_change_per_year", "lead_months")
+
+
+def market_terms(plan: Plan) -> dict[str, dict[str, tuple[float, str]]]:
+    """GPU type -> market key -> (value, source), from the plan's assumptions (empty for a
+    plan written before price paths)."""
+    out: dict[str, dict[str, tuple[float, str]]] = {}
+    for a in plan.assumptions:
+        if a.key in MARKET_KEYS and a.group.startswith("gpu:") and _is_number(a.value):
+            out.setdefault(a.group.removeprefix("gpu:"), {})[a.key] = (float(a.value), a.source)
+    return out
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def used_gpus(plan: Plan) -> list[str]:
+    """GPU types the plan buys or rents (contracts aside), in order of appearance."""
+    gpus = [p.gpu for p in plan.purchases]
+    gpus += [r.gpu for r in plan.rentals if r.kind != "committed"]
+    return list(dict.fromkeys(gpus))
+
+
+def has_paths(plan: Plan) -> bool:
+    """Whether prices move or deliveries take time in this plan: a non-zero price change or
+    lead time for a GPU type it buys or rents, or a purchase ordered or paid before service.
+    A plan without (every change 0, lead 0, or written before price paths) reads as before."""
+    if any(p.order_month != p.month or p.paid_month != p.month for p in plan.purchases):
+        return True
+    terms = market_terms(plan)
+    return any(v for g in used_gpus(plan) for v, _ in terms.get(g, {}).values())
+
+
+def _pct_year(x: float) -> str:
+    """``-15 %/year``; ``flat`` for 0.
+
+    >>> _pct_year(-0.15), _pct_year(0.025), _pct_year(0.0)
+    ('-15 %/year', '+2.5 %/year', 'flat')
+    """
+    return "flat" if x == 0 else f"{x * 100:+.3g} %/year"
+
+
+def _lead_text(n: float) -> str:
+    """Months from order to service.
+
+    >>> _lead_text(2), _lead_text(1), _lead_text(0)
+    ('lead 2 months', 'lead 1 month', 'no lead time')
+    """
+    n = int(n)
+    return "no lead time" if n == 0 else f"lead {_plural(n, 'month')}"
+
+
+def _origin(sources: list[str]) -> str:
+    """Where the figures came from: the catalog defaults, the problem file, or both."""
+    problem = any(s.startswith("problem file") for s in sources)
+    catalog = any(not s.startswith("problem file") for s in sources)
+    if problem and catalog:
+        return "catalog defaults and the problem's market:"
+    if problem:
+        return "from the problem's market:"
+    return "catalog defaults; market: in the problem changes them"
+
+
+def market_line(plan: Plan) -> str | None:
+    """The price paths and lead times in force for the GPU types the plan uses, in one line
+    (``rents -15 %/year, purchases -5 %/year, lead 2 months (catalog defaults; ...)``); GPU
+    types with different terms are named. None for a plan without paths (:func:`has_paths`)."""
+    if not has_paths(plan):
+        return None
+    terms = market_terms(plan)
+    groups: dict[str, list[str]] = {}
+    sources: list[str] = []
+    for g in used_gpus(plan):
+        t = terms.get(g)
+        if not t:
+            continue
+        rent = t.get("rent_change_per_year", (0.0, ""))[0]
+        buy = t.get("buy_change_per_year", (0.0, ""))[0]
+        lead = t.get("lead_months", (0.0, ""))[0]
+        text = f"rents {_pct_year(rent)}, purchases {_pct_year(buy)}, {_lead_text(lead)}"
+        groups.setdefault(text, []).append(g)
+        sources += [s for _, s in t.values()]
+    if not groups:
+        return None
+    if len(groups) == 1:
+        body = next(iter(groups))
+    else:
+        body = "; ".join(f"{', '.join(gs)}: {text}" for text, gs in groups.items())
+    return f"Price paths and lead times: {body} ({_origin(sources)})."
 
 
 def _usd(x: float) -> str:
@@ -35,6 +145,20 @@ def rate_text(x: float) -> str:
     """
     s = f"{x:,.4f}".rstrip("0")
     return "$" + (s + "0" * (2 - len(s.split(".")[1])))
+
+
+def rate_span(by_month: dict[str, float], rate: float, sep: str = " to ") -> str:
+    """The rate of the first month, and of the last if it differs (a price path).
+
+    >>> rate_span({"2027-02": 2.8, "2027-01": 2.9}, 2.9), rate_span({}, 2.0)
+    ('$2.90 to $2.80', '$2.00')
+    """
+    if not by_month:
+        return rate_text(rate)
+    first, last = by_month[min(by_month)], by_month[max(by_month)]
+    if math.isclose(first, last, rel_tol=1e-12):
+        return rate_text(first)
+    return f"{rate_text(first)}{sep}{rate_text(last)}"
 
 
 def _span(months: list[str]) -> str:
@@ -65,7 +189,7 @@ def buy_sentences(plan: Plan) -> list[str]:
     fills = _fills(plan)
     out = []
     for p in plan.purchases:
-        when = f"in {p.month} for {_usd(p.total_usd)}"
+        when = f"{_when(p)} for {_usd(p.total_usd)}"
         partial = fills.get(p.gpu) == "partial" or (p.slots and p.count != p.nodes * p.slots)
         if not p.slots:  # a plan from before server types: nodes with a server share per GPU
             per_node = p.count // p.nodes if p.nodes else p.count
@@ -91,6 +215,15 @@ def buy_sentences(plan: Plan) -> list[str]:
     return out
 
 
+def _when(p: Purchase) -> str:
+    """``in 2027-04``; with a lead time ``ordered in 2027-02, in service 2027-04`` (and when
+    the capex is paid on delivery, says so)."""
+    if p.order_month == p.month:
+        return f"in {p.month}"
+    paid = " (paid on delivery)" if p.paid_month == p.month else ""
+    return f"ordered in {p.order_month}{paid}, in service {p.month},"
+
+
 @dataclass
 class _RentGroup:
     provider: str
@@ -101,6 +234,12 @@ class _RentGroup:
     hours: float = 0.0
     usd: float = 0.0
     most_in_a_month: float = 0.0  # GPU-hours of its busiest month
+    by_month: dict[str, float] = field(default_factory=dict)  # month -> rate (price paths)
+
+    def rate_span(self) -> str:
+        """The rate as charged: ``$2.9900``, or on a price path from the first month's to
+        the last month's (``$2.9103 to $2.7411``)."""
+        return rate_span(self.by_month, self.rate)
 
 
 def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
@@ -112,6 +251,7 @@ def rent_groups(plan: Plan) -> dict[tuple[str, str], _RentGroup]:
             _RentGroup(r.provider, r.gpu, r.kind, r.usd_per_gpu_hour, []),
         )
         g.months.append(r.month)
+        g.by_month.setdefault(r.month, r.usd_per_gpu_hour)
         g.hours += r.gpu_hours
         g.usd += r.usd
         g.most_in_a_month = max(g.most_in_a_month, r.gpu_hours)
@@ -139,7 +279,7 @@ def rent_sentences(plan: Plan) -> list[str]:
             f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}"
             f"{_fabric_text(plan, workload, offer)}) "
             f"{how} of {workload} in {_span(g.months)}: {g.hours:,.0f} GPU-h at "
-            f"{rate_text(g.rate)}/GPU-h = {_usd(g.usd)}."
+            f"{g.rate_span()}/GPU-h = {_usd(g.usd)}."
         )
     return out
 

@@ -17,7 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from planner.plan.data import Plan, WorkloadResult
-from planner.reports.plan_facts import rate_text
+from planner.reports.plan_facts import market_line, rate_span
 
 # Short labels for the predicted-vs-target keys of a workload result.
 _TARGET_LABELS = {"wall_hours": "wall h", "p95_ttft_ms": "TTFT ms", "p95_tpot_ms": "TPOT ms"}
@@ -114,10 +114,14 @@ def cost_table(plan: Plan, console: Console, wide: bool) -> Table:
 
 
 def buy_table(plan: Plan, console: Console, wide: bool) -> Table:
-    cols = [Col("month"), Col("gpu"), Col("count", True), Col("unit (GPU + server)", True, 1)]
+    """What to buy; with lead times, the order month beside the in-service month."""
+    lead = any(p.order_month != p.month for p in plan.purchases)
+    cols = [Col("ordered"), Col("in service")] if lead else [Col("month")]
+    cols += [Col("gpu"), Col("count", True), Col("unit (GPU + server)", True, 1)]
     cols.append(Col("total", True))
     rows = [
-        [p.month, escape(p.gpu), str(p.count), usd(p.unit_usd), usd(p.total_usd)]
+        [*([p.order_month] if lead else []), p.month, escape(p.gpu), str(p.count)]
+        + [usd(p.unit_usd), usd(p.total_usd)]
         for p in plan.purchases
     ]
     return fit_table(console, "Buy", cols, rows, wide)
@@ -125,14 +129,18 @@ def buy_table(plan: Plan, console: Console, wide: bool) -> Table:
 
 def rent_rows(plan: Plan) -> list[list[str]]:
     """One row per (provider, offer, workload): the rate shown is the offer's rate as charged
-    (so rate x GPU-hours = cost), never a blend of offers or workloads."""
+    (so rate x GPU-hours = cost), never a blend of offers or workloads; on a price path, the
+    first month's rate and the last's (``2.9103..2.7411``)."""
     agg: dict[tuple[str, str, str], list[float]] = {}
     about: dict[str, tuple[str, str, float]] = {}
+    rates: dict[tuple[str, str, str], dict[str, float]] = {}
     for r in plan.rentals:
-        a = agg.setdefault((r.provider, r.offer, r.workload or "-"), [0.0, 0.0])
+        key = (r.provider, r.offer, r.workload or "-")
+        a = agg.setdefault(key, [0.0, 0.0])
         a[0] += r.gpu_hours
         a[1] += r.usd
         about[r.offer] = (r.gpu, r.kind, r.usd_per_gpu_hour)
+        rates.setdefault(key, {}).setdefault(r.month, r.usd_per_gpu_hour)
     rows = []
     for (prov, offer, w), (h, u) in sorted(agg.items(), key=lambda kv: (kv[0][2], -kv[1][1])):
         gpu, kind, rate = about[offer]
@@ -143,7 +151,7 @@ def rent_rows(plan: Plan) -> list[list[str]]:
                 escape(offer),
                 escape(gpu),
                 kind.replace("_", "-"),
-                rate_text(rate).lstrip("$"),
+                rate_span(rates[(prov, offer, w)], rate, "..").replace("$", ""),
                 f"{h:,.0f}",
                 usd(u),
             ]
@@ -223,6 +231,9 @@ def print_summary(plan: Plan, console: Console | None = None, wide: bool = False
         show_table(c, t, wide)
     if plan.totals.npv_usd is not None:
         c.print(finance_line(plan), highlight=False)
+    market = market_line(plan)
+    if market:
+        c.print(escape(market), highlight=False)
 
 
 def finance_line(plan: Plan) -> str:

@@ -49,8 +49,9 @@ from .recompute import (
     gpu_month_opex,
     path_factor,
     purchase_residual,
+    purchase_terms,
     rent_change,
-    rent_price,
+    rental_row_price,
     sale_entries,
     serve_demand,
 )
@@ -308,15 +309,17 @@ class VerifyContext:
             gpu = self.inputs.gpus.get(pu.gpu)
             if gpu is None or t0 is None:
                 continue
+            _, paid, price = purchase_terms(self.inputs, pu.gpu, t0)
             cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
+            cost *= price
             self.capex += cost
-            self.capex_by_month[t0] += cost
+            self.capex_by_month[max(paid, 0)] += cost
             self.bought[(pu.gpu, t0)] += max(pu.count, 0)
             for t in range(t0, self.T):
                 self.owned[(pu.gpu, t)] += max(pu.count, 0)
                 self.servers[(pu.gpu, t)] += max(pu.nodes, 0)
             self.residual += purchase_residual(
-                gpu, pu.count, pu.nodes, self.T - t0, self.inputs.finance
+                gpu, pu.count, pu.nodes, self.T - t0, self.inputs.finance, price
             )
 
     def _add_existing(self) -> None:
@@ -529,6 +532,10 @@ class VerifyContext:
                 self.res_active[(row.offer.id, t)] += max(rv.gpus, 0)
                 self.reserved_expect[(row.offer.id, t)] += max(rv.gpus, 0) * HOURS_PER_MONTH
 
+    def rental_price(self, r: Rental, o: Offer, t: int) -> float:
+        """The recomputed price of a rental row (:func:`rental_row_price`)."""
+        return rental_row_price(self.inputs, self.reservations, r, o, t)
+
     def _add_rentals(self) -> None:
         for r in self.plan.rentals:
             row = RentalRow(
@@ -542,7 +549,7 @@ class VerifyContext:
                 continue
             o, t = row.offer, row.t
             assert o is not None and t is not None  # counted
-            row.usd = r.gpu_hours * rent_price(self.inputs, o, t)  # a contract is paid apart
+            row.usd = r.gpu_hours * self.rental_price(r, o, t)  # a contract is paid apart
             self.rental += row.usd
             self.rental_by_month[t] += row.usd
             self.rented_by_gpu[(o.gpu, t)] += r.gpu_hours

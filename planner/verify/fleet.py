@@ -18,6 +18,7 @@ from planner.plan.data import FleetMonth, Purchase
 
 from .context import ReservationRow, VerifyContext
 from .findings import ABS, REL, Checker, Findings, close
+from .recompute import purchase_terms
 
 H = HOURS_PER_MONTH
 
@@ -70,10 +71,19 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
         not gpu.consumer or ctx.problem.site.consumer_gpus_allowed,
         f"{what}: GeForce cards may not be deployed in a datacenter (site.consumer_gpus_allowed is false)",
     )
+    order, paid, price = purchase_terms(ctx.inputs, pu.gpu, t0)
+    card, chassis = gpu.purchase_usd.value * price, gpu.chassis_usd * price
     chk.check(
-        close(pu.gpu_usd, gpu.purchase_usd.value) and close(pu.chassis_usd, gpu.chassis_usd),
+        close(pu.gpu_usd, card) and close(pu.chassis_usd, chassis),
         f"{what}: card {pu.gpu_usd:,.2f}, server {pu.chassis_usd:,.2f} != problem's "
-        f"{gpu.purchase_usd.value:,.2f}, {gpu.chassis_usd:,.2f}",
+        f"{card:,.2f}, {chassis:,.2f} (ordered month {order}, on the GPU's price path)",
+    )
+    months = ctx.months
+    chk.check(
+        order >= 0 and pu.order_month == months[order] and pu.paid_month == months[max(paid, 0)],
+        f"{what}: ordered {pu.order_month}, paid {pu.paid_month}; in service from {pu.month} "
+        f"needs the order {t0 - order} month(s) before"
+        + (f" ({months[order]})" if order >= 0 else ", before the horizon starts"),
     )
     chk.check(
         pu.slots == gpu.slots,
@@ -86,11 +96,11 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
         close(pu.unit_usd, unit),
         f"{what}: unit {pu.unit_usd:,.2f} per GPU != total / count",
     )
-    cost = max(pu.nodes, 0) * gpu.chassis_usd + max(pu.count, 0) * gpu.purchase_usd.value
+    cost = max(pu.nodes, 0) * chassis + max(pu.count, 0) * card
     chk.check(
         close(cost, pu.total_usd),
-        f"{what}: total {pu.total_usd:,.2f} != {pu.nodes} servers x {gpu.chassis_usd:,.2f} "
-        f"+ {pu.count} cards x {gpu.purchase_usd.value:,.2f}",
+        f"{what}: total {pu.total_usd:,.2f} != {pu.nodes} servers x {chassis:,.2f} "
+        f"+ {pu.count} cards x {card:,.2f}",
     )
 
 

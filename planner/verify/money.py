@@ -17,7 +17,6 @@ from planner.physics.demand import HOURS_PER_MONTH
 
 from .context import VerifyContext
 from .findings import Checker, Findings, close
-from .recompute import rent_price
 
 H = HOURS_PER_MONTH
 
@@ -53,7 +52,7 @@ def check_rentals(ctx: VerifyContext) -> Findings:
         # the offer's price is the problem's (a negotiated discount applied once, on loading)
         # on its GPU's path in the rental's month; a contract's hours cost nothing at the
         # margin: it is paid in committed_usd
-        price = rent_price(ctx.inputs, o, t)
+        price = ctx.rental_price(r, o, t)
         chk.check(
             close(r.usd_per_gpu_hour, price, abs_=1e-9),
             f"{what}: rate {r.usd_per_gpu_hour} != offer price {price}",

@@ -27,7 +27,7 @@ from planner.physics.demand import (
 )
 from planner.physics.economics import chassis_residual_share, it_kw, residual_share
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
-from planner.plan.data import Sale
+from planner.plan.data import Rental, Sale
 
 Cell = tuple[int, str]  # (month index, load slice)
 
@@ -73,12 +73,15 @@ def contract_costs(problem: Problem, months: list[str]) -> list[tuple[int, float
     return out
 
 
-def purchase_residual(gpu: GpuSpec, count: int, nodes: int, age: int, fin: FinanceTerms) -> float:
+def purchase_residual(
+    gpu: GpuSpec, count: int, nodes: int, age: int, fin: FinanceTerms, price: float = 1.0
+) -> float:
     """Resale value, at ``age`` months (the horizon end), of ``count`` cards in ``nodes``
-    servers: the cards at the GPU's resale curve, the servers at the chassis'."""
-    return max(count, 0) * gpu.purchase_usd.value * residual_share(
+    servers bought at ``price`` x the catalog's prices: the cards at the GPU's resale curve,
+    the servers at the chassis'."""
+    return max(count, 0) * gpu.purchase_usd.value * price * residual_share(
         gpu, age, fin.residual, fin.depreciation_years
-    ) + max(nodes, 0) * gpu.chassis_usd * chassis_residual_share(
+    ) + max(nodes, 0) * gpu.chassis_usd * price * chassis_residual_share(
         age, fin.residual, fin.depreciation_years
     )
 
@@ -186,3 +189,32 @@ def rent_price(inputs: Inputs, offer: Offer, month: int) -> float:
     """What one GPU-hour of ``offer`` costs in ``month`` at the margin: its price on its GPU's
     path (a contract's hours cost nothing: it is paid apart)."""
     return offer.marginal_usd_per_gpu_hour * path_factor(rent_change(inputs, offer.gpu), month)
+
+
+def purchase_terms(inputs: Inputs, gpu: str, in_service: int) -> tuple[int, int, float]:
+    """(order month, capex month, price factor) of a purchase in service from month
+    ``in_service``, recomputed from the problem: ordered the GPU's lead time before, paid at
+    the order (or on delivery, ``finance.capex_at``), at the order month's price on its path."""
+    market = getattr(inputs, "market", None)
+    lead = 0 if market is None else market.lead_months(gpu)
+    change = 0.0 if market is None else market.buy(gpu)
+    order = in_service - lead
+    paid = order if getattr(inputs.finance, "capex_at", "order") == "order" else in_service
+    return order, paid, path_factor(change, max(order, 0))
+
+
+def rental_row_price(inputs: Inputs, reservations: list, r: Rental, o: Offer, t: int) -> float:
+    """The recomputed price of a rental row: its month's on the GPU's path; a reserved row,
+    the start-month price of a reservation of its offer active in month ``t`` (the one the row
+    claims, when several are; ``reservations`` are the verifier's rows, each with its
+    recomputed ``price``)."""
+    if o.kind != "reserved":
+        return rent_price(inputs, o, t)
+    prices = [
+        row.price
+        for row in reservations
+        if row.offer is o and row.t0 is not None and row.t0 <= t < row.t0 + row.term
+    ]
+    if not prices:
+        return rent_price(inputs, o, t)
+    return min(prices, key=lambda p: abs(p - r.usd_per_gpu_hour))

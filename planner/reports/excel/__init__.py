@@ -9,6 +9,12 @@ price in ONE cell and every total follows:
   filled server gets more cards in later rows with 0 servers.
 * ``Rentals``: cost = GPU-hours x rate (the rate references ``offer:<id>`` /
   ``usd_per_gpu_hour``). Reserved commitments are rows of kind ``reserved``.
+* Price paths and lead times (a plan that has them, :mod:`.paths`): a rental's rate = the
+  offer's first-month price x (1 + ``gpu:<id>`` / ``rent_change_per_year``)^(months from
+  the start / 12), a reserved row at its reservation's start month; card and chassis prices
+  x (1 + ``buy_change_per_year``)^(order month / 12); ``Purchases`` shows the in-service
+  month, the lead (``lead_months``), the order month and the month the capex is paid
+  (``finance`` / ``capex_at``), which ``Cash flow`` reads.
 * ``Fleet``: IT kW = (owned x tdp_w + servers x host_w) / 1000; power = pue x usd/kWh x
   (H x (servers x host_w + owned x idle_w) + busy GPU-h x (tdp_w - idle_w)) / 1000; hosting =
   owned x usd/GPU-month + IT kW x colocation usd/kW-month, per GPU type and month.

@@ -32,6 +32,7 @@ from planner.reports.excel.refs import (
     CF_SALES,
     FL_HOSTING,
     FL_POWER,
+    P_CAPEX_INDEX,
     P_EXTENDED,
     CashFlowRows,
     DetailRows,
@@ -126,6 +127,11 @@ def _cash_flow_rows(
     fleet_cash = {m.month: (m.committed_usd, m.sales_usd) for m in ctx.plan.cash_flow}
     pl, rl, fl = details.purchases, details.rentals, details.fleet
     rate = ctx.finance.rate
+
+    def capex_crit(r: int) -> list[tuple[int, str]]:
+        # capex in the month it is paid: the order's, or in service (finance capex_at)
+        return [(P_CAPEX_INDEX, f"$M{r}")] if ctx.lead_cols else [(2, f"$A{r}")]
+
     rows: list[list[Any]] = []
     for t, (r, m) in enumerate(enumerate(ctx.plan.months, start=FIRST_ROW)):
         crit = f"$A{r}"
@@ -134,7 +140,7 @@ def _cash_flow_rows(
         rows.append(
             [
                 _month_value(m),
-                F("=" + _sumifs("Purchases", P_EXTENDED, FIRST_ROW, pl, [(2, crit)])),
+                F("=" + _sumifs("Purchases", P_EXTENDED, FIRST_ROW, pl, capex_crit(r))),
                 F("=" + _sumifs("Fleet", FL_POWER, FIRST_ROW, fl, [(2, crit)])),
                 F("=" + _sumifs("Fleet", FL_HOSTING, FIRST_ROW, fl, [(2, crit)])),
                 F("=" + _sumifs("Rentals", 9, FIRST_ROW, rl, [(5, crit)])),

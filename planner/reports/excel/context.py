@@ -7,7 +7,7 @@ per-GPU, budget) the sheets' formulas read. Built once by :func:`new_context`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
@@ -23,6 +23,7 @@ from planner.reports.excel.assumptions import (
 )
 from planner.reports.excel.cells import _finite
 from planner.reports.excel.refs import EXISTING
+from planner.reports.plan_facts import has_paths
 
 SHEETS = (
     "Summary",
@@ -57,6 +58,17 @@ class Ctx:
     ws: dict[str, Worksheet]
     H: str  # the hours-per-month cell
     finance: _FinanceCells
+    # price paths and lead times in force (planner.reports.plan_facts.has_paths): rental
+    # and purchase prices follow them, purchases show order, service and capex months
+    paths: bool = False
+    month_at: dict[str, int] = field(default_factory=dict)  # month label -> index from 0
+    capex_at: int | None = None  # Assumptions row of finance / capex_at (paths only)
+
+    @property
+    def lead_cols(self) -> bool:
+        """Whether Purchases has the order, lead and capex-month columns (and Cash flow
+        reads the capex month from them)."""
+        return self.paths and bool(self.plan.purchases)
 
     @property
     def has_existing_sheet(self) -> bool:
@@ -127,4 +139,21 @@ def new_context(plan: Plan, margins: Sequence[str] | None = None) -> Ctx:
     ]
     H = a.cell(h[0])  # _build_assumptions guarantees one
     finance = _finance_cells(a, plan)
-    return Ctx(plan, list(margins or []), a, wb, ws, H, finance)
+    ctx = Ctx(plan, list(margins or []), a, wb, ws, H, finance)
+    ctx.month_at = {m: t for t, m in enumerate(plan.months)}
+    ctx.paths = has_paths(plan)
+    if ctx.lead_cols:
+        ctx.capex_at = _capex_at_row(a, plan)
+    return ctx
+
+
+def _capex_at_row(a: _Assumptions, plan: Plan) -> int:
+    """The Assumptions row of ``finance`` / ``capex_at``; a plan without it gets a derived
+    row saying what its purchases do (paid in service while ordered before: delivery)."""
+    for i, r in enumerate(a.rows):
+        if r.group == "finance" and r.key == "capex_at" and r.value in ("order", "delivery"):
+            return i
+    late = [p for p in plan.purchases if p.order_month != p.month]
+    mode = "delivery" if late and all(p.paid_month == p.month for p in late) else "order"
+    source = "the plan's purchases: order = capex paid at the order; delivery = in service"
+    return a.add(_ARow("finance", "capex_at", mode, "", source, note="derived"))

@@ -13,6 +13,8 @@ from planner.reports.excel.tables import _col_range
 
 # columns of the Purchases sheet other sheets read (1-based)
 P_SERVERS, P_GPUS, P_CARD, P_CHASSIS, P_EXTENDED, P_SOLVER = 3, 4, 5, 6, 8, 9
+# with price paths and lead times: months from the start to service, lead, order, capex
+P_SERVICE_INDEX, P_LEAD, P_ORDER_INDEX, P_CAPEX_INDEX = 12, 13, 14, 16
 # columns of the Fleet sheet other sheets read
 FL_POWER, FL_HOSTING = 13, 14
 # columns of the Cash flow sheet the P&L reads: capex, power, hosting, rentals, plan year, PV

@@ -1,11 +1,15 @@
 """The ``Rentals`` sheet: one row per rental (on-demand, spot, reserved), cost = GPU-hours x
-rate, the rate live over ``Assumptions`` (``offer:<id>`` / ``usd_per_gpu_hour``).
+rate, the rate live over ``Assumptions`` (``offer:<id>`` / ``usd_per_gpu_hour``), on a plan
+with price paths times the GPU's rent path factor at the row's price month (:mod:`.paths`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from openpyxl.utils import get_column_letter
+
+from planner.plan.data import Rental
 from planner.reports.excel.cells import (
     FIRST_ROW,
     HEADER_ROW,
@@ -17,6 +21,7 @@ from planner.reports.excel.cells import (
     _month_value,
 )
 from planner.reports.excel.context import _OWN_FIGURE, Ctx
+from planner.reports.excel.paths import rental_rate
 from planner.reports.excel.tables import (
     _Col,
     _fit,
@@ -37,7 +42,8 @@ def write_rentals(ctx: Ctx) -> int:
         ws,
         "Rentals",
         "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
-        "kind 'reserved' (workload '(reserved)'), paid whether used or not.",
+        "kind 'reserved' (workload '(reserved)'), paid whether used or not."
+        + (_PATH_NOTE if ctx.paths else ""),
     )
     cols = _rental_cols(ctx)
     _header(ws, HEADER_ROW, cols)
@@ -49,8 +55,17 @@ def write_rentals(ctx: Ctx) -> int:
     return last
 
 
+_PATH_NOTE = (
+    " Rate = the offer's price in the first month x (1 + its GPU's rent change per year on "
+    "Assumptions)^(months from the start / 12); a reserved row keeps its reservation's start "
+    "month's rate, a contract row its signed price."
+)
+_K = 11  # the price month index column (plans with price paths)
+
+
 def _rental_cols(ctx: Ctx) -> list[_Col]:
     rentals = ctx.plan.rentals
+    extra = [_Col("Price month (months from start)", 12, "0")] if ctx.paths else []
     return [
         _Col("Provider", _fit(10, [x.provider for x in rentals], 24)),
         _Col("Offer", _fit(10, [x.offer for x in rentals], 48)),
@@ -62,12 +77,16 @@ def _rental_cols(ctx: Ctx) -> list[_Col]:
         _Col("Rate USD / GPU-h", 12, USD_RATE),
         _Col("Cost USD", 14, USD),
         _Col("Rate source", 30, None, wrap=True),
+        *extra,
     ]
 
 
 def _rental_rows(ctx: Ctx) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for r, x in enumerate(ctx.plan.rentals, start=FIRST_ROW):
+        if ctx.paths:
+            rows.append(_path_row(ctx, r, x))
+            continue
         rate = ctx.a.ref_equal(
             f"offer:{x.offer}",
             "usd_per_gpu_hour",
@@ -93,3 +112,35 @@ def _rental_rows(ctx: Ctx) -> list[list[Any]]:
         r = FIRST_ROW
         rows.append(["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""])
     return rows
+
+
+def _path_row(ctx: Ctx, r: int, x: Rental) -> list[Any]:
+    """A rental row of a plan with price paths: the rate live over the offer's first-month
+    price and its GPU's rent change (or, where they do not give the row's price, as today)."""
+    body, t = rental_rate(ctx, x)
+    source = "Assumptions: offer price x rent path"
+    if body is not None:
+        rate: Any = F("=" + body.format(K=f"{get_column_letter(_K)}{r}"))
+    else:
+        cell = ctx.a.ref_equal(
+            f"offer:{x.offer}",
+            "usd_per_gpu_hour",
+            x.usd_per_gpu_hour,
+            "USD/GPU-h",
+            "plan rental row",
+        )
+        rate = F(f"={cell}") if cell else x.usd_per_gpu_hour
+        source = "Assumptions" if cell else _OWN_FIGURE
+    return [
+        x.provider,
+        x.offer,
+        x.gpu,
+        x.kind,
+        _month_value(x.month),
+        x.workload,
+        x.gpu_hours,
+        rate,
+        F(f"=G{r}*H{r}"),
+        source,
+        t,
+    ]

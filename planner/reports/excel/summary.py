@@ -53,8 +53,9 @@ from planner.reports.excel.tables import (
     _sumifs,
 )
 from planner.reports.plan_facts import (
-    NOT_MODELED,
     decision_sentences,
+    market_line,
+    not_modeled,
     peak_gpus,
     rented_peak_by_workload,
     years,
@@ -130,6 +131,10 @@ def _summary_decision(ctx: Ctx, ws: Worksheet, top: int) -> int:
     for line in decision_sentences(ctx.plan):
         r += 1
         _sentence(ws, r, line)
+    market = market_line(ctx.plan)
+    if market:  # the price paths and lead times the plan was solved under
+        r += 1
+        _sentence(ws, r, market + " They are yellow inputs on the Assumptions sheet.")
     return r
 
 
@@ -248,7 +253,7 @@ def _summary_risks(ctx: Ctx, ws: Worksheet, top: int, rows: SheetRows) -> int:
         _sentence(ws, r, "Buying vs the next-best plan: " + line)
     r += 1
     _put(ws, r, 1, "Not modeled:", font=_F_BOLD)
-    for line in NOT_MODELED:
+    for line in not_modeled(ctx.plan):
         r += 1
         _sentence(ws, r, "- " + line, font=_F_SUB)
     return r

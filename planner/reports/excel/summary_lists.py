@@ -33,16 +33,14 @@ from planner.reports.excel.tables import (
     _section,
     _sumifs,
 )
-from planner.reports.plan_facts import (
-    rate_text,
-    rent_groups,
-)
+from planner.reports.plan_facts import rent_groups
 
 
 def summary_buy(ctx: Ctx, ws: Worksheet, top: int, purchases_last: int) -> int:
     """What to buy: one row per GPU type and month, live over Purchases; the last row."""
     _section(ws, top, "What to buy")
-    _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Servers", "Capex USD", "Month bought"])
+    when = "In service" if ctx.lead_cols else "Month bought"
+    _head_cells(ws, top + 1, ["GPU", "GPUs bought", "Servers", "Capex USD", when])
     bought = list(dict.fromkeys((p.gpu, p.month) for p in ctx.plan.purchases))
     r = top + 1
     if not bought:
@@ -81,7 +79,7 @@ def summary_rent(ctx: Ctx, ws: Worksheet, top: int, rentals_last: int) -> int:
         _put(ws, r, 3, workload, border=_BORDER, align=_WRAP)
         _put(ws, r, 4, F("=" + usd), USD, border=_BORDER)
         kind = g.kind.replace("_", "-")
-        desc = f"{g.provider}, {g.gpu}, {kind}, {rate_text(g.rate)}"
+        desc = f"{g.provider}, {g.gpu}, {kind}, {g.rate_span()}"
         _put(ws, r, 5, desc, border=_BORDER)
         ws.row_dimensions[r].height = 13 * max(_lines(offer, 38), _lines(workload, 17)) + 2
     return r
@@ -123,8 +121,9 @@ def summary_notes(ctx: Ctx, ws: Worksheet, last: int) -> int:
         r,
         1,
         "Every figure above is a live formula over the detail sheets; the inputs (prices, power, "
-        "PUE, hosting, colocation, budget, discount rate, depreciation years, resale curves) "
-        "live on the Assumptions sheet. 'Solver' is the plan's own figure.",
+        "PUE, hosting, colocation, budget, discount rate, depreciation years, resale curves"
+        + (", price paths, lead times" if ctx.paths else "")
+        + ") live on the Assumptions sheet. 'Solver' is the plan's own figure.",
         font=_F_SUB,
     )
     return r
