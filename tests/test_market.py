@@ -93,3 +93,30 @@ def test_price_factor_compounds_monthly():
     assert price_factor(-0.2, 6) ** 2 == pytest.approx(0.8)
     assert price_factor(0.0, 30) == 1.0
     assert price_factor(0.25, 24) == pytest.approx(1.5625)
+
+
+@pytest.mark.parametrize(
+    ("market", "says"),
+    [
+        ("{rent_change_per_year: -0.95}", "market.rent_change_per_year"),
+        ("{buy_change_per_year: 2}", "market.buy_change_per_year"),
+        ("{lead_months: -1}", "market.lead_months"),
+        ("{lead_months: 1.5}", "market.lead_months"),
+        ("{lead_months: 40}", "market.lead_months: 40 months is longer than the 24-month"),
+        ("{gpus: {h100: {lead_months: 1}}}", "market.gpus.h100: not a GPU type"),
+    ],
+)
+def test_bad_market_values_exit_2_naming_the_field(tmp_path, market, says):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    root = Path(__file__).resolve().parent.parent
+    src = (root / "problems" / "inference_startup.yaml").read_text()
+    problem = tmp_path / "p.yaml"
+    problem.write_text(src + f"\nmarket: {market}\n")
+    res = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel"])
+    assert res.exit_code == 2, res.output
+    assert says in " ".join(res.output.split()), res.output
