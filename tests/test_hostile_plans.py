@@ -290,3 +290,19 @@ def test_fuzzed_plans_never_crash_report_or_verify(tmp_path, case):
     code, out = run("verify", _BASES[name][1], plan)
     assert code in (0, 2, 4), out
     assert time.perf_counter() - t0 < 30
+
+
+def test_a_plan_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    """Plans handed back are capped at 30 MB (one that large reports in ~26 s): a larger file
+    is exit 2 naming the limit, without reading it (the file here is sparse)."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+    from planner.plan.data import MAX_PLAN_BYTES
+
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:
+        f.truncate(MAX_PLAN_BYTES + 1)
+    res = CliRunner().invoke(cli, ["report", str(big), "-o", str(tmp_path / "x.xlsx")])
+    assert res.exit_code == 2 and "may be at most 31,457,280 bytes" in res.output, res.output
+    assert not (tmp_path / "x.xlsx").exists()

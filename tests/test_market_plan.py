@@ -106,6 +106,10 @@ def test_a_lead_time_delays_every_purchase_and_the_verifier_agrees():
         if months.index(f.month) < 6:
             assert f.owned - f.existing == 0 and f.owned_busy_gpu_hours == 0
     assert verify_report(inputs, plan).findings == []
-    early = plan.purchases[0].model_copy(update={"month": months[2], "ordered": months[0]})
+    for p in plan.purchases:
+        assert p.in_service == p.month and p.ordered
+    early = plan.purchases[0].model_copy(
+        update={"month": months[2], "in_service": months[2], "ordered": months[0]}
+    )
     tampered = plan.model_copy(update={"purchases": [early, *plan.purchases[1:]]})
     assert verify_report(inputs, tampered).findings

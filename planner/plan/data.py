@@ -108,6 +108,7 @@ class Purchase(_Data):
     slots: Count = 0  # GPU slots per server
     chassis_usd: Usd = 0.0  # one server without its cards
     ordered: MonthLabel | Literal[""] = ""  # order month ("" = month: no lead time)
+    in_service: MonthLabel | Literal[""] = ""  # = month, named for readers of the JSON
     capex_month: MonthLabel | Literal[""] = ""  # month the capex is paid ("" = month)
 
     @property
@@ -415,12 +416,18 @@ def _frame(plan: Plan, name: str) -> pd.DataFrame:
     return pd.DataFrame(columns=list(item.model_fields))
 
 
+# A plan handed back is at most this large: a 30 MB plan (~117,000 rows; a 200-workload,
+# 36-month plan is ~20 MB) reports in ~26 s on 2 cores (benchmarks/report_large_plan.py), so
+# every plan within the limit reports within 30 s.
+MAX_PLAN_BYTES = 30 * 1024 * 1024
+
+
 def load_plan(src: str | Path) -> Plan:
     """Read a plan JSON; every problem with the file is an InputError with a short message
     naming the JSON key path, the bad value and what is allowed: the figures' types, signs
     and ceilings (the models above) and their agreement (:func:`validate_plan`)."""
     src = Path(src)
-    text = read_text(src, "plan JSON written by `planner solve --json`")
+    text = read_text(src, "plan JSON written by `planner solve --json`", MAX_PLAN_BYTES)
     try:
         data = json.loads(text, parse_int=parse_int)
     except ValueError as exc:

@@ -129,7 +129,11 @@ def read_purchases(ctx: ReadContext) -> Purchases:
                 p = _purchase(ctx.months[t], gpu, servers, count, buy_factor(ctx.m, g, order))
                 out.purchases.append(
                     p.model_copy(
-                        update={"ordered": ctx.months[order], "capex_month": ctx.months[paid]}
+                        update={
+                            "ordered": ctx.months[order],
+                            "in_service": ctx.months[t],
+                            "capex_month": ctx.months[paid],
+                        }
                     )
                 )
     return out

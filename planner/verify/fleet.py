@@ -80,7 +80,10 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
     )
     months = ctx.months
     chk.check(
-        order >= 0 and pu.order_month == months[order] and pu.paid_month == months[max(paid, 0)],
+        order >= 0
+        and pu.in_service in ("", pu.month)
+        and pu.order_month == months[order]
+        and pu.paid_month == months[max(paid, 0)],
         f"{what}: ordered {pu.order_month}, paid {pu.paid_month}; in service from {pu.month} "
         f"needs the order {t0 - order} month(s) before"
         + (f" ({months[order]})" if order >= 0 else ", before the horizon starts"),
