@@ -183,6 +183,18 @@ def test_dropped_serving_allocation(solved):
     assert _has(errs, f"serving {al.workload} {al.month} {al.slice}: capacity", "< demand")
 
 
+def test_workload_model_and_gpus_must_be_the_plans(solved):
+    """A result naming another model, or GPU types its allocations do not use, is caught:
+    page 1 and the workbook read both."""
+    inputs, plan = solved
+    bad = _copy(plan)
+    wr = bad.workloads[0]
+    wr.model, wr.gpu = "llama-70b", [*wr.gpu, "b200"]
+    errs = verify_plan(inputs, bad)
+    assert _has(errs, f"workload {wr.name}: model 'llama-70b' is not the problem's")
+    assert _has(errs, f"workload {wr.name}: GPU types", "are not those its allocations use")
+
+
 def test_fractional_owned_replicas(solved):
     inputs, plan = solved
     bad = _copy(plan)

@@ -391,7 +391,32 @@ def check_workloads(ctx: VerifyContext) -> Findings:
         _check_train_result(chk, ctx, j, results.get(j.name, []))
     for w in ctx.problem.workloads.serve:
         _check_serve_result(chk, ctx, w, results.get(w.name, []))
+    _check_identity(chk, ctx, results)
     return chk.findings()
+
+
+def _check_identity(
+    chk: Checker, ctx: VerifyContext, results: dict[str, list[WorkloadResult]]
+) -> None:
+    """Each result names its workload's model and exactly the GPU types its allocations use
+    (the workbook and page 1 read both)."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for a in [*ctx.plan.serve_allocations, *ctx.plan.train_allocations]:
+        used[a.workload].add(a.gpu)
+    spec = {w.name: w.model for w in [*ctx.problem.workloads.train, *ctx.problem.workloads.serve]}
+    for name, rs in results.items():
+        if name not in spec or len(rs) != 1:
+            continue  # reported above
+        wr = rs[0]
+        chk.check(
+            wr.model == spec[name],
+            f"workload {name}: model {wr.model!r} is not the problem's {spec[name]!r}",
+        )
+        chk.check(
+            set(wr.gpu) == used[name],
+            f"workload {name}: GPU types {sorted(wr.gpu)} are not those its allocations use "
+            f"{sorted(used[name])}",
+        )
 
 
 def _check_train_result(
