@@ -22,6 +22,8 @@ from planner.optimize.model.families import (
     family_of,
     row_name,
 )
+from tests.test_request_mix import PROFILES
+from tests.test_request_mix import _problem as mix_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = sorted((ROOT / "problems").glob("*.yaml"))
@@ -72,62 +74,13 @@ def test_the_only_nested_prefixes_are_known():
     assert len(BY_PREFIX) == len(FAMILIES)
 
 
-# One month of a two-bucket request mix with a spare and a total budget: the families the
-# problems do not create (request mixes, budget_total).
-_OFFER = {"provider": "quote", "kind": "on_demand", "gpus_per_instance": 1,
-          "source": "test quote", "as_of": "2026-11"}  # fmt: skip
-_MIX = {
-    "name": "mix",
-    "horizon": {"start": "2027-01", "months": 1},
-    "budget": {"capex_usd": 0, "total_usd": 1_000_000},
-    "site": {"power_usd_per_kwh": 0.1},
-    "gpus": ["l4", "a100-sxm-80gb"],
-    "offers": {
-        "files": [],
-        "extra": [
-            {**_OFFER, "id": "q-l4", "gpu": "l4", "usd_per_gpu_hour": 1.0},
-            {**_OFFER, "id": "q-a100", "gpu": "a100-sxm-80gb", "usd_per_gpu_hour": 3.0},
-        ],
-    },
-    "profiles": ["p.yaml"],
-    "workloads": {
-        "serve": [
-            {
-                "name": "chat",
-                "model": "llama-2-7b",
-                "start": "2027-01",
-                "traffic": {
-                    "daily_active_users": 20,
-                    "requests_per_user_per_day": 86400,
-                    "utilization": 1.0,
-                },  # fmt: skip
-                "requests": [
-                    {"name": "short", "prompt": [1, 256], "output": [1, 128], "share": 0.5},
-                    {"name": "long", "prompt": [257, 4000], "output": [129, 512], "share": 0.5},
-                ],
-                "slo": {"p95_ttft_ms": 1000, "p95_tpot_ms": 100, "max_load": 1.0},
-                "redundancy": 1,
-                "measured_only": True,
-            }
-        ]
-    },
-    "finance": {"discount_rate": 0, "residual": "none"},
-}
-
-
-def _profile(gpu: str, prompt: int, output: int, rps: float) -> dict:
-    return {"model": "llama-2-7b", "gpu": gpu, "tp": 1, "precision": "fp16", "prompt": prompt,
-            "output": output, "max_rps": rps, "source": "test bench", "as_of": "2026-11"}  # fmt: skip
-
-
-_PROFILES = {
-    "serve": [
-        _profile("l4", 256, 128, 10.0),
-        _profile("l4", 4000, 512, 0.5),
-        _profile("a100-sxm-80gb", 256, 128, 10.0),
-        _profile("a100-sxm-80gb", 4000, 512, 5.0),
-    ]
-}
+# One month of a two-bucket request mix with a spare and a total budget (the request-mix
+# tests' problem): the families the problems do not create (request mixes, budget_total).
+_REQUESTS = [
+    {"name": "short", "prompt": [1, 256], "output": [1, 128], "share": 0.5},
+    {"name": "long", "prompt": [257, 4000], "output": [129, 512], "share": 0.5},
+]
+_MIX = {**mix_problem(_REQUESTS, redundancy=1), "budget": {"capex_usd": 0, "total_usd": 1_000_000}}
 
 
 def test_every_family_is_created_by_a_problem_or_under_its_condition(problem_models, tmp_path):
@@ -136,7 +89,7 @@ def test_every_family_is_created_by_a_problem_or_under_its_condition(problem_mod
     # a family no problem creates is one the registry says is conditional ...
     assert all(BY_PREFIX[f].only_when for f in missing), sorted(missing)
     # ... and the small case built under those conditions creates it
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump(_PROFILES, sort_keys=False))
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILES, sort_keys=False))
     (tmp_path / "mix.yaml").write_text(yaml.safe_dump(_MIX, sort_keys=False))
     mix = _families(tmp_path / "mix.yaml")
     assert "(none)" not in mix, mix.get("(none)")

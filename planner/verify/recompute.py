@@ -180,9 +180,8 @@ def path_factor(change_per_year: float, month: int) -> float:
 
 
 def rent_change(inputs: Inputs, gpu: str) -> float:
-    """The GPU's resolved rental path (0 for inputs without a market)."""
-    market = getattr(inputs, "market", None)
-    return 0.0 if market is None else market.rent(gpu)
+    """The GPU's resolved rental path (per year)."""
+    return inputs.market.rent(gpu)
 
 
 def rent_price(inputs: Inputs, offer: Offer, month: int) -> float:
@@ -195,12 +194,9 @@ def purchase_terms(inputs: Inputs, gpu: str, in_service: int) -> tuple[int, int,
     """(order month, capex month, price factor) of a purchase in service from month
     ``in_service``, recomputed from the problem: ordered the GPU's lead time before, paid at
     the order (or on delivery, ``finance.capex_at``), at the order month's price on its path."""
-    market = getattr(inputs, "market", None)
-    lead = 0 if market is None else market.lead_months(gpu)
-    change = 0.0 if market is None else market.buy(gpu)
-    order = in_service - lead
-    paid = order if getattr(inputs.finance, "capex_at", "order") == "order" else in_service
-    return order, paid, path_factor(change, max(order, 0))
+    order = in_service - inputs.market.lead_months(gpu)
+    paid = order if inputs.finance.capex_at == "order" else in_service
+    return order, paid, path_factor(inputs.market.buy(gpu), max(order, 0))
 
 
 def rental_row_price(inputs: Inputs, reservations: list, r: Rental, o: Offer, t: int) -> float:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 import pulp
 
 from planner.inputs.catalog import Offer
-from planner.inputs.market import MarketTerms
 from planner.inputs.problem import Inputs, TrainJob, month_index
 from planner.optimize.candidates import Candidates, ServeCandidate, TrainCandidate, offer_months
 from planner.physics import economics
@@ -146,29 +145,23 @@ def offer_term_months(m: PlannerModel, o: Offer) -> range:
     return offer_months(o, p.horizon.start, len(m.cands.months))
 
 
-def market(m: PlannerModel) -> MarketTerms:
-    """The problem's resolved price paths and lead times (none for inputs built without)."""
-    return getattr(m.inputs, "market", None) or MarketTerms()
-
-
 def rent_factor(m: PlannerModel, gpu: str, t: int) -> float:
     """A rented GPU-hour of ``gpu`` in month ``t`` relative to its catalog price."""
-    return economics.price_factor(market(m).rent(gpu), t)
+    return economics.price_factor(m.inputs.market.rent(gpu), t)
 
 
 def buy_factor(m: PlannerModel, gpu: str, t: int) -> float:
     """A card or server of ``gpu`` ordered in month ``t`` relative to its catalog price."""
-    return economics.price_factor(market(m).buy(gpu), t)
+    return economics.price_factor(m.inputs.market.buy(gpu), t)
 
 
 def lead_months(m: PlannerModel, gpu: str) -> int:
     """Months from ordering ``gpu`` to its cards in service."""
-    return market(m).lead_months(gpu)
+    return m.inputs.market.lead_months(gpu)
 
 
 def capex_month(m: PlannerModel, gpu: str, t: int) -> tuple[int, int]:
     """(order month, month the capex is paid) of a purchase in service from month ``t``:
     ordered ``lead`` months before; paid at the order unless ``finance.capex_at: delivery``."""
     order = max(0, t - lead_months(m, gpu))
-    at = getattr(m.inputs.finance, "capex_at", "order")
-    return order, (order if at == "order" else t)
+    return order, (order if m.inputs.finance.capex_at == "order" else t)
