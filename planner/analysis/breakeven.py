@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from planner.analysis.sweep import Progress, ScenarioResult, Task, run_tasks
-from planner.analysis.whatif_keys import (
+from planner.base.errors import InputError
+from planner.base.yamlio import did_you_mean
+from planner.inputs.keys import (
     MAX_MAGNITUDE,
     Base,
     Loc,
@@ -21,8 +23,6 @@ from planner.analysis.whatif_keys import (
     parse_bounds,
     resolve_key,
 )
-from planner.base.errors import InputError
-from planner.base.yamlio import did_you_mean
 
 MAX_SCAN = 200  # evenly spaced solves before bisecting
 MAX_BISECT_STEPS = 60  # solves of the bisection; the tol floor keeps it to at most 30

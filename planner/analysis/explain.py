@@ -458,6 +458,12 @@ def margins_for(
     """The buy margins ``planner solve`` writes: :func:`buy_margins` in ``time_limit`` when
     the plan's own gap is at most ``max_gap``; above it the comparison would be noise (both
     plans are that far from proven), and the line says so."""
+    if plan.scenarios:
+        return [
+            "not computed for a two-stage plan (scenarios): a re-solve without a GPU type would "
+            "re-plan every scenario; the Scenarios sheet says what each forecast's own "
+            "purchases would cost instead."
+        ]
     if plan.purchases and (plan.gap is None or plan.gap > max_gap):
         gap = "unknown" if plan.gap is None else f"{plan.gap:.1%}"
         return [

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.analysis.whatif_keys import MAX_WORKERS, Base, Loc, Value, Vary, set_at
 from planner.base.errors import InfeasibleError, InputError, PlannerError, SolverError
 from planner.base.yamlio import YamlDoc
+from planner.inputs.keys import MAX_WORKERS, Base, Loc, Value, Vary, set_at
 from planner.plan.data import Plan
 
 

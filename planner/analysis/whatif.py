@@ -15,7 +15,7 @@ Each scenario applies its values to a deep copy of the data, validates it agains
 A scenario that fails (invalid value, infeasible, solver error) is a row with its status
 and message, never an abort. Scenarios run in a process pool, or on a Dask cluster.
 
-The work is split by job: :mod:`planner.analysis.whatif_keys` (values, keys, the problem
+The work is split by job: :mod:`planner.inputs.keys` (values, keys, the problem
 as data), :mod:`planner.analysis.sweep` (scenarios and their runners) and
 :mod:`planner.analysis.breakeven`. This module keeps the entry point :func:`run_whatif`
 and re-exports their public names, so ``planner.analysis.whatif`` stays the import path.
@@ -43,7 +43,8 @@ from planner.analysis.sweep import (
     worker_signals,
     write_results_json,
 )
-from planner.analysis.whatif_keys import (
+from planner.base.errors import InputError
+from planner.inputs.keys import (
     ALIASES,
     DEFAULT_VARIES,
     MAX_DIGITS,
@@ -71,7 +72,6 @@ from planner.analysis.whatif_keys import (
     resolve_key,
     set_at,
 )
-from planner.base.errors import InputError
 
 __all__ = [
     "ALIASES",

@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from planner.analysis.whatif_keys import MAX_WORKERS
 from planner.base.errors import ExitCode, InputError
 from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
+from planner.inputs.keys import MAX_WORKERS
 from planner.reports.terminal import Col, fit_table, show_table
 
 

@@ -43,6 +43,7 @@ from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_d
 from planner.inputs.market import MarketTerms, resolve_market
 from planner.inputs.months import month_index, month_label, parse_month
 from planner.inputs.profiles import Profiles, load_profile_file
+from planner.inputs.scenarios import scenario_data
 from planner.inputs.schema import (
     DEFAULT_MAX_LOAD,
     DEFAULT_REDUNDANCY,
@@ -63,6 +64,9 @@ from planner.inputs.schema import (
     OwnedGpus,
     Problem,
     RequestBucket,
+    Risk,
+    ScenarioScale,
+    ScenarioSpec,
     ServeWorkload,
     Site,
     Slo,
@@ -92,6 +96,21 @@ class Inputs:
     warnings: list[str] = field(default_factory=list)  # said, not refused (e.g. a past contract)
     profiles: Profiles = field(default_factory=Profiles)
     market: MarketTerms = field(default_factory=MarketTerms)  # price paths and lead times
+    # The problem's demand scenarios (``scenarios`` in the file), each resolved; () when the
+    # file has none, and then nothing else differs from a problem without the section.
+    scenarios: tuple[Scenario, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One demand forecast of a two-stage plan: its probability and the problem as it would be."""
+
+    name: str
+    probability: float
+    # the problem with this scenario's set and scale applied; no scenarios of its own
+    inputs: Inputs
+    # what differs from the problem file, in words: "power_price = 0.2", "serving demand x 2"
+    changes: tuple[str, ...]
 
 
 def finance_terms(problem: Problem, defaults: FinanceDefaults | None = None) -> FinanceTerms:
@@ -612,7 +631,7 @@ def _resolve(
     warnings: list[str] = []
     _check_fleet(problem, gpus, offers, errors, warnings)
     errors.raise_if_any()
-    return Inputs(
+    inputs = Inputs(
         problem,
         gpus,
         models,
@@ -623,6 +642,95 @@ def _resolve(
         profiles=profiles,
         market=resolve_market(problem.market, list(gpus), problem.horizon.months),
     )
+    if problem.scenarios is None:
+        return inputs
+    return _with_scenarios(inputs, doc, base_dir, gpu_catalog, model_catalog)
+
+
+def _with_scenarios(
+    inputs: Inputs,
+    doc: YamlDoc | None,
+    base_dir: Path | None,
+    gpu_catalog: dict[str, GpuSpec] | None,
+    model_catalog: dict[str, ModelArch] | None,
+) -> Inputs:
+    """``inputs`` with its problem's scenarios, each validated and resolved as a problem file
+    of its own (the file's data with the scenario's values), so that a scenario is refused
+    exactly where the file would be. Warnings a scenario shares with the file are said once;
+    a warning of its own is kept, prefixed with its name."""
+    problem = inputs.problem
+    assert problem.scenarios is not None
+    data = (
+        doc.data
+        if doc is not None
+        else problem.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    )
+    gpu_catalog = gpu_catalog if gpu_catalog is not None else load_gpus()
+    model_catalog = model_catalog if model_catalog is not None else load_models()
+    path = doc.path if doc is not None else Path("<memory>")
+    scenarios, warnings = [], list(inputs.warnings)
+    for sd in scenario_data(data, problem.scenarios, doc):
+        sdoc = YamlDoc(sd.data, {**(doc.lines if doc is not None else {}), **sd.lines}, path)
+        s_inputs = _scenario_inputs(sd.name, sdoc, base_dir, gpu_catalog, model_catalog)
+        _same_shape(problem, s_inputs.problem, sd.name)
+        new = [w for w in s_inputs.warnings if w not in inputs.warnings]
+        warnings += [f"scenario {sd.name!r}: {w}" for w in new]
+        scenarios.append(Scenario(sd.name, sd.probability, s_inputs, sd.changes))
+    sourced = _sourced(tuple(scenarios), str(path), inputs.source_sha256)
+    return dataclasses.replace(inputs, scenarios=sourced, warnings=warnings)
+
+
+def _scenario_inputs(
+    name: str,
+    doc: YamlDoc,
+    base_dir: Path | None,
+    gpu_catalog: dict[str, GpuSpec],
+    model_catalog: dict[str, ModelArch],
+) -> Inputs:
+    """One scenario's data validated and resolved; its errors name the scenario."""
+    label = f"problem file (scenario {name!r})"
+    problem = validate(Problem, doc, label)
+    try:
+        return resolve(problem, doc, base_dir, gpu_catalog, model_catalog)
+    except InputError as exc:
+        why = str(exc).removeprefix("invalid problem file: ").removeprefix("invalid problem: ")
+        raise InputError(f"invalid {label}: {why}") from None
+
+
+def _same_shape(problem: Problem, scenario: Problem, name: str) -> None:
+    """A scenario has the file's months and workloads (what a two-stage plan shares); the
+    keys a scenario may set cannot change them, so this guards the rule, not the user."""
+
+    def names(p: Problem) -> list[str]:
+        return [w.name for w in p.workloads.train] + [w.name for w in p.workloads.serve]
+
+    if scenario.month_labels() != problem.month_labels() or names(scenario) != names(problem):
+        raise InputError(
+            f"scenario {name!r}: its months or workloads differ from the problem file's; "
+            "a scenario changes numbers, not the plan's shape"
+        )
+
+
+def with_source(inputs: Inputs, path: str, digest: str) -> Inputs:
+    """``inputs`` read from ``path`` (whose bytes hash to ``digest``), its scenarios too."""
+    scenarios = _sourced(inputs.scenarios, path, digest)
+    return dataclasses.replace(inputs, source_path=path, source_sha256=digest, scenarios=scenarios)
+
+
+def _sourced(scenarios: tuple[Scenario, ...], path: str, digest: str) -> tuple[Scenario, ...]:
+    """Each scenario as read from ``path [scenario NAME]``, with a digest of the file's
+    digest and its name: a plan names the file it came from, a scenario's plan the scenario."""
+    return tuple(
+        dataclasses.replace(
+            s,
+            inputs=dataclasses.replace(
+                s.inputs,
+                source_path=f"{path} [scenario {s.name}]",
+                source_sha256=hashlib.sha256(f"{digest}\n{s.name}".encode()).hexdigest(),
+            ),
+        )
+        for s in scenarios
+    )
 
 
 def load_problem(path: str | Path) -> Inputs:
@@ -632,7 +740,7 @@ def load_problem(path: str | Path) -> Inputs:
     problem = validate(Problem, doc, "problem file")
     inputs = resolve(problem, doc, base_dir=p.resolve().parent)
     digest = hashlib.sha256(p.read_bytes()).hexdigest()
-    return dataclasses.replace(inputs, source_path=str(p), source_sha256=digest)
+    return with_source(inputs, str(p), digest)
 
 
 def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = None) -> Inputs:
@@ -641,7 +749,7 @@ def load_problem_text(text: str, name: str = "<text>", base_dir: Path | None = N
     problem = validate(Problem, doc, "problem file")
     inputs = resolve(problem, doc, base_dir=base_dir)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return dataclasses.replace(inputs, source_path=name, source_sha256=digest)
+    return with_source(inputs, name, digest)
 
 
 # The schema and month names are re-exported: callers import them from here.
@@ -650,8 +758,9 @@ __all__ = [
     "Contract", "CustomGpu", "Finance", "Fleet", "GpuOverride", "Horizon", "Inputs", "Month",
     "contract_offer",
     "OfferChoice", "OfferOverride", "Overrides", "OwnedGpus", "Problem", "RequestBucket",
-    "ServeWorkload", "Site", "Slo", "SolverOptions", "Spot", "TokenShape", "TokenSize", "Traffic",
+    "Risk", "Scenario", "ScenarioScale", "ScenarioSpec", "ServeWorkload", "Site", "Slo",
+    "SolverOptions", "Spot", "TokenShape", "TokenSize", "Traffic",
     "TrainJob", "Window", "Workloads", "contract_offer_id", "contract_offers", "discounted",
     "finance_terms", "load_problem", "load_problem_text", "month_index", "month_label",
-    "parse_month", "resolve",
+    "parse_month", "resolve", "with_source",
 ]  # fmt: skip

@@ -3,20 +3,21 @@
 Workloads (training jobs, serving workloads and their request mixes), horizon, budget, site,
 GPU and offer overrides, the offers a problem trusts (files, providers, inline offers,
 discounts), finance, solver options, the existing fleet (owned GPUs, signed contracts), custom
-GPUs, and :class:`Problem` holding them all. A problem file is a contract: other tools write
-it. Unknown keys are errors (a typo must not be silently ignored), numbers must be finite and
-within the README's limits table (fleets and contracts up to a million GPUs, commitments up to
-the budgets' $1e12), booleans are not numbers, text holds nothing a workbook cannot
-(:func:`planner.base.units.check_text`), inline offers set no field only the planner writes,
-dates are ``YYYY-MM`` months. Loading and resolution against the catalogs are in
-:mod:`planner.inputs.problem`.
+GPUs, demand scenarios and the risk measure that weighs them, and :class:`Problem` holding
+them all. A problem file is a contract: other tools write it. Unknown keys are errors (a typo
+must not be silently ignored), numbers must be finite and within the README's limits table
+(fleets and contracts up to a million GPUs, commitments up to the budgets' $1e12), booleans
+are not numbers, text holds nothing a workbook cannot (:func:`planner.base.units.check_text`),
+inline offers set no field only the planner writes, dates are ``YYYY-MM`` months. Loading and
+resolution against the catalogs are in :mod:`planner.inputs.problem`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from planner.base.units import CaseInsensitive, Count, NotBool
 from planner.base.yamlio import LocatedError
@@ -488,6 +489,79 @@ class CustomGpu(GpuOverride):
     name: str | None = Field(None, max_length=200)
 
 
+def _scenario_number(v: Any) -> Any:
+    """A scenario's ``set`` values are numbers: pydantic would read ``"0.5"`` as 0.5 and
+    ``true`` as 1, and a forecast written as text is a typo, not a number."""
+    if isinstance(v, bool):
+        raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    if not isinstance(v, int | float):
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+        raise ValueError(
+            f"expected a number, got {type(v).__name__} {shown}; a scenario sets numbers "
+            "(demand, prices, rates), written without quotes"
+        )
+    return v
+
+
+class ScenarioScale(Strict):
+    """Multipliers of a scenario: ``serving_demand`` scales every serving workload's daily
+    active users (so its demand in every month)."""
+
+    serving_demand: float = Field(
+        gt=0,
+        le=1000,
+        description="multiplier of every serving workload's daily_active_users (demand)",
+    )
+
+
+MAX_SCENARIOS = 50  # each scenario is a copy of the serving model in a two-stage plan
+PROBABILITY_TOLERANCE = 1e-9  # scenario probabilities sum to 1 within this
+
+
+class ScenarioSpec(Strict):
+    """One demand forecast: its probability, and the values (``set``, by the keys of
+    ``planner whatif --vary``) and multipliers (``scale``) that differ from the file."""
+
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    probability: float = Field(gt=0, le=1)
+    set: dict[str, Annotated[float, BeforeValidator(_scenario_number)]] = Field(
+        default_factory=dict,
+        max_length=1_000,
+        description="KEY: number, KEY a path or alias as in planner whatif --vary",
+    )
+    scale: ScenarioScale | None = None
+
+
+class Risk(Strict):
+    """How a two-stage plan weighs its scenarios' costs."""
+
+    measure: Annotated[Literal["expected", "cvar", "worst_case"], CaseInsensitive] = "expected"
+    alpha: float = Field(
+        0.9, gt=0, lt=1, description="cvar: the share of outcomes it averages above"
+    )
+    weight: float = Field(
+        1.0, ge=0, le=1000, description="cvar: its weight beside the expected cost"
+    )
+
+    @model_validator(mode="after")
+    def _cvar_only(self) -> Risk:
+        if self.measure == "cvar":
+            return self
+        given = [f for f in ("alpha", "weight") if f in self.model_fields_set]
+        if given:
+            raise LocatedError(
+                [
+                    (
+                        (f,),
+                        f"{f} applies to measure: cvar only; measure is {self.measure} "
+                        f"(drop {f}, or set measure: cvar)",
+                    )
+                    for f in given
+                ]
+            )
+        return self
+
+
 class Problem(Strict):
     name: str = Field(min_length=1, max_length=500)
     horizon: Horizon
@@ -507,6 +581,13 @@ class Problem(Strict):
     profiles: list[str] = Field(
         default_factory=list, description="measured profiles files, relative to the problem"
     )
+    scenarios: list[ScenarioSpec] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SCENARIOS,
+        description="demand forecasts with probabilities (a two-stage plan); none: one forecast",
+    )
+    risk: Risk | None = Field(None, description="how the scenarios' costs are weighed")
 
     @model_validator(mode="after")
     def _names_and_dates(self) -> Problem:
@@ -594,6 +675,44 @@ class Problem(Strict):
                     ("fleet", "contracts"),
                     f"the contracts commit ${total:,.4g} inside the horizon; commitments are at "
                     f"most ${MAX_USD:,.0f} in all, like budgets",
+                )
+            )
+        if errs:
+            raise LocatedError(errs)
+        return self
+
+    @model_validator(mode="after")
+    def _scenarios(self) -> Problem:
+        """Scenario names are unique and their probabilities a distribution (sum 1); a risk
+        measure weighs scenarios, so it needs them."""
+        errs: list[tuple[tuple, str]] = []
+        if self.risk is not None and self.scenarios is None:
+            errs.append(
+                (
+                    ("risk",),
+                    "risk weighs the costs of scenarios, and the problem has none; add "
+                    "scenarios: [{name, probability, set, scale}, ...] or drop risk",
+                )
+            )
+        specs = self.scenarios or []
+        first: dict[str, int] = {}
+        for i, sc in enumerate(specs):
+            if sc.name in first:
+                errs.append(
+                    (
+                        ("scenarios", i, "name"),
+                        f"scenario name {sc.name!r} is used twice: scenarios[{first[sc.name]}] "
+                        f"and scenarios[{i}]; names must be unique",
+                    )
+                )
+            first.setdefault(sc.name, i)
+        total = math.fsum(sc.probability for sc in specs)
+        if specs and abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            each = ", ".join(f"{sc.name}: {sc.probability:g}" for sc in specs)
+            errs.append(
+                (
+                    ("scenarios",),
+                    f"scenario probabilities sum to {total:.12g}; they must sum to 1 ({each})",
                 )
             )
         if errs:

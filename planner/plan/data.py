@@ -39,6 +39,7 @@ MAX_RATE = 1e15  # requests/s, tokens and other physical figures
 MAX_MONTHS = 120  # horizon.months of a problem
 MAX_NAME = 100  # workload and model names
 MAX_PROBLEM_NAME = 500
+MAX_SCENARIOS = 50  # scenarios of a two-stage plan (the problem file's limit)
 
 
 def _num(lo: float, hi: float, what: str) -> Any:
@@ -88,6 +89,17 @@ class Totals(_Data):
     npv_usd: SignedUsd | None = None
     residual_value_usd: Usd = 0.0  # owned hardware's value at the horizon end (nominal)
     book_value_usd: Usd = 0.0  # undepreciated capex at the horizon end
+    # Demand scenarios (``scenarios:``; None without): the scenarios' present values under
+    # the plan, their probability-weighted mean and largest; the value of the stochastic
+    # solution (the base forecast's purchases re-planned in every scenario, less this plan,
+    # in the risk measure) and of perfect information (this plan less every scenario's own
+    # best plan, in the risk measure); CVaR_alpha of the costs under ``risk: cvar``.
+    expected_usd: SignedUsd | None = None
+    worst_usd: SignedUsd | None = None
+    vss_usd: SignedUsd | None = None
+    evpi_usd: SignedUsd | None = None
+    cvar_usd: SignedUsd | None = None
+    risk_usd: SignedUsd | None = None  # the two-stage objective: the measure of the costs
 
 
 class Purchase(_Data):
@@ -316,6 +328,14 @@ class Assumption(_Data):
     as_of: str = ""
 
 
+class RiskTerms(_Data):
+    """The two-stage objective a plan with scenarios minimised."""
+
+    measure: Literal["expected", "cvar", "worst_case"]
+    alpha: Share = 0.9
+    weight: Annotated[float, _num(0, 1000, "a weight: from 0 to 1,000")] = 1.0
+
+
 class Plan(_Data):
     planner_version: Annotated[str, Field(max_length=MAX_NAME)]
     problem_name: Annotated[
@@ -365,6 +385,10 @@ class Plan(_Data):
     dropped: list[Dropped]
     assumptions: list[Assumption]
     binding: list[str] = []
+    # A two-stage plan (``scenarios:``): this plan is the first scenario's realisation of the
+    # shared purchases; every scenario's, with its figures, is in ``scenarios``.
+    risk: RiskTerms | None = None
+    scenarios: Annotated[list[ScenarioOutcome], Field(max_length=MAX_SCENARIOS)] = []
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
@@ -383,6 +407,31 @@ class Plan(_Data):
         """A plan read back from ``planner solve --json`` (see :func:`load_plan`)."""
         return load_plan(path)
 
+
+class ScenarioOutcome(_Data):
+    """One demand scenario of a two-stage plan: the shared purchases re-planned in it
+    (``plan``), the best plan known for it alone (``own_plan``: its own deterministic optimum,
+    or ``plan`` where that is cheaper) and the base forecast's purchases re-planned in it
+    (``base_plan``; None where they cannot meet this scenario). Costs are present values."""
+
+    name: Name
+    probability: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    changes: Annotated[list[Annotated[str, Field(max_length=MAX_TEXT)]], Field(max_length=100)] = []
+    cost_usd: SignedUsd
+    own_usd: SignedUsd
+    regret_usd: SignedUsd
+    base_usd: SignedUsd | None
+    # This scenario's own purchases (those of ``own_plan``) re-planned in every scenario, in
+    # the plan's scenario order: what buying for this forecast alone would cost in each
+    # (None: not evaluated in the time limit, or they cannot meet some scenario). The
+    # plan's purchases are never dearer, in the risk measure, than any of these.
+    fleet_costs_usd: list[SignedUsd | None] | None = None
+    plan: Plan
+    own_plan: Plan
+    base_plan: Plan | None = None
+
+
+Plan.model_rebuild()  # a plan's scenarios hold plans
 
 # The plan's tables (:meth:`Plan.frames`), in the order a reader meets them.
 TABLES = (

@@ -69,7 +69,17 @@ def plan_problem(
     deadline: float | None = None,
 ) -> Plan:
     """Solve a problem and return its Plan; an infeasible problem raises InfeasibleError.
-    ``deadline``: see :func:`solve_inputs`."""
+    ``deadline``: see :func:`solve_inputs`. A problem with ``scenarios`` gets the two-stage
+    plan of :mod:`planner.plan.scenarios`."""
+    if inputs.scenarios:
+        from planner.plan.scenarios import plan_scenarios
+
+        opts = inputs.problem.solver
+        limit = time_limit if time_limit is not None else opts.time_limit_s
+        seconds = solver_seconds(limit, deadline, time.perf_counter())
+        return plan_scenarios(
+            inputs, solver, seconds, gap if gap is not None else opts.gap, diagnose=diagnose
+        )
     m, result = solve_inputs(inputs, solver, time_limit, gap, deadline=deadline)
     if result.status == "infeasible":
         diagnosis: list[str] = []

@@ -388,16 +388,145 @@ def _adds_sentence(plan: Plan) -> str:
 
 def decision_sentences(plan: Plan) -> list[str]:
     """The plan in plain words: what it does with what the team has, then buy, rent,
-    reserve, then the total."""
+    reserve, then the total. A two-stage plan states its decision once, says it holds in
+    every scenario and which scenario the rentals and totals are, and ends with its risk."""
     lines = existing_sentences(plan)
     lines += buy_sentences(plan) or [
         "Buy nothing new." if lines else "Buy nothing: every GPU-hour is rented."
     ]
     lines += reserve_sentences(plan)
+    if plan.scenarios:
+        lines += [same_decision_sentence(plan), shown_scenario_sentence(plan)]
     lines += rent_sentences(plan) or ["Rent nothing: the owned fleet covers every workload."]
     lines += headroom_sentences(plan)
     lines.append(total_sentence(plan))
-    return lines
+    return lines + scenario_risk_sentences(plan)
+
+
+# ------------------------------------------------------------------ two-stage plans
+
+
+def _q(name: str) -> str:
+    return f"'{name}'"
+
+
+def _pct(p: float) -> str:
+    """A probability as people write it: ``50%``, ``12.5%``.
+
+    >>> _pct(0.5), _pct(0.125), _pct(1 / 3)
+    ('50%', '12.5%', '33.3%')
+    """
+    return f"{p * 100:.3g}%"
+
+
+def measure_text(plan: Plan) -> str:
+    """What a two-stage plan minimised, in words (the measure of the scenarios' present
+    values): readers must know the VSS and EVPI are differences in this measure."""
+    r = plan.risk
+    if r is None or r.measure == "expected":
+        return "the expected present value"
+    if r.measure == "worst_case":
+        return "the worst scenario's present value"
+    return (
+        f"the expected present value + {r.weight:g} x CVaR {_pct(r.alpha)} (the mean of the "
+        f"worst {_pct(1 - r.alpha)} of outcomes)"
+    )
+
+
+def same_decision_sentence(plan: Plan) -> str:
+    """That the purchases (and reservations, sales) hold whatever the demand turns out."""
+    odds = ", ".join(f"{_q(s.name)} {_pct(s.probability)}" for s in plan.scenarios)
+    return (
+        f"This decision is the same in every scenario ({odds}): only the rentals adapt to "
+        "each scenario's demand."
+    )
+
+
+def shown_scenario_sentence(plan: Plan) -> str:
+    """Which scenario the rentals, totals and detail sheets show (the first one's)."""
+    first = plan.scenarios[0]
+    return (
+        f"The rentals and totals that follow, and the detail sheets, show scenario "
+        f"{_q(first.name)} ({_pct(first.probability)}); the Scenarios sheet has every "
+        "scenario."
+    )
+
+
+def _same_purchases(plan: Plan) -> bool:
+    """Whether the base forecast's own purchases are this plan's (then its VSS is 0 by
+    construction, not by coincidence of costs)."""
+    base = plan.scenarios[0].base_plan
+    if base is None:
+        return False
+    buys = sorted((p.gpu, p.month, p.count, p.nodes) for p in plan.purchases)
+    base_buys = sorted((p.gpu, p.month, p.count, p.nodes) for p in base.purchases)
+    res = sorted((r.offer, r.start_month, r.gpus) for r in plan.reservations)
+    base_res = sorted((r.offer, r.start_month, r.gpus) for r in base.reservations)
+    return buys == base_buys and res == base_res
+
+
+def scenario_cost_sentence(plan: Plan) -> str:
+    """The expected present value and each scenario's, the worst named; the measure
+    minimised when it is not the expectation."""
+    t, sc = plan.totals, plan.scenarios
+    worst = max(sc, key=lambda s: s.cost_usd)
+    each = ", ".join(
+        f"{_usd(s.cost_usd)} in {_q(s.name)} ({_pct(s.probability)}"
+        + (", the worst)" if s is worst and len(sc) > 1 else ")")
+        for s in sc
+    )
+    text = f"Expected present value {_usd(t.expected_usd or 0.0)} over {len(sc)} scenarios: {each}."
+    if plan.risk is not None and plan.risk.measure != "expected":
+        cvar = f" (CVaR {_usd(t.cvar_usd)})" if t.cvar_usd is not None else ""
+        text += f" The plan minimises {measure_text(plan)}: {_usd(t.risk_usd or 0.0)}{cvar}."
+    return text
+
+
+def _in_measure(plan: Plan) -> str:
+    expected = plan.risk is None or plan.risk.measure == "expected"
+    return "in expectation" if expected else "in that measure"
+
+
+def vss_sentence(plan: Plan) -> str:
+    """What planning for the base forecast alone would cost more (the VSS), plainly 0 when
+    its purchases are this plan's."""
+    base, vss = plan.scenarios[0].name, plan.totals.vss_usd
+    who = f"Planning for the base forecast ({_q(base)}) alone"
+    if vss is None:
+        short = [_q(s.name) for s in plan.scenarios if s.base_usd is None]
+        where = f" (not {', '.join(short)})" if short else ""
+        return (
+            f"The base forecast's ({_q(base)}) own purchases cannot meet every scenario{where}: "
+            "planning for it alone is no option, so there is no VSS to state."
+        )
+    if abs(vss) < 0.5:
+        if _same_purchases(plan):
+            return f"{who} would cost the same: its purchases are this plan's (VSS $0)."
+        return f"{who} would cost the same {_in_measure(plan)} (VSS $0)."
+    return f"{who} would cost {_usd(vss)} more {_in_measure(plan)} (VSS)."
+
+
+def evpi_sentence(plan: Plan) -> str:
+    """What knowing the future would save (the EVPI), and where the regret is largest."""
+    evpi = plan.totals.evpi_usd or 0.0
+    if abs(evpi) < 0.5:
+        return (
+            "Knowing the future would save nothing (EVPI $0): this plan is every scenario's "
+            "own best."
+        )
+    worst = max(plan.scenarios, key=lambda s: s.regret_usd)
+    return (
+        f"Knowing the future would save {_usd(evpi)} {_in_measure(plan)} (EVPI): against each "
+        f"scenario's own best plan, the regret is largest in {_q(worst.name)} "
+        f"({_usd(worst.regret_usd)})."
+    )
+
+
+def scenario_risk_sentences(plan: Plan) -> list[str]:
+    """A two-stage plan's risk in words (none for an ordinary plan)."""
+    if not plan.scenarios:
+        return []
+    return [scenario_cost_sentence(plan), vss_sentence(plan), evpi_sentence(plan)]
 
 
 def total_sentence(plan: Plan) -> str:

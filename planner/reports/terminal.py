@@ -17,7 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from planner.plan.data import Plan, WorkloadResult
-from planner.reports.plan_facts import market_line, rate_span
+from planner.reports.plan_facts import market_line, measure_text, rate_span
 
 # Short labels for the predicted-vs-target keys of a workload result.
 _TARGET_LABELS = {"wall_hours": "wall h", "p95_ttft_ms": "TTFT ms", "p95_tpot_ms": "TPOT ms"}
@@ -218,9 +218,12 @@ def show_table(console: Console, table: Table, wide: bool) -> None:
 
 
 def print_summary(plan: Plan, console: Console | None = None, wide: bool = False) -> None:
-    """The plan in four tables: cost, what to buy, what to rent, and each workload's result."""
+    """The plan in four tables: cost, what to buy, what to rent, and each workload's result;
+    a two-stage plan's tables are its first scenario's, followed by every scenario's cost."""
     c = console or Console(emoji=False)
     c.print(_header_line(plan))
+    if plan.scenarios:
+        c.print(escape(shown_scenario_line(plan)), highlight=False)
     tables = [cost_table(plan, c, wide)]
     if plan.purchases:
         tables.append(buy_table(plan, c, wide))
@@ -234,6 +237,10 @@ def print_summary(plan: Plan, console: Console | None = None, wide: bool = False
     market = market_line(plan)
     if market:
         c.print(escape(market), highlight=False)
+    if plan.scenarios:
+        show_table(c, scenario_table(plan, c, wide), wide)
+        for line in scenario_lines(plan):
+            c.print(line, highlight=False)
 
 
 def finance_line(plan: Plan) -> str:
@@ -249,3 +256,52 @@ def finance_line(plan: Plan) -> str:
         f"present value at {plan.discount_rate:.1%}/year: [bold]{usd(t.npv_usd)}[/bold] "
         f"(cash {usd(t.total_usd)}; {resale})"
     )
+
+
+# ------------------------------------------------------------------ two-stage plans
+
+
+def shown_scenario_line(plan: Plan) -> str:
+    """Which scenario the tables show: the decision is shared, the rentals are its own."""
+    first = plan.scenarios[0]
+    return (
+        f"two-stage plan over {len(plan.scenarios)} scenarios, minimising "
+        f"{measure_text(plan).removeprefix('the ')}; the purchases hold in every scenario, the "
+        f"tables below show scenario '{first.name}' ({first.probability * 100:.3g}%)"
+    )
+
+
+def scenario_table(plan: Plan, console: Console, wide: bool) -> Table:
+    """Each scenario's present value under this plan, under its own best plan, and the
+    regret between them."""
+    cols = [Col("scenario"), Col("probability", True), Col("cost", True)]
+    cols += [Col("own best", True, 1), Col("regret", True)]
+    rows = [
+        [escape(s.name), f"{s.probability:.1%}", usd(s.cost_usd), usd(s.own_usd)]
+        + [usd(s.regret_usd)]
+        for s in plan.scenarios
+    ]
+    return fit_table(console, "Scenarios (present value)", cols, rows, wide)
+
+
+def scenario_lines(plan: Plan) -> list[str]:
+    """Expected, worst, VSS and EVPI, one line each (rich markup, names escaped)."""
+    t = plan.totals
+    worst = max(plan.scenarios, key=lambda s: s.cost_usd)
+    measure = "expected" if plan.risk is None else plan.risk.measure
+    how = "in expectation" if measure == "expected" else "in the risk measure"
+    lines = [
+        f"expected: [bold]{usd(t.expected_usd)}[/bold]",
+        f"worst: {usd(t.worst_usd)} (scenario '{escape(worst.name)}')",
+    ]
+    if measure != "expected":
+        lines.append(f"risk measure ({escape(measure_text(plan))}): {usd(t.risk_usd)}")
+    base = escape(plan.scenarios[0].name)
+    if t.vss_usd is None:
+        lines.append("VSS: - (the base forecast's purchases cannot meet every scenario)")
+    else:
+        lines.append(
+            f"VSS: {usd(t.vss_usd)} (what planning for '{base}' alone would cost more, {how})"
+        )
+    lines.append(f"EVPI: {usd(t.evpi_usd)} (what knowing the future would save, {how})")
+    return lines

@@ -48,7 +48,12 @@ function of it returning its :class:`Finding` s (a failure is one line of the li
   listed price x (1 - discount), applied once, and so does every rental of it;
 * :func:`check_workloads`: one result per workload; predicted vs target recomputed (training
   wall hours vs window hours, serving p95 TTFT/TPOT of the configurations used vs the SLO);
-  ``meets_target`` must be true and match the recomputation.
+  ``meets_target`` must be true and match the recomputation;
+* :func:`check_scenarios` (:mod:`planner.verify.scenarios`), for a two-stage plan only: the
+  plan's scenarios are the problem's; the top-level plan is the first scenario's realisation
+  (and is checked as a plan of that scenario's inputs); one first stage in every scenario;
+  every scenario's plans verified by these families against its own inputs; every scenario
+  figure and two-stage total (expected, worst, CVaR, risk, VSS, EVPI) recomputed.
 
 Every family also checks that the months its rows name are months of the horizon.
 """
@@ -66,6 +71,7 @@ from .families import FAMILIES, check_shape
 from .findings import ABS, REL, Finding, Findings
 from .fleet import check_caps, check_purchases
 from .money import check_money, check_rentals
+from .scenarios import check_scenarios
 from .workloads import check_serving, check_training, check_workloads
 
 __all__ = [
@@ -81,6 +87,7 @@ __all__ = [
     "check_money",
     "check_purchases",
     "check_rentals",
+    "check_scenarios",
     "check_serving",
     "check_shape",
     "check_training",
@@ -118,8 +125,13 @@ def verify_plan(inputs: Inputs, plan: Plan) -> list[str]:
 
 
 def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:
-    """Run every family of checks, in order, on ``plan``; the totals are the recomputed ones."""
-    ctx = VerifyContext.from_inputs(inputs, plan)
+    """Run every family of checks, in order, on ``plan``; the totals are the recomputed ones.
+
+    A two-stage plan's top level is its first scenario's realisation: it is checked against
+    that scenario's inputs (which may differ from the file's), then every scenario's plans
+    and the figures that tie them are checked by :func:`check_scenarios`."""
+    two_stage = bool(plan.scenarios and inputs.scenarios)
+    ctx = VerifyContext.from_inputs(inputs.scenarios[0].inputs if two_stage else inputs, plan)
     rep = VerifyReport()
     for family in FAMILIES:
         found = family(ctx)
@@ -135,5 +147,9 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:
         rep.npv_usd, rep.residual_usd = ctx.npv, ctx.residual + ctx.existing_residual
         rep.committed_usd = sum(ctx.committed_by_month.values())
         rep.sale_proceeds_usd = sum(ctx.sales_by_month.values())
+        if plan.scenarios or inputs.scenarios:
+            found = check_scenarios(inputs, plan, verify_report)
+            rep.findings += found
+            rep.checks += found.checks
     rep.errors = [f.message for f in rep.findings]
     return rep

@@ -309,10 +309,14 @@ def serving_form(m: PlannerModel) -> ServingForm:
     )
 
 
-def build_model(inputs: Inputs, cands: Candidates) -> PlannerModel:
-    """Build the MILP described in this module's docstring."""
+def build_model(
+    inputs: Inputs, cands: Candidates, force_ownable: frozenset[str] = frozenset()
+) -> PlannerModel:
+    """Build the MILP described in this module's docstring; ``force_ownable``: GPU types whose
+    purchase is kept even where :func:`worth_owning` would rule it out (a two-stage plan's
+    scenario, whose purchases are shared with scenarios where they may pay)."""
     prob = pulp.LpProblem(nid("gpu_plan", inputs.problem.name)[:60] or "gpu_plan", pulp.LpMinimize)
-    m = PlannerModel(prob=prob, inputs=inputs, cands=cands)
+    m = PlannerModel(prob=prob, inputs=inputs, cands=cands, force_ownable=force_ownable)
     add_purchase_variables(m)
     add_existing_fleet_constraints(m)
     add_training_constraints(m)

@@ -75,6 +75,9 @@ class PlannerModel:
     residual: pulp.LpAffineExpression = field(default_factory=pulp.LpAffineExpression)  # nominal
     busy: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
     ownable: dict[str, bool] = field(default_factory=dict)  # GPU type -> can any be bought
+    # GPU types kept buyable even where owning them cannot pay off in this model alone: a
+    # scenario of a two-stage plan shares its purchases with the others (planner.plan.scenarios)
+    force_ownable: frozenset[str] = frozenset()
     _serve_index: dict[tuple[str, str], ServeCandidate] = field(default_factory=dict, repr=False)
     _train_index: dict[tuple[str, str], TrainCandidate] = field(default_factory=dict, repr=False)
 

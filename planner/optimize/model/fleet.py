@@ -33,7 +33,7 @@ def add_purchase_variables(m: PlannerModel) -> None:
     bounds = ownable_nodes(m)
     worth = worth_owning(m)
     for g, gpu in m.inputs.gpus.items():
-        up = bounds[g] if worth[g] else 0
+        up = bounds[g] if worth[g] or g in m.force_ownable else 0
         m.ownable[g] = up is None or up > 0
         lead = lead_months(m, g)
         owned: dict[pulp.LpVariable, float] = {}

@@ -22,7 +22,7 @@ from planner.reports.excel.assumptions import (
     _same,
 )
 from planner.reports.excel.cells import _finite
-from planner.reports.excel.refs import EXISTING
+from planner.reports.excel.refs import EXISTING, SCENARIOS
 from planner.reports.plan_facts import has_paths
 
 SHEETS = (
@@ -125,6 +125,8 @@ def _sheets(plan: Plan) -> tuple[Workbook, dict[str, Worksheet]]:
     if has_existing(plan):  # after Fleet; absent from a plan from an empty datacenter
         at = wb.sheetnames.index("Fleet") + 1
         ws[EXISTING] = wb.create_sheet(EXISTING, at)
+    if plan.scenarios:  # a two-stage plan: beside page 1, whose risk sentences it backs
+        ws[SCENARIOS] = wb.create_sheet(SCENARIOS, 1)
     return wb, ws
 
 

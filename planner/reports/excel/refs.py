@@ -23,6 +23,8 @@ CF_COMMITTED, CF_SALES = 17, 18
 # the sheet of what the team had before the plan (only in plans that have something)
 EXISTING = "Existing"
 EXISTING_MARK = "existing (before the plan)"
+# the sheet of a two-stage plan's scenarios (only in plans that have them)
+SCENARIOS = "Scenarios"
 
 _KEY_COL = 13  # hidden column M: exact-match SUMIFS keys of the row's name
 

@@ -25,6 +25,7 @@ from planner.reports.excel.pnl import write_pnl
 from planner.reports.excel.purchases import write_purchases
 from planner.reports.excel.refs import DetailRows, SheetRows
 from planner.reports.excel.rentals import write_rentals
+from planner.reports.excel.scenarios import write_scenarios
 from planner.reports.excel.solver_sheet import write_solver
 from planner.reports.excel.summary import write_summary
 from planner.reports.excel.workloads import write_workloads
@@ -51,6 +52,7 @@ def build_workbook(plan: Plan, margins: Sequence[str] | None = None) -> Workbook
     cost = write_summary(ctx, rows)
     write_charts(ctx, cost)
     write_solver(ctx, cost, rows)
+    write_scenarios(ctx)  # a two-stage plan only
     write_assumptions(ctx)  # last: the other sheets may add derived rows
     wb = ctx.wb
     wb.calculation.fullCalcOnLoad = True

@@ -1,0 +1,169 @@
+"""Two-stage plans (issue 28): one purchase decision across demand scenarios.
+
+Every property is checked on the small fixture (tests/fixtures/scenarios/small.yaml: a chat
+service, 18 months, two GPU types; each scenario solves in well under a second), varied in
+its text: the same problem without scenarios, with one, with more demand or probability.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.base.errors import InfeasibleError
+from planner.inputs.problem import load_problem_text
+from planner.optimize.stochastic import Risk, risk_value
+from planner.plan.data import Plan
+from planner.plan.make import plan_problem
+
+FIXTURE = Path(__file__).parent / "fixtures" / "scenarios" / "small.yaml"
+TEXT = FIXTURE.read_text()
+BODY = TEXT[: TEXT.index("scenarios:")]  # the problem without its scenarios
+GAP = 0.001  # the fixture's solver gap (the default)
+
+
+def scenarios_text(*rows: str, risk: str = "") -> str:
+    body = BODY + "scenarios:\n" + "".join(f"  - {r}\n" for r in rows)
+    return body + (f"risk: {risk}\n" if risk else "")
+
+
+@functools.cache
+def solve_text(text: str) -> Plan:
+    inputs = load_problem_text(text, "small.yaml", FIXTURE.parent)
+    return plan_problem(inputs, time_limit=60)
+
+
+def three(viral: float = 3.0, p: tuple[float, float, float] = (0.5, 0.3, 0.2), risk: str = ""):
+    return scenarios_text(
+        f"{{name: base, probability: {p[0]}}}",
+        f"{{name: slow, probability: {p[1]}, "
+        "set: {workloads.serve.chat.traffic.growth_per_month: 0.0}}",
+        f"{{name: viral, probability: {p[2]}, scale: {{serving_demand: {viral}}}}}",
+        risk=risk,
+    )
+
+
+def purchases(plan: Plan) -> list[tuple]:
+    return [(p.gpu, p.month, p.count, p.nodes) for p in plan.purchases]
+
+
+def tol(value: float) -> float:
+    """What two plans each optimal within the gap may differ by."""
+    return 2 * GAP * abs(value) + 1.0
+
+
+def test_one_scenario_of_probability_one_is_todays_plan():
+    today = solve_text(BODY)
+    one = solve_text(scenarios_text("{name: only, probability: 1.0}"))
+    assert one.objective_usd == pytest.approx(today.objective_usd, abs=tol(today.objective_usd))
+    assert purchases(one) == purchases(today)
+    assert one.totals.expected_usd == pytest.approx(one.objective_usd)
+    assert one.totals.vss_usd == 0 and one.totals.evpi_usd == 0
+    assert [s.name for s in one.scenarios] == ["only"]
+
+
+def test_purchases_are_shared_and_rentals_adapt():
+    plan = solve_text(three())
+    bought = [purchases(s.plan) for s in plan.scenarios]
+    assert all(b == bought[0] for b in bought)
+    assert purchases(plan) == bought[0]
+    rentals = {s.name: s.plan.totals.rental_usd for s in plan.scenarios}
+    assert rentals["viral"] > rentals["base"] > rentals["slow"]  # demand differs, so do rentals
+
+
+def test_value_of_the_stochastic_solution_and_of_perfect_information():
+    plan = solve_text(three())
+    t = plan.totals
+    probs = [s.probability for s in plan.scenarios]
+    costs = [s.cost_usd for s in plan.scenarios]
+    assert t.expected_usd == pytest.approx(sum(p * c for p, c in zip(probs, costs, strict=True)))
+    assert t.worst_usd == pytest.approx(max(costs))
+    assert t.vss_usd is not None and t.vss_usd >= -1e-6
+    assert t.evpi_usd >= -1e-6
+    for s in plan.scenarios:
+        assert s.own_usd <= s.cost_usd + 1e-6
+        assert s.regret_usd == pytest.approx(s.cost_usd - s.own_usd)
+    # every forecast's own purchases, re-planned in every scenario, cost at least as much
+    for s in plan.scenarios:
+        if s.fleet_costs_usd and None not in s.fleet_costs_usd:
+            alt = risk_value(s.fleet_costs_usd, probs, Risk())
+            assert t.expected_usd <= alt + tol(alt)
+
+
+def test_more_demand_never_lowers_the_expected_optimum():
+    low, high = solve_text(three(viral=2.0)), solve_text(three(viral=4.0))
+    assert high.totals.expected_usd >= low.totals.expected_usd - tol(low.totals.expected_usd)
+
+
+def test_probability_moved_to_a_scenario_with_more_demand_never_lowers_it():
+    # viral has more demand than slow in every month: moving 0.2 from slow to viral
+    before = solve_text(three(p=(0.5, 0.3, 0.2)))
+    after = solve_text(three(p=(0.5, 0.1, 0.4)))
+    assert after.totals.expected_usd >= before.totals.expected_usd - tol(
+        before.totals.expected_usd
+    )
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    scale=st.sampled_from([0.5, 1.0, 1.5, 2.5]),
+    extra=st.sampled_from([0.25, 1.0]),
+    p=st.sampled_from([0.2, 0.5, 0.8]),
+)
+def test_seeded_raising_a_scenarios_demand_never_lowers_the_optimum(scale, extra, p):
+    def two(s2: float) -> str:
+        return scenarios_text(
+            f"{{name: a, probability: {p}}}",
+            f"{{name: b, probability: {round(1 - p, 6)}, scale: {{serving_demand: {s2}}}}}",
+        )
+
+    lo, hi = solve_text(two(scale)), solve_text(two(scale + extra))
+    assert hi.totals.expected_usd >= lo.totals.expected_usd - tol(lo.totals.expected_usd)
+
+
+@pytest.mark.parametrize("measure", ["{measure: worst_case}", "{measure: cvar, alpha: 0.8}"])
+def test_risk_measures_are_the_objective(measure):
+    plan = solve_text(three(risk=measure))
+    probs = [s.probability for s in plan.scenarios]
+    costs = [s.cost_usd for s in plan.scenarios]
+    r = plan.risk
+    assert plan.totals.risk_usd == pytest.approx(
+        risk_value(costs, probs, Risk(r.measure, r.alpha, r.weight))
+    )
+    expected = solve_text(three())
+    if r.measure == "worst_case":  # no plan for the expectation has a better worst case
+        assert plan.totals.worst_usd <= expected.totals.worst_usd + tol(plan.totals.worst_usd)
+    else:
+        assert plan.totals.cvar_usd is not None
+
+
+def test_a_scenario_that_cannot_be_met_is_exit_3_naming_it():
+    text = scenarios_text(
+        "{name: base, probability: 0.5}",
+        "{name: broke, probability: 0.5, set: {budget.total_usd: 1000}}",
+    )
+    inputs = load_problem_text(text, "small.yaml", FIXTURE.parent)
+    with pytest.raises(InfeasibleError, match="scenario 'broke'"):
+        plan_problem(inputs, time_limit=30, diagnose=False)
+
+
+def test_the_command_line_writes_every_scenario(tmp_path):
+    from planner.cli import cli
+
+    out = tmp_path / "plan.json"
+    res = CliRunner().invoke(cli, ["solve", str(FIXTURE), "--no-excel", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    plan = Plan.model_validate_json(out.read_text())
+    assert [s.name for s in plan.scenarios] == ["base", "slow", "viral"]
+    assert re.search(r"viral", res.output)
