@@ -15,7 +15,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
-PROBLEMS = sorted((ROOT / "problems").glob("*.yaml"))
+# Problems with demand scenarios are not fingerprinted: their two-stage solve splits its time
+# limit among steps (the joint model stops at its share), so its plan is not reproducible to
+# 1e-9; tests/test_scenarios_plan.py and the verifier check what it must satisfy instead.
+PROBLEMS = sorted(
+    p for p in (ROOT / "problems").glob("*.yaml") if "\nscenarios:" not in p.read_text()
+)
+# Totals of two-stage plans only: None in every other plan, so not part of its fingerprint
+# (the fingerprints stored before scenarios existed stay valid).
+TWO_STAGE_TOTALS = ("expected_usd", "worst_usd", "vss_usd", "evpi_usd", "cvar_usd", "risk_usd")
 
 _WORKLOAD_KEYS = (
     "name",
@@ -36,7 +44,9 @@ def signature(plan: dict[str, Any]) -> dict[str, Any]:
     return {
         "status": plan["status"],
         "objective_usd": plan["objective_usd"],
-        "totals": plan["totals"],
+        "totals": {
+            k: v for k, v in plan["totals"].items() if not (k in TWO_STAGE_TOTALS and v is None)
+        },
         "purchases": plan["purchases"],
         "rentals": plan["rentals"],
         "reservations": plan["reservations"],

@@ -105,9 +105,7 @@ def test_probability_moved_to_a_scenario_with_more_demand_never_lowers_it():
     # viral has more demand than slow in every month: moving 0.2 from slow to viral
     before = solve_text(three(p=(0.5, 0.3, 0.2)))
     after = solve_text(three(p=(0.5, 0.1, 0.4)))
-    assert after.totals.expected_usd >= before.totals.expected_usd - tol(
-        before.totals.expected_usd
-    )
+    assert after.totals.expected_usd >= before.totals.expected_usd - tol(before.totals.expected_usd)
 
 
 @settings(

@@ -8,7 +8,6 @@ is a row with its status and message, never an abort.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -22,7 +21,15 @@ from typing import Any
 
 from planner.base.errors import InfeasibleError, InputError, PlannerError, SolverError
 from planner.base.yamlio import YamlDoc
-from planner.inputs.keys import MAX_WORKERS, Base, Loc, Value, Vary, set_at
+from planner.inputs.keys import (
+    MAX_WORKERS,
+    Base,
+    Loc,
+    Value,
+    Vary,
+    renormalise_probabilities,
+    set_at,
+)
 from planner.plan.data import Plan
 
 
@@ -130,20 +137,21 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
 def scenario_inputs(task: Task):
     """Apply the task's values to a deep copy of the data, validate and resolve."""
     from planner.base.yamlio import validate
-    from planner.inputs.problem import Problem, resolve
+    from planner.inputs.problem import Problem, resolve, with_source
 
     data = copy.deepcopy(task.base.data)
     for loc, value in task.sets:
         set_at(data, loc, value)
+    renormalise_probabilities(data, [loc for loc, _ in task.sets])
     label = ", ".join(f"{k}={v}" for k, v in task.params.items())
     doc = YamlDoc(data, dict(task.base.lines), Path(task.base.path))
     problem = validate(Problem, doc, f"problem file ({label})" if label else "problem file")
     inputs = resolve(problem, doc, base_dir=Path(task.base.base_dir))
     text = json.dumps(data, sort_keys=True, default=str)
-    return dataclasses.replace(
+    return with_source(
         inputs,
-        source_path=f"{task.base.path} [{label}]" if label else task.base.path,
-        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        f"{task.base.path} [{label}]" if label else task.base.path,
+        hashlib.sha256(text.encode()).hexdigest(),
     )
 
 

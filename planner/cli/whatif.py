@@ -56,7 +56,10 @@ def summary_table(
     """One row per scenario; in a narrow terminal the per-GPU and secondary columns go first."""
     gpus = sorted({g for r in results for g in r.bought})
     cols = [Col(escape(k.rsplit(".", 1)[-1]), True) for k in keys]
+    # a two-stage problem (scenarios:): its expected present value is what each row decides
+    expected = any((r.totals or {}).get("expected_usd") is not None for r in results)
     cols += [Col("status"), Col("total", True), Col("PV", True, 2)]
+    cols += [Col("E[PV]", True)] if expected else []
     cols += [Col("capex", True, 3), Col("rental", True, 4)]
     cols += [Col(f"buy {escape(g)}", True, 6) for g in gpus]
     cols += [Col("rented", True, 5), Col("$/1M tok", True, 2)]
@@ -65,7 +68,9 @@ def summary_table(
         tot = r.totals or {}
         row = [escape(_val(r.params.get(k, ""))) for k in keys]
         row += [r.status if r.ok else f"[red]{r.status}[/red]"]
-        row += [_money(tot.get(k)) for k in ("total_usd", "npv_usd", "capex_usd", "rental_usd")]
+        row += [_money(tot.get(k)) for k in ("total_usd", "npv_usd")]
+        row += [_money(tot.get("expected_usd"))] if expected else []
+        row += [_money(tot.get(k)) for k in ("capex_usd", "rental_usd")]
         row += [str(r.bought.get(g, 0)) if r.ok else "" for g in gpus]
         tok = "" if r.usd_per_1m_tokens is None else f"{r.usd_per_1m_tokens:.3f}"
         rows.append([*row, _pct(r.rented_share), tok])

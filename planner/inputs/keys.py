@@ -495,6 +495,38 @@ def set_at(data: Any, loc: Loc, value: Any) -> None:
     cur[loc[-1]] = value
 
 
+def renormalise_probabilities(data: Any, locs: Sequence[Loc]) -> None:
+    """After a sweep set some scenarios' probabilities (``scenarios.NAME.probability``),
+    rescale the other scenarios' in proportion so that all still sum to 1 (varying one
+    forecast's weight takes it from the others). Left as is where that cannot be done (the
+    set ones sum to more than 1, or the others to 0): the problem's check then names it.
+
+    >>> d = {"scenarios": [{"probability": 0.5}, {"probability": 0.3}, {"probability": 0.2}]}
+    >>> renormalise_probabilities(d, [("scenarios", 2, "probability")])
+    >>> d["scenarios"][2]["probability"] = 0.6; renormalise_probabilities(d, [("scenarios", 2, "probability")])
+    >>> [round(s["probability"], 6) for s in d["scenarios"]]
+    [0.25, 0.15, 0.6]
+    """
+    fixed = {
+        loc[1]
+        for loc in locs
+        if len(loc) == 3 and loc[0] == "scenarios" and loc[2] == "probability"
+    }
+    rows = data.get("scenarios") if isinstance(data, dict) else None
+    if not fixed or not isinstance(rows, list):
+        return
+    try:
+        given = sum(float(rows[i]["probability"]) for i in fixed)
+        others = [i for i in range(len(rows)) if i not in fixed]
+        rest = sum(float(rows[i]["probability"]) for i in others)
+    except (TypeError, ValueError, KeyError, IndexError):
+        return  # a malformed entry: the problem's own validation names it
+    if given > 1 or rest <= 0:
+        return
+    for i in others:
+        rows[i]["probability"] = float(rows[i]["probability"]) * (1 - given) / rest
+
+
 # --------------------------------------------------------------------------- problem data
 
 
@@ -606,6 +638,7 @@ def _check_in(data: dict[str, Any], key: str, locs: Sequence[Loc], value: Value)
 
     for loc in locs:
         set_at(data, loc, value)
+    renormalise_probabilities(data, locs)
     try:
         Problem.model_validate(data)
     except ValidationError as exc:

@@ -106,6 +106,12 @@ def _key_locs(data: dict[str, Any], key: str, name: str, at: str) -> list[Loc]:
     for loc in locs:
         if str(loc[0]) in FIXED_SECTIONS:  # an alias would not; a path was refused above
             raise InputError(f"{at}: scenario {name!r}: {key!r} is under {loc[0]}")
+        if loc[-1] == "lead_months":
+            raise InputError(
+                f"{at}: scenario {name!r}: {key!r} is a lead time, which says when purchases "
+                "are ordered; a two-stage plan orders them once for every scenario, so a lead "
+                "time is the same in all of them (change it in market: for the whole problem)"
+            )
         tp = _field_type(loc)
         if tp is not None and not _numeric(tp):
             raise InputError(

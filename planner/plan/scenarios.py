@@ -81,6 +81,7 @@ class _Own:
     result: SolveResult
     ownable: set[str]
     fleet: dict[tuple, float]
+    values: dict[str, float | None]  # the plan's variable values, by name
 
 
 def risk_of(inputs: Inputs) -> Risk:
@@ -161,7 +162,8 @@ def _solve_own(
     if not result.has_solution:
         raise SolverError(f"scenario '{s.name}': {result.solver}: {result.message}")
     ownable = {g for g, ok in m.ownable.items() if ok}
-    return _Own(extract_plan(m, result), result, ownable, first_stage_values(m))
+    values = {v.name: v.varValue for v in m.prob.variables()}
+    return _Own(extract_plan(m, result), result, ownable, first_stage_values(m), values)
 
 
 @dataclass
@@ -196,15 +198,12 @@ class _Fleets:
         self.bounds = [first_stage_bounds(m) for m in models]
         self.done: dict[frozenset, _Replan] = {}
 
-    def _cheaper_own(self, i: int, fleet: dict[tuple, float], plan: Plan | None) -> Plan | None:
-        """Scenario i's own plan where ``fleet`` is its own first stage and the re-plan came
-        out dearer (two solves of the same problem within the gap) or not at all."""
-        own = self.own[i]
-        if _key(fleet) != _key(own.fleet):
-            return plan
-        if plan is None or (own.plan.objective_usd or 0.0) < (plan.objective_usd or 0.0):
-            return own.plan
-        return plan
+    def _load_own(self, i: int) -> None:
+        """Put scenario i's own plan in its copy's variables (by name; the copy's extra
+        variables, of GPU types only other scenarios may buy, at 0): the joint model's start."""
+        values, prefix = self.own[i].values, f"sc{i + 1}_"
+        for v in self.models[i].prob.variables():
+            v.varValue = values.get(v.name.removeprefix(prefix)) or 0.0
 
     def get(self, fleet: dict[tuple, float]) -> _Replan | None:
         return self.done.get(_key(fleet))
@@ -222,12 +221,16 @@ class _Fleets:
         results: list[SolveResult | None] = []
         for i, (m, b) in enumerate(zip(self.models, self.bounds, strict=True)):
             missing = fix_first_stage(m, fleet, b)
+            if not missing and _key(fleet) == _key(self.own[i].fleet):
+                self._load_own(i)  # that is scenario i's own plan: no second solve
+                plans.append(self.own[i].plan)
+                results.append(self.own[i].result)
+                continue
             result = None
             if not missing:
                 result = solve_model(m, solver=self.solver, time_limit=seconds, gap=self.gap)
             ok = result is not None and result.has_solution
-            plan = extract_plan(m, result) if ok else None  # type: ignore[arg-type]
-            plans.append(self._cheaper_own(i, fleet, plan))
+            plans.append(extract_plan(m, result) if ok else None)  # type: ignore[arg-type]
             results.append(result)
         self.done[_key(fleet)] = out = _Replan(plans, results, dict(fleet))
         return out
