@@ -24,7 +24,20 @@ def _solve(path: str) -> tuple[Inputs, Plan]:
     from planner.plan.make import plan_problem
 
     inputs = load_problem(path)
+    if inputs.scenarios:
+        # a two-stage problem spends its whole limit (180 s for problems/uncertain_demand.yaml)
+        # improving on a verified plan; the tests check that plan, in a fraction of that
+        return inputs, plan_problem(inputs, time_limit=min(TWO_STAGE_S, _limit(inputs)))
     return inputs, plan_problem(inputs)  # the file's own solver options (default 60 s)
+
+
+# Seconds the shared solve gives a two-stage problem (benchmarks/scenarios.py measures them
+# at their own limits).
+TWO_STAGE_S = 40.0
+
+
+def _limit(inputs: Inputs) -> float:
+    return inputs.problem.solver.time_limit_s
 
 
 def solved(path: str | Path = REFERENCE) -> tuple[Inputs, Plan]:

@@ -46,16 +46,19 @@ from planner.plan.extract import extract_plan
 if TYPE_CHECKING:
     from planner.inputs.problem import Scenario
 
-# Shares of the solve's seconds per step (the rest is slack for building models): own solves,
-# base re-plans, the joint model, the refits. Each step's solves split their share evenly.
+# Shares of the solve's seconds per step, in their order (the rest is slack for building
+# models): own solves, base re-plans, the joint model, its refit, the other forecasts' own
+# purchases. Each step gets its share of what the earlier ones left (:meth:`_Clock.seconds`),
+# and its solves split it evenly.
 SHARES = {"own": 0.3, "base": 0.1, "joint": 0.25, "refit": 0.1, "alternatives": 0.15}
+SLACK = 0.1  # kept back for building the copies and assembling the plan
 # A forecast's own purchases are re-planned only with this many seconds per scenario left.
 ALT_MIN_S = 1.0
 
 
 @dataclass
 class _Clock:
-    """Seconds for the steps: each gets its share of ``total``, or what is left by ``end``."""
+    """Seconds for the steps, in the order of :data:`SHARES`, by ``end``."""
 
     total: float
     end: float
@@ -71,8 +74,11 @@ class _Clock:
         return self.end - time.perf_counter()
 
     def seconds(self, step: str, solves: int = 1) -> float:
-        left = self.end - time.perf_counter()
-        return max(0.5, min(SHARES[step] * self.total / solves, left / solves))
+        """Seconds for each of ``solves`` solves of ``step``: the step's share of what is left,
+        against its own and the later steps' shares (time a step does not use goes on)."""
+        steps = list(SHARES)
+        rest = sum(SHARES[k] for k in steps[steps.index(step) :]) + SLACK
+        return max(0.5, self.left() * SHARES[step] / rest / solves)
 
 
 @dataclass
@@ -297,7 +303,8 @@ def _lower_bound(own: Sequence[_Own], probs: list[float], risk: Risk, joint: flo
     monotone, and no first stage beats a scenario's own optimum in it)."""
     lows = []
     for o in own:
-        obj, g = o.result.objective or 0.0, o.result.gap or 0.0
+        obj = o.result.objective or 0.0
+        g = 1.0 if o.result.gap is None else o.result.gap  # no gap: nothing is proven
         lows.append(obj - abs(obj) * g)
     ws = risk_value(lows, probs, risk)
     return ws if joint is None else max(ws, joint)
