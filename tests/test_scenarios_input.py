@@ -93,14 +93,28 @@ def test_an_alias_and_a_path_missing_from_the_file():
         """
 scenarios:
   - {name: dear, probability: 0.6, set: {power_price: 0.2, rent_change: 0.1, utilization: 0.4}}
-  - {name: cheap, probability: 0.4, set: {site.hosting_usd_per_gpu_month: 50, lead_months: 3}}
+  - {name: cheap, probability: 0.4, set: {site.hosting_usd_per_gpu_month: 50, buy_change: -0.2}}
 """
     )
     dear, cheap = (s.inputs.problem for s in inputs.scenarios)
     assert dear.site.power_usd_per_kwh == 0.2 and dear.market.rent_change_per_year == 0.1
     assert dear.workloads.serve[0].traffic.utilization == 0.4
     assert inputs.problem.site.power_usd_per_kwh == 0.12  # the file's own value is kept
-    assert cheap.site.hosting_usd_per_gpu_month == 50 and cheap.market.lead_months == 3
+    assert cheap.site.hosting_usd_per_gpu_month == 50
+    assert cheap.market.buy_change_per_year == -0.2
+
+
+@pytest.mark.parametrize("key", ["lead_months", "market.lead_months"])
+def test_a_lead_time_is_the_same_in_every_scenario(key):
+    """Purchases are ordered once for all scenarios: a scenario's lead time is refused."""
+    with pytest.raises(InputError, match=r"scenario 'late'.*lead time"):
+        _load(
+            f"""
+scenarios:
+  - {{name: base, probability: 0.5}}
+  - {{name: late, probability: 0.5, set: {{{key}: 6}}}}
+"""
+        )
 
 
 def test_no_scenarios_is_the_problem_as_before():

@@ -165,3 +165,22 @@ def test_the_command_line_writes_every_scenario(tmp_path):
     plan = Plan.model_validate_json(out.read_text())
     assert [s.name for s in plan.scenarios] == ["base", "slow", "viral"]
     assert re.search(r"viral", res.output)
+
+
+def test_whatif_varies_a_scenarios_probability():
+    """``--vary scenarios.viral.probability``: the others are rescaled to sum to 1, and more
+    weight on the scenario with the most demand never lowers the expected optimum."""
+    import json
+
+    from planner.cli import cli
+
+    res = CliRunner().invoke(
+        cli,
+        ["whatif", str(FIXTURE), "--vary", "scenarios.viral.probability=0.1,0.9"]
+        + ["--workers", "1", "--json", "-", "--no-excel"],
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout[res.stdout.index("[") :])
+    low, high = (r["totals"]["expected_usd"] for r in rows)
+    assert high >= low - tol(low)
+    assert all(r["totals"]["worst_usd"] >= r["totals"]["expected_usd"] for r in rows)
