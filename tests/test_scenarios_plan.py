@@ -184,3 +184,11 @@ def test_whatif_varies_a_scenarios_probability():
     low, high = (r["totals"]["expected_usd"] for r in rows)
     assert high >= low - tol(low)
     assert all(r["totals"]["worst_usd"] >= r["totals"]["expected_usd"] for r in rows)
+
+
+def test_explain_says_it_explains_the_first_forecast():
+    from planner.cli import cli
+
+    res = CliRunner().invoke(cli, ["explain", str(FIXTURE), "--no-resolve", "--top", "1"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("explains scenario 'base' (the first forecast) alone")

@@ -87,6 +87,15 @@ def explain(
 
     inputs = load_problem(problem)
     print_warnings(inputs.warnings)
+    if inputs.scenarios:
+        # limits and duals belong to one model: the base forecast's, said so
+        first = inputs.scenarios[0]
+        click.echo(
+            f"explains scenario '{first.name}' (the first forecast) alone; `planner solve` "
+            "plans one purchase for every scenario, and its Scenarios sheet says what each "
+            "forecast's own purchases would cost"
+        )
+        inputs = first.inputs
     ex = explain_plan(
         inputs, solver=solver, time_limit=time_limit, gap=gap, resolve=not no_resolve, top=top
     )
