@@ -192,3 +192,18 @@ def test_explain_says_it_explains_the_first_forecast():
     res = CliRunner().invoke(cli, ["explain", str(FIXTURE), "--no-resolve", "--top", "1"])
     assert res.exit_code == 0, res.output
     assert res.output.startswith("explains scenario 'base' (the first forecast) alone")
+
+
+def test_a_plan_handed_back_with_a_broken_scenario_plan_is_refused(tmp_path):
+    """``report`` and ``verify`` read every scenario's plans with the checks of a plan."""
+    import json
+
+    from planner.base.errors import InputError
+    from planner.plan.data import load_plan
+
+    data = json.loads(solve_text(three()).to_json())
+    data["scenarios"][1]["plan"]["months"] = data["scenarios"][1]["plan"]["months"][:3]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"scenarios\[1\]\.plan\.months"):
+        load_plan(path)

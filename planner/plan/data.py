@@ -592,6 +592,26 @@ def validate_plan(plan: Plan) -> list[str]:
     out += _check_names(plan)
     for i, w in enumerate(plan.workloads):
         out += _check_config(f"workloads[{i}].config", w.config)
+    out += _check_scenarios(plan)
+    return out
+
+
+def _check_scenarios(plan: Plan) -> list[str]:
+    """A two-stage plan's scenario plans, each checked as a plan (no scenarios of its own),
+    on the same months as the plan."""
+    out: list[str] = []
+    for i, s in enumerate(plan.scenarios):
+        for field_name in ("plan", "own_plan", "base_plan"):
+            sub = getattr(s, field_name)
+            if sub is None:
+                continue
+            at = f"scenarios[{i}].{field_name}"
+            if sub.scenarios:
+                out.append(f"{at}.scenarios: a scenario's plan has no scenarios of its own")
+                continue
+            if sub.months != plan.months:
+                out.append(f"{at}.months: {show(sub.months[:3])}...; the plan's months")
+            out += [f"{at}.{line}" for line in validate_plan(sub)]
     return out
 
 
