@@ -123,7 +123,7 @@ def first_stage_values(m: PlannerModel) -> dict[tuple, float]:
 
 
 def fix_first_stage(
-    m: PlannerModel, values: dict[tuple, float], bounds: dict[str, tuple] | None = None
+    m: PlannerModel, values: dict[tuple, float], bounds: dict[tuple, tuple] | None = None
 ) -> list[str]:
     """Hold ``m``'s first stage at ``values`` (a key ``values`` lacks at 0) by its bounds, for
     a re-plan of the rest. Returns the keys that cannot be held so in this scenario: a
@@ -133,7 +133,7 @@ def fix_first_stage(
     own = first_stage(m)
     bad = [str(k) for k, x in values.items() if x and k not in own]
     for k, v in own.items():
-        lo, up = (bounds or {}).get(v.name, (v.lowBound, v.upBound))
+        lo, up = (bounds or {}).get(k, (v.lowBound, v.upBound))
         x = values.get(k, 0.0)
         if (lo is not None and x < lo) or (up is not None and x > up):
             bad.append(str(k))
@@ -144,15 +144,16 @@ def fix_first_stage(
     return []
 
 
-def release_first_stage(m: PlannerModel, bounds: dict[str, tuple]) -> None:
+def first_stage_bounds(m: PlannerModel) -> dict[tuple, tuple]:
+    """The first-stage variables' bounds as built, by key (to undo :func:`fix_first_stage`;
+    by key, not name: the two-stage model renames the copies' variables)."""
+    return {k: (v.lowBound, v.upBound) for k, v in first_stage(m).items()}
+
+
+def release_first_stage(m: PlannerModel, bounds: dict[tuple, tuple]) -> None:
     """Put back the first-stage bounds saved by :func:`first_stage_bounds`."""
-    for v in first_stage(m).values():
-        v.lowBound, v.upBound = bounds[v.name]
-
-
-def first_stage_bounds(m: PlannerModel) -> dict[str, tuple]:
-    """The first-stage variables' bounds as built, by name (to undo :func:`fix_first_stage`)."""
-    return {v.name: (v.lowBound, v.upBound) for v in first_stage(m).values()}
+    for k, v in first_stage(m).items():
+        v.lowBound, v.upBound = bounds[k]
 
 
 @dataclass
