@@ -20,8 +20,11 @@ scenario's plan is an ordinary plan of its own inputs, verified as such.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -54,6 +57,8 @@ SHARES = {"own": 0.3, "base": 0.1, "joint": 0.25, "refit": 0.1, "alternatives": 
 SLACK = 0.1  # kept back for building the copies and assembling the plan
 # A forecast's own purchases are re-planned only with this many seconds per scenario left.
 ALT_MIN_S = 1.0
+# Processes at most for the scenarios' own solves (:func:`own_workers`).
+MAX_OWN_WORKERS = 8
 
 
 @dataclass
@@ -83,7 +88,7 @@ class _Clock:
 
 @dataclass
 class _Own:
-    plan: Plan
+    plan: Plan | None  # None: no plan (then ``result`` says why)
     result: SolveResult
     ownable: set[str]
     fleet: dict[tuple, float]
@@ -109,10 +114,7 @@ def plan_scenarios(
     scen = list(inputs.scenarios)
     risk = risk_of(inputs)
     cands = [_candidates(s) for s in scen]
-    own = [
-        _solve_own(s, c, solver, clock.seconds("own", len(scen)), gap, diagnose)
-        for s, c in zip(scen, cands, strict=True)
-    ]
+    own = _solve_all_own(scen, cands, solver, clock, gap, diagnose)
     clock.done("own")
     if len(scen) == 1:
         return _single(own[0], scen[0], risk, time.perf_counter() - t0)
@@ -150,12 +152,68 @@ def _candidates(s: Scenario) -> Candidates:
     return cands
 
 
-def _solve_own(
-    s: Scenario, cands: Candidates, solver: str, seconds: float, gap: float, diagnose: bool
-) -> _Own:
-    """One scenario alone: its own optimum (an infeasible scenario is exit 3, named)."""
-    m = build_model(s.inputs, cands)
+def own_workers(scenarios: int) -> int:
+    """Processes for the scenarios' own solves: one per CPU, at most one per scenario and
+    :data:`MAX_OWN_WORKERS` (each solve is single-threaded and independent of the others)."""
+    return max(1, min(scenarios, os.cpu_count() or 1, MAX_OWN_WORKERS))
+
+
+def _solve_all_own(
+    scen: Sequence[Scenario],
+    cands: Sequence[Candidates],
+    solver: str,
+    clock: _Clock,
+    gap: float,
+    diagnose: bool,
+) -> list[_Own]:
+    """Every scenario alone, in parallel processes where there are CPUs for them (forked:
+    the planner is already imported); each solve gets its share of the step's seconds times
+    the solves running at once."""
+    workers = own_workers(len(scen))
+    seconds = clock.seconds("own", len(scen)) * workers
+    if workers == 1:
+        outs = [
+            _own_run(s.inputs, c, solver, seconds, gap) for s, c in zip(scen, cands, strict=True)
+        ]
+    else:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            jobs = [
+                pool.submit(_own_run, s.inputs, c, solver, seconds, gap)
+                for s, c in zip(scen, cands, strict=True)
+            ]
+            try:
+                outs = [j.result() for j in jobs]
+            except BaseException:
+                _stop(pool)
+                raise
+    return [_checked_own(s, o, solver, diagnose) for s, o in zip(scen, outs, strict=True)]
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """On an interrupt (or a failure) in the parent: drop the solves not started and stop the
+    running ones, which would otherwise run to their time limits before the command exits
+    (a Ctrl-C in a terminal reaches them too; a signal to the parent alone does not)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list(getattr(pool, "_processes", {}).values()):  # no public handle on them
+        proc.terminate()
+
+
+def _own_run(inputs: Inputs, cands: Candidates, solver: str, seconds: float, gap: float) -> _Own:
+    """One scenario's own solve (in a worker process: everything returned is plain data)."""
+    m = build_model(inputs, cands)
     result = solve_model(m, solver=solver, time_limit=seconds, gap=gap)
+    if not result.has_solution:
+        return _Own(None, result, set(), {}, {})
+    ownable = {g for g, ok in m.ownable.items() if ok}
+    values = {v.name: v.varValue for v in m.prob.variables()}
+    return _Own(extract_plan(m, result), result, ownable, first_stage_values(m), values)
+
+
+def _checked_own(s: Scenario, own: _Own, solver: str, diagnose: bool) -> _Own:
+    """A scenario's own solve, or why there is none: an infeasible scenario is exit 3,
+    named, with its diagnosis."""
+    result = own.result
     if result.status == "infeasible":
         diagnosis: list[str] = []
         if diagnose:
@@ -165,11 +223,9 @@ def _solve_own(
         raise InfeasibleError(
             f"infeasible: scenario '{s.name}' has no plan that meets every constraint", diagnosis
         )
-    if not result.has_solution:
+    if own.plan is None:
         raise SolverError(f"scenario '{s.name}': {result.solver}: {result.message}")
-    ownable = {g for g, ok in m.ownable.items() if ok}
-    values = {v.name: v.varValue for v in m.prob.variables()}
-    return _Own(extract_plan(m, result), result, ownable, first_stage_values(m), values)
+    return own
 
 
 @dataclass
