@@ -4,7 +4,7 @@
     python benchmarks/scenarios.py --counts 3 --time-limit 60
 
 Each case is problems/2m_budget.yaml with a ``scenarios:`` section (written to a temporary
-file beside it, so its offers and catalogs resolve as the reference's), solved as a user would:
+folder), solved as a user would:
 ``planner solve CASE --time-limit T -o X.xlsx --json X.json`` in a subprocess, workbook and
 verification included. The scenarios:
 
@@ -62,23 +62,19 @@ def scenario_rows(count: int) -> list[str]:
 
 def run_case(count: int, limit: float, out: Path) -> dict:
     """Solve the reference with ``count`` scenarios; the row of the table."""
-    text = REFERENCE.read_text() + "scenarios:\n" + "".join(
-        f"  - {r}\n" for r in scenario_rows(count)
+    text = (
+        REFERENCE.read_text() + "scenarios:\n" + "".join(f"  - {r}\n" for r in scenario_rows(count))
     )
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".yaml", dir=REFERENCE.parent, prefix=".bench_scenarios_", delete=False
-    ) as f:
-        f.write(text)
-        case = Path(f.name)
+    # in the run's temporary folder (the reference names no offers or profiles files, so
+    # nothing resolves relative to it), never beside the shipped problems
+    case = out / f"reference_{count}_scenarios.yaml"
+    case.write_text(text)
     js, xlsx = out / f"s{count}.json", out / f"s{count}.xlsx"
     cmd = [sys.executable, "-c", ENTRY, "solve", str(case), "--time-limit", str(limit)]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [*cmd, "-o", str(xlsx), "--json", str(js)], capture_output=True, text=True
-        )
-    finally:
-        case.unlink()
+    proc = subprocess.run(
+        [*cmd, "-o", str(xlsx), "--json", str(js)], capture_output=True, text=True
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         return {"scenarios": count, "wall_s": wall, "error": proc.stderr[-400:]}
