@@ -171,6 +171,8 @@ def _solve_all_own(
     the solves running at once."""
     workers = own_workers(len(scen))
     seconds = clock.seconds("own", len(scen)) * workers
+    if len(scen) == 1:  # nothing follows: the deterministic solve, with all of the time
+        seconds = max(0.5, clock.left())
     if workers == 1:
         outs = [
             _own_run(s.inputs, c, solver, seconds, gap) for s, c in zip(scen, cands, strict=True)
