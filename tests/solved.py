@@ -33,7 +33,7 @@ def _solve(path: str) -> tuple[Inputs, Plan]:
 
 # Seconds the shared solve gives a two-stage problem (benchmarks/scenarios.py measures them
 # at their own limits).
-TWO_STAGE_S = 25.0
+TWO_STAGE_S = 12.0
 
 
 def _limit(inputs: Inputs) -> float:
