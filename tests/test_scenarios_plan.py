@@ -157,6 +157,21 @@ def test_a_scenario_that_cannot_be_met_is_exit_3_naming_it():
         plan_problem(inputs, time_limit=30, diagnose=False)
 
 
+def test_the_command_line_says_which_scenario_is_infeasible(tmp_path):
+    from planner.cli import cli
+
+    problem = tmp_path / "p.yaml"
+    problem.write_text(
+        scenarios_text(
+            "{name: base, probability: 0.5}",
+            "{name: broke, probability: 0.5, set: {budget.total_usd: 1000}}",
+        )
+    )
+    res = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel"])
+    assert res.exit_code == 3, res.output
+    assert "scenario 'broke'" in res.output
+
+
 def test_the_command_line_writes_every_scenario(tmp_path):
     from planner.cli import cli
 
