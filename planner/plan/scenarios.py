@@ -469,7 +469,8 @@ def _assemble(
     figures = _totals(costs, probs, risk, base_value, [o.own_usd for o in outcomes])
     value = figures["risk_usd"] or 0.0
     low = _lower_bound(own, probs, risk, joint.bound)
-    rel = max(0.0, 1 - low / value) if value > 0 else 0.0
+    # relative to the plan's own size: a fleet that sells GPUs can have a negative cost
+    rel = max(0.0, (value - low) / max(abs(value), 1.0))
     status = "optimal" if rel <= gap + 1e-9 else "feasible"
     first = outcomes[0].plan
     message = _message(status, gap, how, joint, len(scen), risk)
