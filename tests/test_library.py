@@ -39,7 +39,9 @@ def test_frames_have_a_row_per_entry_and_a_column_per_field(path):
             for f, i in item.model_fields.items()
             if i.annotation is not None and str(i.annotation).startswith("dict")
         }
-        assert set(item.model_fields) - dict_fields <= flat, name
+        # a scenario's plans are plans of their own (each has its frames), not columns
+        nested = {"plan", "own_plan", "base_plan"} if name == "scenarios" else set()
+        assert set(item.model_fields) - dict_fields - nested <= flat, name
 
 
 @pytest.mark.parametrize("path", NOMINAL, ids=lambda p: p.stem)

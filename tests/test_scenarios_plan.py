@@ -223,3 +223,12 @@ def test_a_plan_handed_back_with_a_broken_scenario_plan_is_refused(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match=r"scenarios\[1\]\.plan\.months"):
         load_plan(path)
+
+
+def test_frames_have_one_row_of_figures_per_scenario():
+    frames = solve_text(three()).frames()
+    df = frames["scenarios"]
+    assert list(df["name"]) == ["base", "slow", "viral"]
+    assert "plan" not in df.columns and "regret_usd" in df.columns
+    assert (df["cost_usd"] - df["own_usd"] - df["regret_usd"]).abs().max() < 1e-6
+    assert solve_text(BODY).frames()["scenarios"].empty  # an ordinary plan has none

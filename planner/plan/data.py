@@ -398,7 +398,8 @@ class Plan(_Data):
         fields: ``purchases``, ``rentals``, ``reservations``, ``fleet``, ``cash_flow``,
         ``years``, ``depreciation``, ``workloads``, ``serve_allocations``,
         ``train_allocations``, ``sales``, ``existing``, ``commitments``, ``dropped``,
-        ``assumptions``. One row per entry, one column per field (an empty table keeps its
+        ``assumptions``, ``scenarios`` (a two-stage plan's figures per scenario, without its
+        plans: ``plan.scenarios[i].plan.frames()`` has each). One row per entry, one column per field (an empty table keeps its
         columns); a nested mapping becomes one column per key (``predicted.ttft_ms``)."""
         return {name: _frame(self, name) for name in TABLES}
 
@@ -450,6 +451,7 @@ TABLES = (
     "commitments",
     "dropped",
     "assumptions",
+    "scenarios",
 )
 
 
@@ -458,6 +460,11 @@ def _frame(plan: Plan, name: str) -> pd.DataFrame:
     needs it)."""
     import pandas as pd
 
+    if name == "scenarios":  # one row of figures per scenario; its plans are plans of their own
+        plans = {"plan", "own_plan", "base_plan"}
+        rows = [row.model_dump(exclude=plans) for row in plan.scenarios]
+        columns = [f for f in ScenarioOutcome.model_fields if f not in plans]
+        return pd.DataFrame(rows, columns=columns)
     rows = [row.model_dump() for row in getattr(plan, name)]
     if rows:
         return pd.json_normalize(rows, max_level=0 if name == "assumptions" else 1)
