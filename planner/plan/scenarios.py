@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -154,7 +155,15 @@ def _candidates(s: Scenario) -> Candidates:
 
 def own_workers(scenarios: int) -> int:
     """Processes for the scenarios' own solves: one per CPU, at most one per scenario and
-    :data:`MAX_OWN_WORKERS` (each solve is single-threaded and independent of the others)."""
+    :data:`MAX_OWN_WORKERS` (each solve is single-threaded and independent of the others).
+
+    >>> own_workers(1)
+    1
+    """
+    if multiprocessing.current_process().daemon or threading.active_count() > 1:
+        # a daemonic process (a Dask worker's, by its default) may not have children, and a
+        # fork of a process running other threads (an in-process Dask worker) may deadlock
+        return 1
     return max(1, min(scenarios, os.cpu_count() or 1, MAX_OWN_WORKERS))
 
 
