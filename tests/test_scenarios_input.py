@@ -268,3 +268,22 @@ scenarios:
     assert "scenario 'galactic'" in r.output
     assert f"{p.name}:{line}:" in r.output and "daily_active_users" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_reservations_term_is_the_same_in_every_scenario():
+    """Reservations are signed once for all scenarios: their term and unit are refused."""
+    offer = (
+        "  extra:\n    - {id: res, provider: cudo, gpu: a100-pcie-80gb, kind: reserved, "
+        "usd_per_gpu_hour: 0.9, gpus_per_instance: 1, term_months: 6, source: test, "
+        "as_of: 2026-11}\n"
+    )
+    assert "\noffers:" not in BASE  # the base has no offers section of its own
+    for key in ("offers.extra.res.term_months: 12", "offers.extra.res.gpus_per_instance: 2"):
+        with pytest.raises(InputError, match=r"scenario 'long'.*reservation"):
+            load_problem_text(
+                BASE.replace("\nworkloads:", "\noffers:\n" + offer + "workloads:", 1)
+                + "scenarios:\n  - {name: base, probability: 0.5}\n"
+                + f"  - {{name: long, probability: 0.5, set: {{{key}}}}}\n",
+                "p.yaml",
+                base_dir=ROOT / "problems",
+            )

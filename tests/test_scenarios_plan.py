@@ -232,3 +232,40 @@ def test_frames_have_one_row_of_figures_per_scenario():
     assert "plan" not in df.columns and "regret_usd" in df.columns
     assert (df["cost_usd"] - df["own_usd"] - df["regret_usd"]).abs().max() < 1e-6
     assert solve_text(BODY).frames()["scenarios"].empty  # an ordinary plan has none
+
+
+OWNED = "fleet:\n  owned:\n    - {gpu: a100-pcie-80gb, count: 64, bought: 2024-06, sell: allowed}\n"
+
+
+def test_the_gap_is_never_below_the_truth_with_a_negative_constant():
+    """Existing GPUs put a constant (running costs less resale) in the objective, and a
+    fleet sold can make the cost negative: a plan stopped at a loose gap must still state a
+    bound below the best plan known (the default, tighter solve's)."""
+    rows = [
+        "{name: base, probability: 0.5}",
+        "{name: viral, probability: 0.5, scale: {serving_demand: 3.0}}",
+    ]
+    text = BODY + OWNED + "scenarios:\n" + "".join(f"  - {r}\n" for r in rows)
+    inputs = load_problem_text(text, "small.yaml", FIXTURE.parent)
+    loose = plan_problem(inputs, time_limit=60, gap=0.2)
+    tight = plan_problem(inputs, time_limit=60)
+    for plan in (loose, tight):
+        value = plan.totals.risk_usd
+        bound = value - abs(value) * plan.gap
+        assert bound <= min(loose.totals.risk_usd, tight.totals.risk_usd) + 1e-6
+
+
+def test_the_plan_names_its_problem_file(tmp_path):
+    from planner.cli import cli
+
+    problem, out = tmp_path / "p.yaml", tmp_path / "p.json"
+    problem.write_text(three())
+    assert (
+        CliRunner().invoke(cli, ["solve", str(problem), "--no-excel", "--json", str(out)]).exit_code
+        == 0
+    )
+    plan = Plan.model_validate_json(out.read_text())
+    assert plan.problem_file == str(problem)
+    assert plan.scenarios[1].plan.problem_file == f"{problem} [scenario slow]"
+    res = CliRunner().invoke(cli, ["verify", str(problem), str(out)])
+    assert res.exit_code == 0 and "different version" not in res.output, res.output

@@ -41,6 +41,11 @@ FIXED_SECTIONS = {
 }
 
 
+# Fields of an offer a reservation is signed on (its term and instance size): the same in
+# every scenario, as the reservation is (a price may differ).
+TERMS = ("term_months", "gpus_per_instance")
+
+
 @dataclass(frozen=True)
 class ScenarioData:
     """One scenario as problem-file data (no ``scenarios`` or ``risk`` of its own), and what
@@ -106,6 +111,12 @@ def _key_locs(data: dict[str, Any], key: str, name: str, at: str) -> list[Loc]:
     for loc in locs:
         if str(loc[0]) in FIXED_SECTIONS:  # an alias would not; a path was refused above
             raise InputError(f"{at}: scenario {name!r}: {key!r} is under {loc[0]}")
+        if loc[-1] in TERMS:
+            raise InputError(
+                f"{at}: scenario {name!r}: {key!r} is a term a reservation is signed on, and "
+                "reservations are signed once for every scenario; change it for the whole "
+                "problem"
+            )
         if loc[-1] == "lead_months":
             raise InputError(
                 f"{at}: scenario {name!r}: {key!r} is a lead time, which says when purchases "

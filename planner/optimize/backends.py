@@ -144,6 +144,9 @@ class _BulkHiGHS(pulp.HiGHS):
             model.integrality_ = [
                 integer if v.cat == pulp.LpInteger else continuous for v in variables
             ]
+        # the objective's constant (existing GPUs' running costs less their resale, contracts)
+        # is part of the objective HiGHS reports, bounds and measures its gap against
+        model.offset_ = sign * float(lp.objective.constant or 0.0)
         lp.solverModel.passModel(model)
         if self.start and self.mip:
             sol = highspy.HighsSolution()
@@ -310,3 +313,25 @@ def _restore(m: PlannerModel, values: dict[str, float | None]) -> bool:
     for v in m.prob.variables():
         v.varValue = values.get(v.name)
     return all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
+
+
+def bound_from_gap(objective: float, gap: float) -> float:
+    """The lower bound a relative ``gap`` proves for a plan of ``objective`` (HiGHS's gap is
+    relative to the plan's magnitude, so a negative objective's bound lies further below).
+
+    >>> bound_from_gap(100.0, 0.1), bound_from_gap(-100.0, 0.1)
+    (90.0, -110.0)
+    """
+    return objective - abs(objective) * gap
+
+
+def gap_to_bound(objective: float, bound: float) -> float:
+    """The relative gap between a plan of ``objective`` and a lower ``bound``: 0 at or below
+    it, relative to the plan's magnitude (never below the truth for a negative objective).
+
+    >>> gap_to_bound(100.0, 90.0), gap_to_bound(-100.0, -110.0), gap_to_bound(5.0, 6.0)
+    (0.1, 0.1, 0.0)
+    """
+    if objective == 0:
+        return 0.0 if bound >= 0 else 1.0
+    return max(0.0, (objective - bound) / abs(objective))

@@ -22,6 +22,8 @@ from planner.optimize.backends import (
     SolverRun,
     _BulkHiGHS,
     _cbc_gap,
+    bound_from_gap,
+    gap_to_bound,
     run_cbc,
 )
 from planner.optimize.model import PlannerModel
@@ -401,5 +403,5 @@ def _with_bound(objective: float, rel_gap: float, bound: float | None) -> float:
     """
     if bound is None or not objective:
         return rel_gap
-    best = max(objective * (1 - rel_gap), bound)
-    return max(0.0, 1 - best / objective)
+    best = max(bound_from_gap(objective, rel_gap), bound)
+    return gap_to_bound(objective, best)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pulp
 
 from planner.base.tolerances import whole
-from planner.optimize.backends import _BulkHiGHS
+from planner.optimize.backends import _BulkHiGHS, bound_from_gap, gap_to_bound
 from planner.optimize.model import PlannerModel
 
 
@@ -87,13 +87,13 @@ def _make_whole(
     objective = pulp.value(m.prob.objective)
     changed = abs(objective - relaxed) > 1e-9 * max(1.0, abs(relaxed))
     if changed:
-        bound = relaxed * (1 - (rel_gap or 0.0))
-        rel_gap = max(0.0, 1 - bound / objective) if objective else rel_gap
+        bound = bound_from_gap(relaxed, rel_gap or 0.0)
+        rel_gap = gap_to_bound(objective, bound) if objective else rel_gap
     left = deadline - time.perf_counter()
     exact_proof = polished = False
     if (changed or two_stage) and (rel_gap or 0.0) > gap and left > 1.0:
         polished = True
-        bound = objective * (1 - (rel_gap or 0.0))
+        bound = bound_from_gap(objective, rel_gap or 0.0)
         polish_s = left if two_stage else POLISH_S
         objective, rel_gap = polish(m, min(left, polish_s), gap, threads, bound)
         exact_proof = two_stage and rel_gap <= gap + 1e-9
@@ -145,7 +145,7 @@ def polish(
         after, exact_bound = None, -math.inf
     after = _keep_cheaper(m, values, before, after)
     best_bound = max(bound, exact_bound if exact_bound < 1e30 else -math.inf)
-    return after, max(0.0, 1 - best_bound / after) if after else 0.0
+    return after, gap_to_bound(after, best_bound) if after else 0.0
 
 
 def whole_replicas(m: PlannerModel, time_limit: float, threads: int) -> float:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from planner.base.errors import InfeasibleError, SolverError
 from planner.inputs.problem import Inputs
+from planner.optimize.backends import bound_from_gap, gap_to_bound
 from planner.optimize.candidates import Candidates, build_candidates, check_candidates
 from planner.optimize.model import PlannerModel, build_model
 from planner.optimize.solve import SolveResult, solve_model
@@ -118,7 +119,7 @@ def plan_scenarios(
     own = _solve_all_own(scen, cands, solver, clock, gap, diagnose)
     clock.done("own")
     if len(scen) == 1:
-        return _single(own[0], scen[0], risk, time.perf_counter() - t0)
+        return _of_file(_single(own[0], scen[0], risk, time.perf_counter() - t0), inputs)
     union = frozenset().union(*(o.ownable for o in own))
     models = [build_model(s.inputs, c, union) for s, c in zip(scen, cands, strict=True)]
     fleets = _Fleets(models, own, solver, gap)
@@ -141,7 +142,15 @@ def plan_scenarios(
             "infeasible: no single purchase plan meets every scenario",
             [f"scenario '{s.name}': {w}" for s, w in _why_not(base, scen)],
         )
-    return _assemble(scen, risk, own, fleets, chosen, how, joint, clock, gap)
+    return _of_file(_assemble(scen, risk, own, fleets, chosen, how, joint, clock, gap), inputs)
+
+
+def _of_file(plan: Plan, inputs: Inputs) -> Plan:
+    """The two-stage plan names the problem file it was made from (its scenarios' plans name
+    their scenario: ``file [scenario NAME]``)."""
+    return plan.model_copy(
+        update={"problem_file": inputs.source_path, "problem_sha256": inputs.source_sha256}
+    )
 
 
 def _candidates(s: Scenario) -> Candidates:
@@ -164,7 +173,8 @@ def own_workers(scenarios: int) -> int:
         # a daemonic process (a Dask worker's, by its default) may not have children, and a
         # fork of a process running other threads (an in-process Dask worker) may deadlock
         return 1
-    return max(1, min(scenarios, os.cpu_count() or 1, MAX_OWN_WORKERS))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(scenarios, cpus or 1, MAX_OWN_WORKERS))
 
 
 def _solve_all_own(
@@ -302,7 +312,10 @@ class _Fleets:
             result = None
             if not missing:
                 result = solve_model(m, solver=self.solver, time_limit=seconds, gap=self.gap)
+            # a large model's start search tests rows, not bounds: a plan that left the
+            # fleet it was given is no plan of that fleet
             ok = result is not None and result.has_solution
+            ok = ok and _key(first_stage_values(m)) == _key(fleet)
             plans.append(extract_plan(m, result) if ok else None)  # type: ignore[arg-type]
             results.append(result)
         self.done[_key(fleet)] = out = _Replan(plans, results, dict(fleet))
@@ -364,17 +377,23 @@ def _why_not(base: _Replan, scen: Sequence[Scenario]) -> list[tuple[str, str]]:
     return out or [(scen[0].name, "the joint model found no plan in its time")]
 
 
-def _lower_bound(own: Sequence[_Own], probs: list[float], risk: Risk, joint: float | None) -> float:
-    """A valid lower bound on the two-stage optimum: the better of the joint solve's and the
-    measure of every scenario's own lower bound (the wait-and-see bound: the measure is
-    monotone, and no first stage beats a scenario's own optimum in it)."""
+def _lower_bound(
+    own: Sequence[_Own], probs: list[float], risk: Risk, joint: float | None
+) -> float | None:
+    """A valid lower bound on the two-stage optimum (None: none is known): the better of the
+    joint solve's and the measure of every scenario's own lower bound (the wait-and-see
+    bound: the measure is monotone, and no first stage beats a scenario's own optimum in it;
+    it exists only when every scenario's own solve proved a bound)."""
     lows = []
     for o in own:
-        obj = o.result.objective or 0.0
-        g = 1.0 if o.result.gap is None else o.result.gap  # no gap: nothing is proven
-        lows.append(obj - abs(obj) * g)
-    ws = risk_value(lows, probs, risk)
-    return ws if joint is None else max(ws, joint)
+        gap = o.result.gap
+        if gap is None or gap >= 1.0 or o.result.objective is None:
+            lows = None  # that scenario's optimum could be any lower
+            break
+        lows.append(bound_from_gap(o.result.objective, gap))
+    ws = None if lows is None else risk_value(lows, probs, risk)
+    known = [b for b in (ws, joint) if b is not None]
+    return max(known) if known else None
 
 
 def _single(own: _Own, s: Scenario, risk: Risk, seconds: float) -> Plan:
@@ -478,8 +497,8 @@ def _assemble(
     figures = _totals(costs, probs, risk, base_value, [o.own_usd for o in outcomes])
     value = figures["risk_usd"] or 0.0
     low = _lower_bound(own, probs, risk, joint.bound)
-    # relative to the plan's own size: a fleet that sells GPUs can have a negative cost
-    rel = max(0.0, (value - low) / max(abs(value), 1.0))
+    # relative to the plan's magnitude: a fleet that sells GPUs can have a negative cost
+    rel = 1.0 if low is None else gap_to_bound(value, low)
     status = "optimal" if rel <= gap + 1e-9 else "feasible"
     first = outcomes[0].plan
     message = _message(status, gap, how, joint, len(scen), risk)

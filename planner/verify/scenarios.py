@@ -38,7 +38,17 @@ USD_TOL = 1.0  # dollars, on a present value summed over a horizon (relative: to
 TWO_STAGE_TOTALS = ("expected_usd", "worst_usd", "vss_usd", "evpi_usd", "cvar_usd", "risk_usd")
 # Fields in which the top-level plan may differ from the first scenario's realisation: the
 # solve's own account, and the two-stage figures only the top level carries.
-TOP_ONLY = {"status", "gap", "solve_seconds", "message", "solver", "risk", "scenarios"}
+TOP_ONLY = {
+    "status",
+    "gap",
+    "solve_seconds",
+    "message",
+    "solver",
+    "risk",
+    "scenarios",
+    "problem_file",  # the file's, where the scenario's plan names its scenario
+    "problem_sha256",
+}
 # What is decided before the future is known, by table: the fields that make the decision
 # (prices may differ by scenario; the decision may not).
 FIRST_STAGE = {
