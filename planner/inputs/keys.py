@@ -5,7 +5,6 @@ varies resolved against it and checked value by value, before any solve.
 It lives at the inputs stage because the problem file itself uses it: a scenario's ``set``
 (:mod:`planner.inputs.scenarios`) names its values with the same paths and aliases as
 ``planner whatif --vary`` (whose syntax is described in :mod:`planner.analysis.whatif`).
-:mod:`planner.analysis.whatif_keys` re-exports it under its former name.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ This module builds and solves; it never extracts plans (:mod:`planner.plan.scena
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -266,8 +267,6 @@ class TwoStageRun:
 
 def solve_two_stage(ts: TwoStage, time_limit: float, gap: float, threads: int = 1) -> TwoStageRun:
     """Solve the combined problem with HiGHS from the copies' current values as a start."""
-    import time
-
     t0 = time.perf_counter()
     set_risk_start(ts)
     cmd = _BulkHiGHS(
