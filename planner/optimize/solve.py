@@ -44,6 +44,7 @@ from planner.optimize.whole import (
     exact_model,
     fleet_variables,
     polish,
+    proof_threads,
     refit_with_fleet_fixed,
     repair_bound,
     round_up_replicas,
@@ -81,6 +82,7 @@ __all__ = [
     "mip_start",
     "pick_solver",
     "polish",
+    "proof_threads",
     "refit_with_fleet_fixed",
     "rental_start",
     "repair_bound",
@@ -228,6 +230,7 @@ def solve_model(
         raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
     if solver == "auto":
         solver = pick_solver(m)
+    proof = proof_threads(threads)
     threads = threads or 1
     start = time.perf_counter()
     run = SolverRun()
@@ -248,7 +251,9 @@ def solve_model(
     rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
     whole = _Whole()
     if objective is not None:
-        whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads)
+        whole = _make_whole(
+            m, solver, objective, rel_gap, gap, start + time_limit, threads, proof
+        )
         objective, rel_gap = whole.objective, whole.gap
     repair, bound_usd = whole.repair, whole.bound_usd
     kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)

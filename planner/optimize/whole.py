@@ -46,9 +46,39 @@ EXACT_POLISH_INTEGERS = 4_000
 # a plan within 1.8 % of its bound at 2.6 s and needs 5.2 s for 0.1 %, with the same fleet.
 FLEET_GAP = 0.02
 # The refit with the fleet fixed (:func:`refit_with_fleet_fixed`) stops at this gap or at this
-# share of the repair's time: on tests/fixtures/buying.yaml it would take 20 s of 60; on the
-# reference it reaches the optimum ($749,672.73; ~4.5 s) where a gap of 1e-3 stops $464 above.
-REFIT_GAP, REFIT_SHARE = 1e-4, 0.25
+# share of the repair's time: on tests/fixtures/buying.yaml it would take 20 s of 60. It only
+# hands the proof (:func:`polish`) a start: on the reference it has a plan $410 (0.06 %) above
+# the fleet's best after 0.9 s and needs 3.9 s more to reach it, while the proof from either
+# start takes the same time (benchmarks/README.md), so it stops at 0.3 %.
+REFIT_GAP, REFIT_SHARE = 3e-3, 0.25
+# HiGHS options of the proof on a small exact model: HiGHS's restarts (after a fifth of the
+# integers became fixed at the root) cost the reference's proof ~1.2 s of ~5.5 s over four
+# random seeds, with no node saved (benchmarks/README.md).
+PROOF_OPTIONS = {"mip_allow_restart": False}
+# ... and its threads at most: HiGHS 1.16 runs two search workers on two threads, which cut
+# the reference's proof from 6.3-6.5 s to 4.0-4.5 s (2 cores; more were not measured).
+PROOF_THREADS = 2
+
+
+def proof_threads(requested: int | None) -> int:
+    """Threads for the exact proof of a small model (:func:`polish`): ``requested`` if the
+    caller chose, else up to :data:`PROOF_THREADS` of this process's CPUs, but one in a child
+    process (a scenario's own solve, a sweep's worker), whose siblings have the other CPUs.
+
+    >>> proof_threads(3)
+    3
+    >>> 1 <= proof_threads(None) <= PROOF_THREADS
+    True
+    """
+    if requested is not None:
+        return requested
+    import multiprocessing
+    import os
+
+    if multiprocessing.parent_process() is not None:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(PROOF_THREADS, cpus or 1))
 
 
 @dataclass(frozen=True)
@@ -72,11 +102,13 @@ def _make_whole(
     gap: float,
     deadline: float,
     threads: int,
+    proof_threads: int = 1,
 ) -> _Whole:
     """Whole rented replicas (:func:`whole_replicas`), then the exact model from that plan
     (:func:`polish`) where the gap is open: to a proof on a small two-stage model, at a node
     limit on a large one. Everything ends by ``deadline`` (a ``perf_counter`` instant), except
-    the repair's minimum of :data:`MIN_REPAIR_S` (a plan needs whole replicas)."""
+    the repair's minimum of :data:`MIN_REPAIR_S` (a plan needs whole replicas). The proof on
+    a small model runs on ``proof_threads`` (:func:`proof_threads`)."""
     relaxed = objective
     bound_usd = repair_bound(m)
     two_stage = solver == "highs" and _two_stage(m)
@@ -95,7 +127,8 @@ def _make_whole(
         polished = True
         bound = bound_from_gap(objective, rel_gap or 0.0)
         polish_s = left if two_stage else POLISH_S
-        objective, rel_gap = polish(m, min(left, polish_s), gap, threads, bound)
+        polish_threads = proof_threads if two_stage else threads
+        objective, rel_gap = polish(m, min(left, polish_s), gap, polish_threads, bound)
         exact_proof = two_stage and rel_gap <= gap + 1e-9
     repair = max(0.0, objective - relaxed)
     return _Whole(objective, rel_gap, repair, bound_usd, exact_proof, polished)
@@ -124,7 +157,8 @@ def polish(
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
     # a small exact model runs to its gap (a proof); a large one stops at a node limit
-    nodes = {} if exact_integers(m) <= EXACT_POLISH_INTEGERS else {"mip_max_nodes": POLISH_NODES}
+    small = exact_integers(m) <= EXACT_POLISH_INTEGERS
+    nodes = dict(PROOF_OPTIONS) if small else {"mip_max_nodes": POLISH_NODES}
     try:
         with exact_model(m):
             m.prob.solve(
