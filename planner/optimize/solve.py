@@ -251,9 +251,7 @@ def solve_model(
     rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
     whole = _Whole()
     if objective is not None:
-        whole = _make_whole(
-            m, solver, objective, rel_gap, gap, start + time_limit, threads, proof
-        )
+        whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads, proof)
         objective, rel_gap = whole.objective, whole.gap
     repair, bound_usd = whole.repair, whole.bound_usd
     kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
