@@ -89,9 +89,9 @@ class _BulkHiGHS(pulp.HiGHS):
         # it overran a 15 s limit by 6 s. A cancel at the limit stops it at its next check of
         # the interrupt flag, which comes sooner.
         model = lp.solverModel
+        # each run in a thread of its own also keeps HiGHS's thread count per run: in one
+        # thread, a run asking for another count than the first run's fails (HiGHS 1.16)
         _run_cancellable("highs", model.run, model.cancelSolve, self.timeLimit)
-        if (self.threads or 1) > 1:
-            release_highs_threads()
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)
         """PuLP's reading, plus the statuses it does not map (a node or solution limit):
@@ -155,16 +155,6 @@ class _BulkHiGHS(pulp.HiGHS):
             sol.col_value = [float(v.varValue or 0.0) for v in variables]
             sol.value_valid = True
             lp.solverModel.setSolution(sol)
-
-
-def release_highs_threads() -> None:
-    """End HiGHS's worker threads after a run with several. HiGHS keeps one scheduler per
-    process, sized by the first run's ``threads``: a later run asking for fewer fails at once
-    (HiGHS 1.16, measured), and a fork (a scenario's own solve, the physics workers) would inherit a scheduler
-    whose workers do not exist in the child. Every run with one thread leaves none behind."""
-    import highspy
-
-    highspy.Highs.resetGlobalScheduler(True)
 
 
 class _SCIP(pulp.SCIP_PY):
