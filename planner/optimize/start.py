@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pulp
@@ -53,12 +53,17 @@ def best_rounded_start(
     2. With ``relax`` (solves the LP of ``m`` as its bounds stand, returns its values or None),
        each rounding's whole fleet is fixed and the LP solved again (:func:`refixed`): its
        owned replicas then fill whole servers, not the first LP's fractions of them.
-    3. From each of these points, cheapest first, a local search drops one GPU type's
-       purchases at a time while that makes the plan cheaper (:func:`_drop_types`); its
-       result is re-solved as in 2. Rounded up, the LP buys a server of every type it
-       touched; the search keeps those that pay.
+    3. With ``relax``, each of these fleets that buys several GPU types is cut to one type
+       at a time (:func:`_single_types`, at most a third of the time left): the rounded-up
+       fleet holds a server of every type the LP touched, while one type's servers, bought
+       when they pay, are often the plan.
+    4. From each of these points, cheapest first, a local search over the fleet
+       (:func:`_search_fleet`) drops a GPU type's purchases, moves a purchase by a few
+       months or adds a server while that makes the plan cheaper, each move priced as in 2.
+       Rounded up, the LP buys a server of every type it touched; the search keeps those
+       that pay, in the months where they pay.
 
-    Steps 2 and 3 stop at ``deadline`` (``time.perf_counter()``). On the 10-workload, 36-month
+    Steps 2 to 4 stop at ``deadline`` (``time.perf_counter()``). On the 10-workload, 36-month
     benchmark: rounding down $913,906, no fleet $877,601, the fleet rounded up, searched and
     re-solved (one B200 server) $698,183; HiGHS alone: $649,471 after 600 s, $889,480 after
     400 s from no start.
@@ -81,17 +86,43 @@ def best_rounded_start(
             found = refixed(m, p.values, relax, memo)
             if found is not None:
                 plans.append(found)
+        now = time.perf_counter()
+        plans += _single_types(m, plans, relax, memo, min(deadline, now + (deadline - now) / 3))
     seen: set[tuple] = set()
     for p in sorted(plans, key=lambda p: p.value):
         fleet = _fleet_of(m, p.values)
         if time.perf_counter() > deadline or fleet in seen or not any(fleet):
             continue
         seen.add(fleet)
-        plans.append(_drop_types(m, p, deadline, relax, memo))
+        plans.append(_search_fleet(m, p, deadline, relax, memo, seen, lp))
     best = min(plans, key=lambda p: p.value)
     for v in _variables(m):
         v.varValue = best.values[v.name]
     return best.value
+
+
+def _single_types(
+    m: PlannerModel, plans: list[_Point], relax, memo: dict | None, deadline: float
+) -> list[_Point]:
+    """Every plan's fleet cut to one of its GPU types (the other types' purchases dropped),
+    cheapest plan first, each priced by :func:`refixed` until ``deadline``."""
+    out: list[_Point] = []
+    done: set[tuple] = set()
+    for p in sorted(plans, key=lambda p: p.value):
+        types = _owned_types(m, p.values)
+        for g in types if len(types) > 1 else ():
+            values = dict(p.values)
+            for other in types:
+                if other != g:
+                    values.update((n, 0.0) for n in _fleet_names(m, other))
+            key = _fleet_of(m, values)
+            if key in done or time.perf_counter() > deadline:
+                continue
+            done.add(key)
+            found = refixed(m, values, relax, memo)
+            if found is not None:
+                out.append(found)
+    return out
 
 
 @dataclass
@@ -105,38 +136,131 @@ class _Point:
     shift: float
 
 
-def _drop_types(
+# Months by which the fleet search moves one purchase (:func:`_fleet_moves`). On the
+# 10-workload, 36-month benchmark (flat prices) the rounded fleet bought its B200 server in
+# month 4 ($698,183 rounded); bought in month 9 it costs $673,872, and with an A100 PCIe server
+# added in month 9 $654,873 (HiGHS from the month-4 plan: $693,181 after 600 s).
+SHIFT_MONTHS = (1, -1, 3, -3, 6, -6)
+
+
+def _search_fleet(
     m: PlannerModel,
     start: _Point,
     deadline: float,
     relax: Callable[[dict[str, float]], dict[str, float] | None] | None,
     memo: dict | None = None,
+    seen: set[tuple] | None = None,
+    lp: dict[str, float] | None = None,
 ) -> _Point:
-    """Local search from one plan: drop a GPU type's purchases while the plan gets cheaper
-    (first improvement, passes until none helps or the deadline). A move is priced by the
-    LP re-solved with the smaller fleet fixed (:func:`refixed`), or without ``relax`` by
-    rounding the plan's LP values with that type's purchases taken as 0."""
+    """Local search from one plan over its fleet, until no move helps or the deadline.
+
+    With ``relax`` the moves come in batches (:func:`_fleet_moves`: every drop of a GPU
+    type's purchases; each purchase moved by :data:`SHIFT_MONTHS`; one more server of each
+    type the LP ``lp`` bought any fraction of), each fleet priced by the LP re-solved with it
+    fixed (:func:`refixed`), and the best of the first batch that has a cheaper plan is taken;
+    fleets in ``seen`` are not priced again. Without ``relax`` only drops are tried (first
+    improvement), priced by rounding the plan's LP values with that type taken out."""
+    seen = set() if seen is None else seen
     best, improved = start, True
     while improved and time.perf_counter() < deadline:
         improved = False
-        for g in _owned_types(m, best.values):
-            if time.perf_counter() > deadline:
-                break
-            found = _drop_one(m, best, g, relax, memo)
+        if relax is None:
+            for g in _owned_types(m, best.values):
+                found = _dropped(m, best, g, memo) if time.perf_counter() < deadline else None
+                if found is not None and found.value < best.value * (1 - 1e-9):
+                    best, improved = found, True
+            continue
+        for batch in _fleet_moves(m, best, lp or best.lp):
+            found = _best_of(m, batch, relax, memo, seen, deadline)
             if found is not None and found.value < best.value * (1 - 1e-9):
                 best, improved = found, True
+                break
     return best
 
 
-def _drop_one(m: PlannerModel, p: _Point, g: str, relax, memo: dict | None) -> _Point | None:
-    if relax is None:
-        trial = _without_type(m, p.lp, g)
-        value = _try(m, trial, p.shift, memo)
-        return None if value is None else _Point(value, _values(m), trial, p.shift)
-    values = dict(p.values)
-    for name in _fleet_names(m, g):
-        values[name] = 0.0
-    return refixed(m, values, relax, memo)
+def _best_of(
+    m: PlannerModel, batch: list[dict], relax, memo: dict | None, seen: set, deadline: float
+) -> _Point | None:
+    """The cheapest plan of a batch of fleets not in ``seen`` (which gains them), each priced
+    by :func:`refixed` until ``deadline``."""
+    best = None
+    for values in batch:
+        key = _fleet_of(m, values)
+        if key in seen or time.perf_counter() > deadline:
+            continue
+        seen.add(key)
+        found = refixed(m, values, relax, memo)
+        if found is not None and (best is None or found.value < best.value):
+            best = found
+    return best
+
+
+def _dropped(m: PlannerModel, p: _Point, g: str, memo: dict | None) -> _Point | None:
+    """Without an LP to re-solve: the point's LP values without type ``g``, rounded."""
+    trial = _without_type(m, p.lp, g)
+    value = _try(m, trial, p.shift, memo)
+    return None if value is None else _Point(value, _values(m), trial, p.shift)
+
+
+def _fleet_moves(
+    m: PlannerModel, p: _Point, lp: dict[str, float]
+) -> Iterator[list[dict[str, float | None]]]:
+    """The fleets next to ``p``'s, as variable values, in batches in the order tried: every
+    GPU type's purchases dropped; for each purchase (a month's servers and cards of one type),
+    that purchase moved by :data:`SHIFT_MONTHS`; for each type the LP ``lp`` bought any
+    fraction of, one more server (a partial one full of cards) in each month the LP or the
+    plan buys something."""
+    drops = []
+    for g in _owned_types(m, p.values):
+        values = dict(p.values)
+        for name in _fleet_names(m, g):
+            values[name] = 0.0
+        drops.append(values)
+    yield drops
+    months = len(m.cands.months)
+    bought = [(g, t) for (g, t) in m.buy if _units(m, p.values, g, t)[0] > 0.5]
+    for g, t in bought:
+        to = [t + d for d in SHIFT_MONTHS if 0 <= t + d < months and (g, t + d) in m.buy]
+        yield [_moved(m, p.values, g, t, t2) for t2 in to]
+    when = sorted({t for _, t in bought} | {t for _, t in _lp_purchases(m, lp)})
+    for g in _bought_types(m, lp):
+        yield [_added(m, p.values, g, t) for t in when if (g, t) in m.buy]
+
+
+def _units(m: PlannerModel, values: dict, g: str, t: int) -> tuple[float, list]:
+    """(servers bought of type ``g`` in month ``t``, its card variables with their values)."""
+    buy = m.buy[(g, t)]
+    cards = [v for v in m.cards.get((g, t), {}) if v.name != buy.name]
+    return values.get(buy.name) or 0.0, [(v, values.get(v.name) or 0.0) for v in cards]
+
+
+def _moved(m: PlannerModel, values: dict, g: str, t: int, to: int) -> dict:
+    """``values`` with type ``g``'s purchase of month ``t`` (servers and cards) made in ``to``."""
+    out = dict(values)
+    servers, cards = _units(m, values, g, t)
+    _, cards_to = _units(m, values, g, to)
+    out[m.buy[(g, t)].name] = 0.0
+    out[m.buy[(g, to)].name] = (values.get(m.buy[(g, to)].name) or 0.0) + servers
+    for (v, n), (w, n_to) in zip(cards, cards_to, strict=True):
+        out[v.name] = 0.0
+        out[w.name] = n_to + n
+    return out
+
+
+def _added(m: PlannerModel, values: dict, g: str, t: int) -> dict:
+    """``values`` with one more server of type ``g`` in month ``t`` (a partial one full)."""
+    out = dict(values)
+    gpu = m.inputs.gpus[g]
+    out[m.buy[(g, t)].name] = (values.get(m.buy[(g, t)].name) or 0.0) + 1.0
+    if gpu.partial_fill:
+        for v, n in _units(m, values, g, t)[1]:
+            out[v.name] = n + gpu.slots // gpu.node_gpus
+    return out
+
+
+def _lp_purchases(m: PlannerModel, lp: dict[str, float]) -> list[tuple[str, int]]:
+    """(type, month) where the LP buys any fraction of a server."""
+    return [(g, t) for (g, t), v in m.buy.items() if lp.get(v.name, 0.0) > 1e-9]
 
 
 def _owned_types(m: PlannerModel, values: dict[str, float | None]) -> list[str]:
