@@ -285,3 +285,52 @@ def test_a_rented_job_runs_on_its_cheapest_rental(seed):
                 other += m.prob.objective.get(m.r[(job, key, oid, month)], 0.0) * hours
                 left -= hours
             assert chosen <= other * (1 + 1e-9)
+
+
+def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
+    """A moved purchase keeps its servers and cards, in the new month; an added server of a
+    partial type comes full of cards; every move is a fleet of whole servers."""
+    from planner.optimize.start import _added, _moved, _units
+
+    _, m = _model(4, "all", 12, 0)
+    partial = next(g for g, gpu in m.inputs.gpus.items() if gpu.partial_fill and (g, 3) in m.buy)
+    gpu = m.inputs.gpus[partial]
+    values = {v.name: 0.0 for v in m.prob.variables()}
+    added = _added(m, values, partial, 3)
+    servers, cards = _units(m, added, partial, 3)
+    assert servers == 1.0 and [n for _, n in cards] == [gpu.slots // gpu.node_gpus]
+    moved = _moved(m, added, partial, 3, 7)
+    assert _units(m, moved, partial, 3)[0] == 0.0
+    assert all(n == 0.0 for _, n in _units(m, moved, partial, 3)[1])
+    assert _units(m, moved, partial, 7)[0] == 1.0
+    assert [n for _, n in _units(m, moved, partial, 7)[1]] == [gpu.slots // gpu.node_gpus]
+    fleet = {v.name for v in _fleet_vars(m)}
+    assert sum(moved[n] for n in fleet) == sum(added[n] for n in fleet)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_searched_start_is_never_dearer_than_its_points(seed):
+    """With the LP re-solved for each fleet: the result is whole and feasible and no dearer
+    than any rounding, any rounding's re-solve or any one-type cut of them."""
+    from planner.optimize.start import _single_types, _try
+
+    _, m = _model(8, "all", 12, seed)
+    _, lp = _lp(m)
+    relax = _Relaxation(m, math.inf)
+    best = best_rounded_start(m, lp, relax=relax)
+    assert best is not None and _feasible_and_whole(m)
+    assert best == pytest.approx(pulp.value(m.prob.objective))
+    points = []
+    for shift in FLEET_SHIFTS:
+        if _try(m, lp, shift) is not None:
+            points.append(_point(m, lp, shift))
+    refits = [p for p in (refixed(m, q.values, relax) for q in points) if p is not None]
+    cuts = _single_types(m, points + refits, relax, {}, math.inf)
+    for p in points + refits + cuts:
+        assert best <= p.value * (1 + 1e-9)
+
+
+def _point(m, lp, shift):
+    from planner.optimize.start import _Point, _values
+
+    return _Point(pulp.value(m.prob.objective), _values(m), lp, shift)

@@ -40,7 +40,8 @@ POLISH_NODES = 30
 # ... except on models of at most this many integers once rentals are whole, where the exact
 # model from the repaired plan runs to its gap or the time left: with per-cell in-use rows
 # (:data:`planner.optimize.model.IN_USE_PER_CELL`) and that start HiGHS proves the reference optimal
-# in ~7-9 s (from scratch 13-30 s, varying with its seed: the start prunes the tree).
+# in ~4-4.5 s (:data:`PROOF_OPTIONS`, :data:`PROOF_THREADS`; from scratch 13-30 s, varying with
+# its seed: the start prunes the tree).
 EXACT_POLISH_INTEGERS = 4_000
 # The relaxed MILP's gap on such a model: it only picks the fleet. On the reference HiGHS has
 # a plan within 1.8 % of its bound at 2.6 s and needs 5.2 s for 0.1 %, with the same fleet.
@@ -237,9 +238,10 @@ def refit_with_fleet_fixed(m: PlannerModel, time_limit: float, threads: int) -> 
     (owned and rented, whole), the spare's types, training placement. Keeps the cheaper plan.
 
     The plan's fleet came from the relaxed model, whose owned replicas and spare flags were
-    chosen against fractional rentals; on the reference this step takes ~3 s and lowers the
-    repaired plan from $753,335 to the optimum, $749,672.73, which is what lets :func:`polish`
-    prove it in ~6 s (from the repaired plan alone it took ~12 s)."""
+    chosen against fractional rentals; on the reference (default price paths) this step takes
+    0.9 s at :data:`REFIT_GAP` and lowers the repaired plan from $717,161 to $713,276, $410
+    above the fleet's best, from which :func:`polish` proves it in ~4.4 s (from the repaired
+    plan alone the proof took ~12 s)."""
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
     fixed = [v for v in fleet_variables(m) if v.varValue is not None]
