@@ -334,3 +334,18 @@ def _point(m, lp, shift):
     from planner.optimize.start import _Point, _values
 
     return _Point(pulp.value(m.prob.objective), _values(m), lp, shift)
+
+
+def test_the_search_never_buys_before_a_lead_time_allows():
+    """A purchase in a month its lead time rules out (its bound is 0 there) is no fleet the
+    search prices: fixing a variable in the LP would set both its bounds and hide the rule."""
+    from planner.optimize.start import _added, _buyable
+
+    _, m = _model(4, "all", 12, 0)
+    early = [(g, t) for (g, t), v in m.buy.items() if v.upBound == 0]
+    assert early, "the catalog's default lead times bound some first months"
+    g, t = early[0]
+    assert not _buyable(m, g, t)
+    _, lp = _lp(m)
+    values = {v.name: 0.0 for v in m.prob.variables()}
+    assert refixed(m, _added(m, values, g, t), _Relaxation(m, math.inf)) is None

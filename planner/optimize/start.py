@@ -220,11 +220,17 @@ def _fleet_moves(
     months = len(m.cands.months)
     bought = [(g, t) for (g, t) in m.buy if _units(m, p.values, g, t)[0] > 0.5]
     for g, t in bought:
-        to = [t + d for d in SHIFT_MONTHS if 0 <= t + d < months and (g, t + d) in m.buy]
+        to = [t + d for d in SHIFT_MONTHS if 0 <= t + d < months and _buyable(m, g, t + d)]
         yield [_moved(m, p.values, g, t, t2) for t2 in to]
     when = sorted({t for _, t in bought} | {t for _, t in _lp_purchases(m, lp)})
     for g in _bought_types(m, lp):
-        yield [_added(m, p.values, g, t) for t in when if (g, t) in m.buy]
+        yield [_added(m, p.values, g, t) for t in when if _buyable(m, g, t)]
+
+
+def _buyable(m: PlannerModel, g: str, t: int) -> bool:
+    """A server of type ``g`` may be bought in month ``t`` (lead times bound earlier ones)."""
+    v = m.buy.get((g, t))
+    return v is not None and (v.upBound is None or v.upBound >= 1)
 
 
 def _units(m: PlannerModel, values: dict, g: str, t: int) -> tuple[float, list]:
@@ -314,13 +320,24 @@ def refixed(
     relax: Callable[[dict[str, float]], dict[str, float] | None],
     memo: dict | None = None,
 ) -> _Point | None:
-    """The plan rounded from the LP re-solved with the whole fleet of ``values`` fixed."""
-    fleet = {v.name: float(round(values[v.name] or 0.0)) for v in _fleet_vars(m)}
+    """The plan rounded from the LP re-solved with the whole fleet of ``values`` fixed; None
+    if that fleet is outside its variables' bounds (a purchase before its lead time allows,
+    a type that may not be bought): fixing a variable sets both its bounds."""
+    variables = _fleet_vars(m)
+    fleet = {v.name: float(round(values[v.name] or 0.0)) for v in variables}
+    if not all(_within(v, fleet[v.name]) for v in variables):
+        return None
     lp = relax(fleet)
     if lp is None:
         return None
     value = _try(m, lp, 1e-6, memo)
     return None if value is None else _Point(value, _values(m), lp, 1e-6)
+
+
+def _within(v: pulp.LpVariable, value: float) -> bool:
+    lo = -math.inf if v.lowBound is None else v.lowBound
+    up = math.inf if v.upBound is None else v.upBound
+    return lo - 1e-9 <= value <= up + 1e-9
 
 
 def _fleet_vars(m: PlannerModel) -> list[pulp.LpVariable]:
