@@ -90,7 +90,8 @@ class _BulkHiGHS(pulp.HiGHS):
         # the interrupt flag, which comes sooner.
         model = lp.solverModel
         # each run in a thread of its own also keeps HiGHS's thread count per run: in one
-        # thread, a run asking for another count than the first run's fails (HiGHS 1.16)
+        # OS thread, a run asking for another count than that thread's first run can fail
+        # at once (HiGHS 1.16: kError, measured for 1 then 2, and 2 then 1)
         _run_cancellable("highs", model.run, model.cancelSolve, self.timeLimit)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)

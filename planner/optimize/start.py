@@ -167,15 +167,25 @@ def _search_fleet(
         if relax is None:
             for g in _owned_types(m, best.values):
                 found = _dropped(m, best, g, memo) if time.perf_counter() < deadline else None
-                if found is not None and found.value < best.value * (1 - 1e-9):
+                if found is not None and _cheaper(found.value, best.value):
                     best, improved = found, True
             continue
         for batch in _fleet_moves(m, best, lp or best.lp):
             found = _best_of(m, batch, relax, memo, seen, deadline)
-            if found is not None and found.value < best.value * (1 - 1e-9):
+            if found is not None and _cheaper(found.value, best.value):
                 best, improved = found, True
                 break
     return best
+
+
+def _cheaper(a: float, b: float) -> bool:
+    """``a`` is cheaper than ``b`` by more than a relative 1e-9 (either may be negative: an
+    existing fleet's resale can make a plan's present value negative).
+
+    >>> _cheaper(-101.0, -100.0), _cheaper(-100.0, -100.0), _cheaper(99.0, 100.0)
+    (True, False, True)
+    """
+    return a < b - 1e-9 * abs(b)
 
 
 def _best_of(

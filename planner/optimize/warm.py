@@ -12,7 +12,7 @@ import time
 import pulp
 
 from planner.base import tolerances as tol
-from planner.optimize.backends import _BulkHiGHS
+from planner.optimize.backends import _BulkHiGHS, _run_cancellable
 from planner.optimize.model import PlannerModel
 from planner.physics.demand import HOURS_PER_MONTH
 
@@ -102,7 +102,9 @@ class _Relaxation:
         self.fixed = [self.index[n] for n in fixed]
         # HiGHS's clock runs across the runs of one Highs object: the limit is on its total
         self.highs.setOptionValue("time_limit", self.highs.getRunTime() + left)
-        self.highs.run()
+        # a thread of its own, as every HiGHS run (planner.optimize.backends), and an
+        # interrupt reaches the planner mid-solve
+        _run_cancellable("highs", self.highs.run, self.highs.cancelSolve, left)
         if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         return dict(zip(self.names, self.highs.getSolution().col_value, strict=True))

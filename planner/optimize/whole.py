@@ -63,7 +63,7 @@ PROOF_THREADS = 2
 
 def proof_threads(requested: int | None) -> int:
     """Threads for the exact proof of a small model (:func:`polish`): ``requested`` if the
-    caller chose, else up to :data:`PROOF_THREADS` of this process's CPUs, but one in a child
+    caller chose (0 or None: not chosen), else up to :data:`PROOF_THREADS` of this process's CPUs, but one in a child
     process (a scenario's own solve, a sweep's worker), whose siblings have the other CPUs.
 
     >>> proof_threads(3)
@@ -71,7 +71,7 @@ def proof_threads(requested: int | None) -> int:
     >>> 1 <= proof_threads(None) <= PROOF_THREADS
     True
     """
-    if requested is not None:
+    if requested:
         return requested
     import multiprocessing
     import os
