@@ -337,11 +337,6 @@ def test_the_searched_start_is_never_dearer_than_its_roundings(seed):
     assert cuts and all(len(_owned_types(m, c.values)) == 1 for c in cuts)
 
 
-def _buyable_at(m, g, t) -> bool:
-    v = m.buy.get((g, t))
-    return v is not None and (v.upBound is None or v.upBound >= 1)
-
-
 def _point(m, lp, shift):
     from planner.optimize.start import _Point, _values
 
@@ -357,7 +352,7 @@ def test_the_search_never_buys_before_a_lead_time_allows():
     early = [
         (g, t)
         for (g, t), v in m.buy.items()
-        if v.upBound == 0 and m.ownable.get(g) and any(_buyable_at(m, g, u) for u in range(12))
+        if v.upBound == 0 and m.ownable.get(g) and any(_buyable(m, g, u) for u in range(12))
     ]
     assert early, "the catalog's default lead times bound some first months of a type"
     g, t = early[0]

@@ -160,21 +160,42 @@ def _search_fleet(
     fixed (:func:`refixed`), and the best of the first batch that has a cheaper plan is taken;
     fleets in ``seen`` are not priced again. Without ``relax`` only drops are tried (first
     improvement), priced by rounding the plan's LP values with that type taken out."""
+    if relax is None:
+        return _search_drops(m, start, deadline, memo)
     seen = set() if seen is None else seen
+    best = start
+    while time.perf_counter() < deadline:
+        found = _first_better(m, best, relax, memo, seen, deadline, lp or best.lp)
+        if found is None:
+            break
+        best = found
+    return best
+
+
+def _first_better(
+    m: PlannerModel, p: _Point, relax, memo: dict | None, seen: set, deadline: float, lp: dict
+) -> _Point | None:
+    """The best plan of the first batch of :func:`_fleet_moves` that has one cheaper than
+    ``p``, or None."""
+    for batch in _fleet_moves(m, p, lp):
+        found = _best_of(m, batch, relax, memo, seen, deadline)
+        if found is not None and _cheaper(found.value, p.value):
+            return found
+    return None
+
+
+def _search_drops(m: PlannerModel, start: _Point, deadline: float, memo: dict | None) -> _Point:
+    """Without an LP to re-solve: drop a GPU type's purchases while that makes the plan
+    cheaper (first improvement, passes until none helps or the deadline)."""
     best, improved = start, True
     while improved and time.perf_counter() < deadline:
         improved = False
-        if relax is None:
-            for g in _owned_types(m, best.values):
-                found = _dropped(m, best, g, memo) if time.perf_counter() < deadline else None
-                if found is not None and _cheaper(found.value, best.value):
-                    best, improved = found, True
-            continue
-        for batch in _fleet_moves(m, best, lp or best.lp):
-            found = _best_of(m, batch, relax, memo, seen, deadline)
+        for g in _owned_types(m, best.values):
+            if time.perf_counter() > deadline:
+                break
+            found = _dropped(m, best, g, memo)
             if found is not None and _cheaper(found.value, best.value):
                 best, improved = found, True
-                break
     return best
 
 
