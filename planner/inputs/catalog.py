@@ -10,28 +10,19 @@ import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from planner.base.errors import InputError
-from planner.base.units import CaseInsensitive, no_bool_for_number
+from planner.base.units import CaseInsensitive
 from planner.base.yamlio import LocatedError, did_you_mean, load_yaml, validate
-
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
+from planner.inputs.catalog_dir import CATALOG_DIR
+from planner.inputs.model_arch import ModelArch  # re-exported: models have their own module
+from planner.inputs.strict import Strict
 
 # The largest clusters built are ~100-200k GPUs: a count of GPUs anywhere in the inputs (an
 # existing fleet, a contract, an offer's cap or block, a measured run, a planned serving peak)
 # above a million is a typo, and would swamp the solver.
 MAX_FLEET_GPUS = 1_000_000
-
-
-class Strict(BaseModel):
-    """Base for every input model: unknown keys and NaN/inf are errors, not silently ignored."""
-
-    # Text fields are labels and citations: 10,000 characters is a page; a megabyte is an attack.
-    model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, frozen=True, str_max_length=10_000
-    )
-    _no_bools = field_validator("*", mode="before")(classmethod(no_bool_for_number))
 
 
 class Sourced(Strict):
@@ -78,6 +69,7 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "bf16_dense_tflops": (0.1, 100_000.0, "TFLOPS"),
     "fp8_dense_tflops": (0.1, 200_000.0, "TFLOPS"),
     "int8_dense_tops": (0.1, 200_000.0, "TOPS"),
+    "fp4_dense_tflops": (0.1, 400_000.0, "TFLOPS"),
     "tdp_w": (0.0, 5_000.0, "W"),  # 0 lets a test switch power off; negative is a typo
     "idle_w": (0.0, 5_000.0, "W"),
     "host_w_per_gpu": (0.0, 10_000.0, "W"),
@@ -197,6 +189,9 @@ class GpuSpec(Strict):
     bf16_dense_tflops: Sourced = Field(description="dense BF16/FP16 tensor TFLOPS, FP32 accumulate")
     fp8_dense_tflops: Sourced | None = None
     int8_dense_tops: Sourced | None = None
+    fp4_dense_tflops: Sourced | None = Field(
+        None, description="dense FP4 (NVFP4/MXFP4) tensor TFLOPS; absent = no FP4 tensor cores"
+    )
     interconnect: Interconnect
     tdp_w: Sourced
     idle_w: Sourced
@@ -283,26 +278,6 @@ class GpuSpec(Strict):
     def unit_capex_usd(self) -> float:
         """Capex of one GPU in service: card plus its share of server and network."""
         return self.purchase_usd.value + self.server_overhead_usd_per_gpu.value
-
-
-class ModelArch(Strict):
-    id: str
-    name: str
-    # Bounds: a million parameters to 100 trillion; shapes of any published transformer.
-    params: float = Field(gt=1e6, le=1e14, description="total parameters")
-    layers: int = Field(gt=0, le=1000)
-    hidden: int = Field(gt=0, le=1_000_000)
-    heads: int = Field(gt=0, le=10_000)
-    kv_heads: int = Field(gt=0, le=10_000)
-    intermediate: int = Field(gt=0, le=10_000_000, description="MLP inner size")
-    vocab: int = Field(gt=0, le=10_000_000)
-    max_context: int = Field(gt=0, le=100_000_000)
-    source: str
-    as_of: str
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
 
 
 # Fabrics between rented instances. `ethernet` is a plain VPC network (no RDMA); `none` means
