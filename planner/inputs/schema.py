@@ -93,6 +93,7 @@ class GpuOverride(Strict):
     memory_bandwidth_gbs: float | None = Field(None, gt=0)
     bf16_dense_tflops: float | None = Field(None, gt=0)
     fp8_dense_tflops: float | None = Field(None, gt=0)
+    fp4_dense_tflops: float | None = Field(None, gt=0)
     tdp_w: float | None = Field(None, gt=0)
     idle_w: float | None = Field(None, ge=0)
     host_w_per_gpu: float | None = Field(None, ge=0)
