@@ -95,11 +95,17 @@ def _check_discounts(chk: Checker, ctx: VerifyContext) -> None:
     for r in ctx.plan.rentals:
         d = shares.get(r.provider, 0.0)
         o = ctx.inputs.offers.get(r.offer)
-        if not d or o is None or o.committed or o.list_usd_per_gpu_hour is None:
+        t = ctx.idx.get(r.month)
+        if not d or o is None or o.committed or o.list_usd_per_gpu_hour is None or t is None:
             continue
+        # The row's month moves the price along its GPU's path (x the path factor): the
+        # discount is applied once to the listed price, then the path, never the reverse twice.
+        factor = ctx.rental_price(r, o, t) / o.usd_per_gpu_hour if o.usd_per_gpu_hour else 1.0
+        want = o.list_usd_per_gpu_hour * (1 - d) * factor
         chk.check(
-            close(r.usd_per_gpu_hour, o.list_usd_per_gpu_hour * (1 - d), abs_=1e-9),
+            close(r.usd_per_gpu_hour, want, rel=1e-9, abs_=1e-9),
             f"rental {r.offer} {r.month}: rate {r.usd_per_gpu_hour:g} is not the listed "
-            f"${o.list_usd_per_gpu_hour:g} less the {r.provider} discount {d:.0%} applied once",
+            f"${o.list_usd_per_gpu_hour:g} less the {r.provider} discount {d:.0%} applied once"
+            f" (x {factor:.6g} on the price path: ${want:.6g})",
             group=("discount_rate", r.offer),
         )

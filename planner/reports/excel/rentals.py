@@ -110,7 +110,9 @@ def _rental_rows(ctx: Ctx) -> list[list[Any]]:
         )
     if not rows:
         r = FIRST_ROW
-        rows.append(["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""])
+        # One placeholder row as wide as the header (a plan with paths has the month column).
+        empty = ["(no rentals)", "", "", "", None, "", 0, 0, F(f"=G{r}*H{r}"), ""]
+        rows.append(empty + [None] * (len(_rental_cols(ctx)) - len(empty)))
     return rows
 
 

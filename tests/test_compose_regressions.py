@@ -1,0 +1,69 @@
+"""Features composed: each bug found by composing features is a tiny problem here that ended
+in exit 1 or 4 before its fix (issue 35), solved by the command and verified independently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+
+ONE_OFFER = """
+name: {name}
+horizon: {{start: 2027-01, months: 4}}
+budget: {{capex_usd: {capex}}}
+site: {{power_usd_per_kwh: 0.12}}
+gpus: [a100-pcie-80gb]
+offers:
+  files: []
+  {offers}
+workloads:
+  serve:
+    - name: chat
+      model: llama-2-7b
+      start: 2027-02
+      traffic: {{daily_active_users: 500, requests_per_user_per_day: 10, utilization: 0.5}}
+      tokens: {{prompt: 200, output: 100}}
+      slo: {{p95_ttft_ms: 2000, p95_tpot_ms: 100}}
+"""
+RENTAL = """discounts: {cloud: 0.3}
+  extra:
+    - {id: cloud-a100-od, provider: cloud, gpu: a100-pcie-80gb, kind: on_demand,
+       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}"""
+
+
+def _solve_and_verify(tmp_path: Path, text: str, *excel: str) -> dict:
+    problem = tmp_path / "p.yaml"
+    problem.write_text(text)
+    out = tmp_path / "p.json"
+    args = ["solve", str(problem), "--json", str(out), *(excel or ["--no-excel"])]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    v = CliRunner().invoke(cli, ["verify", str(problem), str(out)])
+    assert v.exit_code == 0, v.output
+    return json.loads(out.read_text())
+
+
+def test_a_discount_with_the_default_price_paths_verifies(tmp_path: Path) -> None:
+    """The model applies the rent path to the discounted price; the discount check did not
+    (exit 4: 'rate 1.72646 is not the listed $2.5 less the cloud discount 30% applied once')."""
+    plan = _solve_and_verify(tmp_path, ONE_OFFER.format(name="d", capex=0, offers=RENTAL))
+    rates = {r["usd_per_gpu_hour"] for r in plan["rentals"]}
+    assert rates and all(rate < 2.5 * 0.7 for rate in rates)  # discounted, then down the path
+
+
+@pytest.mark.parametrize("market", ["", "market: {lead_months: 6}\n"])
+def test_a_plan_that_rents_nothing_has_a_workbook(tmp_path: Path, market: str) -> None:
+    """No offers, buy or nothing: the Rentals sheet's placeholder row was one column short of
+    its header with price paths on (exit 1: zip() argument 2 is shorter than argument 1)."""
+    text = market + ONE_OFFER.format(name="buy only", capex=200_000, offers="")
+    # the service starts after the (default or given) lead time, so buying alone can serve it
+    start = "2027-08" if market else "2027-04"
+    text = text.replace("start: 2027-02", f"start: {start}").replace("months: 4", "months: 9")
+    xlsx = tmp_path / "p.xlsx"
+    plan = _solve_and_verify(tmp_path, text, "-o", str(xlsx))
+    assert plan["rentals"] == [] and plan["purchases"]
+    assert xlsx.stat().st_size > 0
