@@ -1,21 +1,34 @@
 """GPU procurement planner: decide which GPUs to buy and rent, and when.
 
-The library face, for notebooks and scripts (the ``planner`` command calls the same stages)::
+The library face, for notebooks and scripts (the ``planner`` command calls the same stages;
+README.md carries this example, and tests/test_readme_example.py runs the README's copy)::
 
     >>> import planner
-    >>> plan = planner.solve("problems/inference_startup.yaml", time_limit=30)
+    >>> plan = planner.solve("problems/inference_startup.yaml", time_limit=30)  # and verified
     >>> plan.status
     'optimal'
-    >>> frames = plan.frames()
+    >>> frames = plan.frames()  # the plan's tables as pandas DataFrames
     >>> list(frames)[:4]
     ['purchases', 'rentals', 'reservations', 'fleet']
     >>> round(frames["cash_flow"]["total_usd"].sum()) == round(plan.totals.total_usd)
     True
+    >>> planner.write_plan(plan, "outputs/inference_startup.json")  # as `solve --json` does
+    >>> planner.read_plan("outputs/inference_startup.json").totals == plan.totals
+    True
+    >>> try:
+    ...     planner.solve("problems/no_such_problem.yaml")
+    ... except planner.InputError as e:  # bad input: the command exits 2
+    ...     print(int(e.exit_code))
+    2
 
-:func:`solve` loads, solves and verifies a problem; :func:`read_plan` reads a plan JSON
-written by ``planner solve --json``; :meth:`Plan.frames` gives its tables as pandas
-DataFrames. Nothing is imported until first use, so ``import planner`` stays instant and
-loads no stage (checked by tests/test_architecture.py).
+:func:`solve` loads, solves and verifies a problem; :func:`write_plan` saves a plan as JSON
+and :func:`read_plan` reads one back (or one written by ``planner solve --json``);
+:meth:`Plan.frames` gives its tables as pandas DataFrames. The errors the commands exit with
+are importable from here: :class:`InputError` (exit 2), :class:`OutputError` (2),
+:class:`InfeasibleError` (3; ``diagnosis`` says why), :class:`VerificationError` (4;
+``violations`` lists the failed checks), :class:`SolverError` (1), all :class:`PlannerError`.
+Nothing is imported until first use, so ``import planner`` stays instant and loads no stage
+(checked by tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -28,7 +41,27 @@ if TYPE_CHECKING:
     from planner.plan.data import Plan
 
 __version__ = "0.1.0"
-__all__ = ["Plan", "__version__", "read_plan", "solve"]
+__all__ = [
+    "InfeasibleError",
+    "InputError",
+    "OutputError",
+    "Plan",
+    "PlannerError",
+    "SolverError",
+    "VerificationError",
+    "__version__",
+    "read_plan",
+    "solve",
+    "write_plan",
+]
+_ERRORS = (
+    "InfeasibleError",
+    "InputError",
+    "OutputError",
+    "PlannerError",
+    "SolverError",
+    "VerificationError",
+)
 
 
 def solve(
@@ -44,10 +77,11 @@ def solve(
     of a problem file gives), or resolved ``Inputs``. ``time_limit`` (seconds) bounds the
     whole call as it bounds ``planner solve``; None takes the file's ``solver.time_limit_s``.
 
-    Raises the planner's errors, as the command exits with them: ``InputError`` (bad input,
-    exit 2), ``InfeasibleError`` (no plan; its ``violations`` say which workload or limit and
-    by how much, exit 3), ``SolverError``, and ``VerificationError`` if the independent check
-    rejects the solver's plan (a bug to report).
+    Raises the planner's errors, as the command exits with them (all importable from
+    ``planner``): ``InputError`` (bad input, exit 2), ``InfeasibleError`` (no plan; its
+    ``diagnosis`` says which workload or limit and by how much, exit 3), ``SolverError``, and
+    ``VerificationError`` if the independent check rejects the solver's plan (its
+    ``violations`` list the failed checks; a bug to report).
     """
     import time
 
@@ -94,9 +128,22 @@ def read_plan(path: str | Path) -> Plan:
     return load_plan(path)
 
 
+def write_plan(plan: Plan, path: str | Path) -> None:
+    """Save a plan as the JSON ``planner solve --json`` writes (atomically: never half a file;
+    missing folders are made; an unwritable path is an ``OutputError``)."""
+    from planner.plan.data import write_json
+
+    write_json(plan, path)
+
+
 def __getattr__(name: str) -> Any:
-    if name == "Plan":  # the class, for type hints and isinstance, loaded on first use
+    """The plan class and the error classes, loaded on first use."""
+    if name == "Plan":  # the class, for type hints and isinstance
         from planner.plan.data import Plan
 
         return Plan
+    if name in _ERRORS:
+        from planner.base import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'planner' has no attribute {name!r}")

@@ -1,0 +1,108 @@
+"""The wheel works: built from a copy of the source, installed into a fresh virtual
+environment, it runs ``planner catalog`` and ``planner solve`` from another folder on an
+absolute problem path, reading the catalogs it carries (not the checkout's).
+
+Nothing is downloaded: the wheel is built without build isolation (the test extra installs a
+setuptools that builds wheels by itself) and installed with ``--no-deps`` into an environment
+that sees this one's packages (the dependencies)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = ROOT / "problems" / "inference_startup.yaml"
+
+
+def _run(args: list[str | Path], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a command with an environment that names neither the checkout nor its settings."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PLANNER_DEBUG")}
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _source_copy(dest: Path) -> Path:
+    """The files a wheel is built from, copied (links kept) so no build output lands in the
+    shared checkout."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    for name in ("planner", "catalogs"):
+        shutil.copytree(ROOT / name, dest / name, symlinks=True, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The ``bin`` folder of a fresh virtual environment with the wheel installed."""
+    base = tmp_path_factory.mktemp("wheel")
+    src = _source_copy(base / "src")
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            src,
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            base / "dist",
+            "-q",
+        ],
+        cwd=base,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (base / "dist").glob("gpu_planner-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for f in ("gpus.yaml", "offers.yaml", "calibration.yaml", "sources/training-runs.yaml"):
+        assert f"planner/_catalogs/{f}" in names, f
+    venv = base / "venv"
+    made = _run([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=base)
+    assert made.returncode == 0, made.stderr[-3000:]
+    pip = [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+    done = _run([*pip, "--force-reinstall", wheel], cwd=base)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv / "bin"
+
+
+def test_the_installed_package_reads_its_own_catalogs(installed, tmp_path):
+    where = _run(
+        [
+            installed / "python",
+            "-c",
+            "import planner; from planner.inputs.catalog_dir import CATALOG_DIR;"
+            "print(planner.__file__); print(CATALOG_DIR)",
+        ],
+        cwd=tmp_path,
+    )
+    assert where.returncode == 0, where.stderr
+    module, catalogs = where.stdout.split()
+    venv = installed.parent
+    assert Path(module).is_relative_to(venv), module
+    assert Path(catalogs).is_relative_to(venv) and (Path(catalogs) / "gpus.yaml").is_file()
+
+
+def test_catalog_and_solve_run_from_another_folder(installed, tmp_path):
+    listing = _run([installed / "planner", "catalog", "--wide"], cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "h100" in listing.stdout.lower()
+    problem = tmp_path / "elsewhere" / "problem.yaml"  # no catalog beside it: the wheel's
+    problem.parent.mkdir()
+    shutil.copy2(PROBLEM, problem)
+    solved = _run(
+        [installed / "planner", "solve", problem.resolve(), "--time-limit", "30", "--json", "-"],
+        cwd=tmp_path,
+    )
+    assert solved.returncode == 0, solved.stderr[-3000:]
+    assert '"total_usd"' in solved.stdout
+    assert str(ROOT) not in solved.stdout + solved.stderr
+    assert (tmp_path / "outputs" / "problem.xlsx").is_file()
