@@ -85,7 +85,28 @@ def main() -> None:
         code = _closed_pipe()
     except (OSError, ValueError):
         pass
+    if code == 1 and _reader_left(sys.stdout):
+        # click turns a closed pipe into exit 1 on some paths (--help, whatever the timing
+        # of the write); a writer whose reader left exits as a shell reports it, 141
+        code = _closed_pipe()
     sys.exit(code)
+
+
+def _reader_left(stream: object) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (poll says POLLERR)."""
+    import os
+    import select
+    import stat
+
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _closed_pipe() -> int:

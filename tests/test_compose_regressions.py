@@ -67,3 +67,27 @@ def test_a_plan_that_rents_nothing_has_a_workbook(tmp_path: Path, market: str) -
     plan = _solve_and_verify(tmp_path, text, "-o", str(xlsx))
     assert plan["rentals"] == [] and plan["purchases"]
     assert xlsx.stat().st_size > 0
+
+
+def test_exit_1_into_a_closed_pipe_is_141_whatever_the_path(monkeypatch) -> None:
+    """click ends some closed-pipe paths (``--help``) in a bare exit 1; where that happened
+    depended on timing (issue 35). Whatever path gives 1, a reader that left makes it 141."""
+    import os
+    import sys
+
+    import planner.__main__ as entry
+    import planner.cli
+
+    r, w = os.pipe()
+    os.close(r)
+    stream = os.fdopen(w, "w")
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(planner.cli, "run", lambda: 1)
+    try:
+        with pytest.raises(SystemExit) as ended:
+            entry.main()
+    finally:
+        monkeypatch.undo()
+        stream.close()
+    assert ended.value.code == 141
+    assert entry._reader_left(sys.stdout) is False  # an ordinary stream is no closed pipe
