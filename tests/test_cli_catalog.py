@@ -114,7 +114,7 @@ def test_several_offer_files_and_default_offers(cli, offers_file, tmp_path):
 
 def test_offer_for_unknown_gpu_is_an_error(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(OFFERS.replace("gpu: rtx-4090", "gpu: rtx-5090"))
+    bad.write_text(OFFERS.replace("gpu: rtx-4090", "gpu: rtx-9090"))
     res = CliRunner().invoke(cli, ["catalog", "--offers", str(bad)])
     assert res.exit_code == 2
-    assert "rtx-5090" in res.output and "Traceback" not in res.output
+    assert "rtx-9090" in res.output and "Traceback" not in res.output

@@ -197,6 +197,20 @@ def _licence_line(inputs: Inputs) -> str | None:
     return f"licence: {', '.join(consumer)} may not be bought (site.consumer_gpus_allowed: false)"
 
 
+def _liquid_line(inputs: Inputs) -> str | None:
+    """The liquid-cooled units the site may not buy (None: there are none)."""
+    site = inputs.problem.site
+    liquid = [
+        g for g, spec in inputs.gpus.items() if spec.liquid_cooled and not site.liquid_cooling
+    ]
+    if not liquid:
+        return None
+    return (
+        f"liquid cooling: {', '.join(liquid)} may not be bought (their servers or racks need "
+        "liquid cooling; site.liquid_cooling: false)"
+    )
+
+
 def _limit_lines(inputs: Inputs, plan: Plan) -> list[str]:
     """One line per limit of the problem at the optimum: used of limit, binding or slack."""
     lines = [
@@ -204,6 +218,7 @@ def _limit_lines(inputs: Inputs, plan: Plan) -> list[str]:
         _total_limit_line(inputs, plan),
         _power_limit_line(inputs, plan),
         _licence_line(inputs),
+        _liquid_line(inputs),
     ]
     return [x for x in lines if x is not None]
 

@@ -52,11 +52,27 @@ class SourcedRange(Sourced):
 
 
 class Interconnect(Strict):
-    nvlink_gbs: float = Field(0.0, ge=0, description="NVLink GB/s per GPU, bidirectional; 0 = none")
+    """The scale-up link of a GPU: GB/s per GPU to its peers and how many peers share it."""
+
+    nvlink_gbs: float = Field(
+        0.0,
+        ge=0,
+        description="scale-up link GB/s per GPU, bidirectional (NVLink, or AMD Infinity Fabric/"
+        "xGMI for Instinct cards); 0 = none",
+    )
     pcie_gen: int = Field(ge=3, le=6)
     p2p: bool = Field(description="GPU peer-to-peer over PCIe/NVLink works")
+    link: str | None = Field(None, max_length=60, description="the link's name, e.g. NVLink 5")
+    domain_gpus: int | None = Field(
+        None,
+        ge=1,
+        le=576,
+        description="GPUs joined by the scale-up link without the network (8 in an HGX/OAM "
+        "server, 72 in an NVL72 rack, 1 for a PCIe card); None = the server's slots",
+    )
     source: str
     as_of: str
+    note: str | None = None
 
 
 # The physical (and market) range of every GPU catalog figure: (low, high, unit). A value
@@ -168,6 +184,10 @@ class ServerSpec(Strict):
     fill: Annotated[Literal["full", "partial"], CaseInsensitive]
     chassis_usd: SourcedRange
     host_w: Sourced
+    cooling: Annotated[Literal["air", "liquid"], CaseInsensitive] = Field(
+        "air", description="liquid: needs direct liquid cooling (site.liquid_cooling)"
+    )
+    cooling_source: str | None = Field(None, description="where the cooling requirement is stated")
 
     @field_validator("chassis_usd", "host_w", mode="after")
     @classmethod
@@ -179,9 +199,13 @@ class ServerSpec(Strict):
         return v
 
 
+Vendor = Literal["nvidia", "amd"]
+
+
 class GpuSpec(Strict):
     id: str
     name: str
+    vendor: Annotated[Vendor, CaseInsensitive] = "nvidia"
     klass: Annotated[Literal["datacenter", "consumer"], CaseInsensitive] = Field(alias="class")
     form_factor: Annotated[Literal["sxm", "pcie"], CaseInsensitive]
     memory_gb: Sourced
@@ -268,6 +292,20 @@ class GpuSpec(Strict):
         return self.klass == "consumer"
 
     @property
+    def liquid_cooled(self) -> bool:
+        """Its server needs direct liquid cooling (an NVL72 rack, a 1.4 kW OAM platform)."""
+        return self.server_spec is not None and self.server_spec.cooling == "liquid"
+
+    @property
+    def scale_up_gpus(self) -> int:
+        """GPUs one scale-up domain joins without the network (tensor and expert parallelism
+        stay inside it): the catalog's ``interconnect.domain_gpus``, else a full server's
+        slots for a card with a scale-up link, else 1."""
+        if self.interconnect.domain_gpus is not None:
+            return self.interconnect.domain_gpus
+        return self.node_gpus if self.interconnect.nvlink_gbs > 0 else 1
+
+    @property
     def node_gpus(self) -> int:
         """GPUs per purchase unit: a full server's slots, else the card's own node size."""
         if self.server_spec is not None and self.server_spec.fill == "full":
@@ -278,6 +316,27 @@ class GpuSpec(Strict):
     def unit_capex_usd(self) -> float:
         """Capex of one GPU in service: card plus its share of server and network."""
         return self.purchase_usd.value + self.server_overhead_usd_per_gpu.value
+
+
+def purchase_barrier(gpu: GpuSpec, consumer_ok: bool, liquid_ok: bool) -> str | None:
+    """Why ``gpu`` may not be bought on a site (None: it may, budgets and power aside).
+
+    ``consumer_ok`` is ``site.consumer_gpus_allowed`` (the GeForce licence forbids datacenter
+    use), ``liquid_ok`` is ``site.liquid_cooling`` (a liquid-cooled server or rack needs a
+    coolant loop most colocation halls lack).
+    """
+    if gpu.consumer and not consumer_ok:
+        return (
+            f"{gpu.id} is a GeForce (consumer) card: its licence forbids datacenter use, so it "
+            "cannot be bought (site.consumer_gpus_allowed: false)"
+        )
+    if gpu.liquid_cooled and not liquid_ok:
+        unit = gpu.server_spec.id if gpu.server_spec is not None else "its server"
+        return (
+            f"{gpu.id} is sold in {unit}, which needs liquid cooling, so it cannot be bought "
+            "on this site (site.liquid_cooling: false)"
+        )
+    return None
 
 
 # Fabrics between rented instances. `ethernet` is a plain VPC network (no RDMA); `none` means
@@ -402,6 +461,10 @@ class ServerCatalogFile(Strict):
 
 class ModelCatalogFile(Strict):
     models: list[ModelArch]
+
+    @model_validator(mode="after")
+    def _counts(self) -> ModelCatalogFile:
+        return self
 
 
 # Offer fields only the planner writes: a contract of fleet.contracts becomes a committed offer

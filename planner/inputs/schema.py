@@ -80,6 +80,11 @@ class Site(Strict):
     consumer_gpus_allowed: bool = Field(
         False, description="GeForce EULA forbids datacenter deployment; true only for an office/lab"
     )
+    liquid_cooling: bool = Field(
+        False,
+        description="the site has direct liquid cooling (a coolant loop to the racks); without "
+        "it a liquid-cooled server or rack (GB200/GB300 NVL72, MI355X) cannot be bought",
+    )
 
 
 class GpuOverride(Strict):

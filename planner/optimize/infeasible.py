@@ -7,7 +7,8 @@
 1. With every limit removed (capex budget, total budget, power cap) is there a plan? If not,
    the cause is structural: each workload is tried alone and, for one that cannot be placed,
    every GPU that could run it is listed with why it can be neither bought (licence:
-   GeForce cards without ``site.consumer_gpus_allowed``) nor rented (no trusted offer for
+   GeForce cards without ``site.consumer_gpus_allowed``; liquid cooling: a liquid-cooled
+   server or rack without ``site.liquid_cooling``) nor rented (no trusted offer for
    it, offers filtered out by ``offers.providers``/``offers.marketplaces``, instances too
    small for the tensor-parallel group or the training job, availability caps, contracts
    whose terms miss the months the workload needs, reserved terms longer than the horizon,
@@ -36,7 +37,7 @@ from collections.abc import Callable
 
 import pulp
 
-from planner.inputs.catalog import Offer, load_offers
+from planner.inputs.catalog import Offer, load_offers, purchase_barrier
 from planner.inputs.problem import Inputs, TrainJob, month_index
 from planner.optimize.candidates import (
     Candidates,
@@ -187,13 +188,8 @@ def _untrusted_offers(inputs: Inputs, gpu: str) -> list[str]:
 
 def _buy_reason(inputs: Inputs, gpu_id: str) -> str | None:
     """Why ``gpu_id`` cannot be bought at all (None: it can be, limits aside)."""
-    gpu = inputs.gpus[gpu_id]
-    if gpu.consumer and not inputs.problem.site.consumer_gpus_allowed:
-        return (
-            f"{gpu_id} is a GeForce (consumer) card: its licence forbids datacenter use, so it "
-            "cannot be bought (site.consumer_gpus_allowed: false)"
-        )
-    return None
+    site = inputs.problem.site
+    return purchase_barrier(inputs.gpus[gpu_id], site.consumer_gpus_allowed, site.liquid_cooling)
 
 
 def _spans(months: list[int], labels: list[str]) -> str:

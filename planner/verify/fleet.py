@@ -71,6 +71,10 @@ def _check_purchase(chk: Checker, ctx: VerifyContext, pu: Purchase) -> None:
         not gpu.consumer or ctx.problem.site.consumer_gpus_allowed,
         f"{what}: GeForce cards may not be deployed in a datacenter (site.consumer_gpus_allowed is false)",
     )
+    chk.check(
+        not gpu.liquid_cooled or ctx.problem.site.liquid_cooling,
+        f"{what}: {gpu.server} needs liquid cooling (site.liquid_cooling is false)",
+    )
     order, paid, price = purchase_terms(ctx.inputs, pu.gpu, t0)
     card, chassis = gpu.purchase_usd.value * price, gpu.chassis_usd * price
     chk.check(

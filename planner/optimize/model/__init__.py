@@ -144,7 +144,8 @@ names every row through :func:`~planner.optimize.model.families.row_name`):
 ``power_cap_<t>``               sum_g (W^host_g servers + P^tdp_g cards owned + (E - X)(P^tdp_g
                                 + W^host_g/S_g)) PUE/1000 <= cap kW
 ``sell_at_most_<g>_<i>``        sum_t sell[i,t] <= floor(N_i / n_g): whole nodes, each sold once
-``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them
+``licence_<g>``                 sum_t buy[g,t] = 0 for GeForce cards unless the site allows them,
+                                and for liquid-cooled units without ``site.liquid_cooling``
                                 (renting consumer cards from a provider is allowed)
 
 With ``fleet.owned``, ``own[g,t]`` in ``train_gpus`` and ``capacity`` is the whole fleet

@@ -169,8 +169,10 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "licence",
-        "no GeForce card bought unless the site allows them",
-        only_when="a consumer GPU type without consumer_gpus_allowed",
+        "no GeForce card bought unless the site allows them, no liquid-cooled unit without "
+        "liquid cooling",
+        only_when="a consumer GPU type without consumer_gpus_allowed, or a liquid-cooled "
+        "server without site.liquid_cooling",
     ),
 )
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import pulp
 
+from planner.inputs.catalog import purchase_barrier
 from planner.optimize.model.core import EQ, LE, PlannerModel, existing_in_service
 from planner.optimize.model.families import row_name
 from planner.optimize.model.objective import nominal_total
@@ -43,7 +44,6 @@ def add_site_constraints(m: PlannerModel) -> None:
             m.add(
                 terms, LE, site.power_cap_kw - existing_kw, row_name("power_cap", m.cands.months[t])
             )
-    if not site.consumer_gpus_allowed:
-        for g, gpu in m.inputs.gpus.items():
-            if gpu.consumer:
-                m.add([(m.buy[(g, t)], 1) for t in range(T)], EQ, 0, row_name("licence", g))
+    for g, gpu in m.inputs.gpus.items():  # GeForce licence, liquid cooling
+        if purchase_barrier(gpu, site.consumer_gpus_allowed, site.liquid_cooling):
+            m.add([(m.buy[(g, t)], 1) for t in range(T)], EQ, 0, row_name("licence", g))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from planner.inputs.catalog import GpuSpec
+from planner.inputs.catalog import GpuSpec, purchase_barrier
 from planner.optimize.candidates import offer_restricted as restricted
 from planner.optimize.candidates import rental_gpus
 from planner.optimize.model.core import PlannerModel, buy_factor, rent_factor
@@ -34,7 +34,7 @@ def ownable_nodes(m: PlannerModel) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for g, gpu in m.inputs.gpus.items():
         bound: float = math.inf
-        if gpu.consumer and not site.consumer_gpus_allowed:
+        if purchase_barrier(gpu, site.consumer_gpus_allowed, site.liquid_cooling):
             bound = 0
         # the cheapest purchase: one server holding one node of cards, at the lowest price
         # of its path over the horizon (a path is monotone: its low is at one end)
