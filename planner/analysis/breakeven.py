@@ -201,16 +201,30 @@ class _Solves:
         return run_tasks(tasks, self.workers, None, self.progress)
 
 
+def _tidy(x: float, scale: float) -> float:
+    """``x`` to 12 significant digits of ``scale`` (the interval's largest magnitude): float
+    noise is dropped from values shown in reports and JSON (0.5, not 0.49999999999999994;
+    0, not 6.9e-18 in an interval ending at 0.05).
+
+    >>> _tidy(0.49999999999999994, 0.9), _tidy(6.938893903907228e-18, 0.05), _tidy(1e-9, 1e-6)
+    (0.5, 0.0, 1e-09)
+    """
+    if not math.isfinite(x) or scale <= 0:
+        return x
+    digits = 12 - math.floor(math.log10(scale))
+    return float(f"{round(x, digits):.12g}") if abs(x) >= 10.0**-digits else 0.0
+
+
 def _scan_values(lo: float, hi: float, scan: int) -> list[float]:
     """``scan`` evenly spaced values from lo to hi, ends included.
 
     >>> _scan_values(0.2, 0.9, 8)
     [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    >>> _scan_values(-0.15, 0.05, 5)
+    [-0.15, -0.1, -0.05, 0.0, 0.05]
     """
-    xs = [lo + (hi - lo) * i / (scan - 1) for i in range(scan)]
-    # 12 significant digits drop float noise from values shown in reports and JSON:
-    # 0.5, not 0.49999999999999994
-    return [float(f"{x:.12g}") for x in xs]
+    scale = max(abs(lo), abs(hi))
+    return [_tidy(lo + (hi - lo) * i / (scan - 1), scale) for i in range(scan)]
 
 
 def _require_valid(key: str, xs: Sequence[float], points: Sequence[ScenarioResult]) -> None:
@@ -259,8 +273,9 @@ def _bisect(
     """Narrow ``[a, b]`` (plans ``ra`` != ``rb``) to a bracket no wider than ``tol``, in at
     most :data:`MAX_BISECT_STEPS` solves, stopping where floats cannot split the bracket."""
     sa, sb = _signature(ra, watch), _signature(rb, watch)
+    scale = max(abs(a), abs(b))
     for _ in range(MAX_BISECT_STEPS):
-        m = (a + b) / 2
+        m = _tidy((a + b) / 2, scale)
         if b - a <= tol or not a < m < b:
             break
         (rm,) = solve([m])
@@ -337,7 +352,7 @@ def breakeven(
         )  # fmt: skip
     i = changes[0]
     a, b, ra, rb = _bisect(solve, watch, tol, xs[i], xs[i + 1], points[i], points[i + 1])
-    x = (a + b) / 2
+    x = _tidy((a + b) / 2, max(abs(lo), abs(hi)))
     sentence = _change_sentence(key, _fmt_val(x, tol), ra, rb, watch)
     others = [(xs[j], xs[j + 1]) for j in changes[1:]]
     return BreakEven(

@@ -1,4 +1,5 @@
-"""Units and spellings accepted everywhere: token counts with suffixes, case-insensitive enums.
+"""Units and spellings accepted everywhere: token counts and amounts of money with suffixes
+(``50B`` tokens, ``capex_usd: 3M``), case-insensitive enums.
 
 The same rules hold on the command line (``planner estimate --tokens 2T``) and in problem
 files (``tokens: 2T``), so a value that works in one place works in the other.
@@ -35,6 +36,23 @@ def count_value(text: str | float | int) -> float:
     if not m:
         raise ValueError(f"expected a number like 7e9, 7B or 1.5T, got {text!r}")
     return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def money_value(text: str | float | int) -> float:
+    """An amount of money written as a number or with the count suffixes, after an optional
+    ``$``: ``3M``, ``$250k``, ``1.5B``, ``2,000,000`` (the same spellings as token counts).
+    Raises ``ValueError`` saying what is allowed otherwise.
+
+    >>> money_value("3M"), money_value("$250k"), money_value("1_500"), money_value(7)
+    (3000000.0, 250000.0, 1500.0, 7.0)
+    """
+    s = text.strip().removeprefix("$").strip() if isinstance(text, str) else text
+    try:
+        return count_value(s)
+    except ValueError:
+        raise ValueError(
+            f"expected an amount like 3000000, 3M, $250k or 1.5B, got {text!r}"
+        ) from None
 
 
 def parse_count(text: str | float | int, what: str) -> float:
@@ -158,6 +176,8 @@ def no_bool_for_number(cls: Any, value: Any, info: Any) -> Any:
     kind = _field_kind(cls, info.field_name)
     if kind == _NUMBER and isinstance(value, bool):
         raise ValueError("expected a number, got a boolean (true/false/yes/no)")
+    if kind == _NUMBER and isinstance(value, str) and "usd" in info.field_name:
+        return money_value(value)  # an amount of money: 3M, $250k, like token counts
     if kind == _FLAG and not isinstance(value, bool):
         # pydantic would read 1, "yes" or "on" as true: a flag is written true or false
         raise ValueError("expected true or false")

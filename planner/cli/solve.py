@@ -39,7 +39,7 @@ MARGIN_MAX_GAP = 0.01
     default=False,
     show_default=True,
     help="re-solve without each GPU type bought for the workbook's Risks block (one more "
-    "solve per type, within 10 %% of the time limit; `planner explain` prints them too)",
+    "solve per type, within 10 % of the time limit; `planner explain` prints them too)",
 )
 @wide_option
 def solve(

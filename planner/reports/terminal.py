@@ -184,22 +184,26 @@ def _short(x: float | None) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.3g}"
 
 
+def workload_rows(w: WorkloadResult) -> list[list[str]]:
+    """A workload's rows: the first with its figures and first GPU type, then one row per
+    further GPU type with only its name (so no GPU sits beside another's latency line)."""
+    first = [
+        escape(w.name),
+        w.kind,
+        escape(w.gpu[0]) if w.gpu else "",
+        str(w.gpus),
+        target_text(w),
+        "[green]yes[/green]" if w.meets_target else "[red]NO[/red]",
+        usd(w.cost_usd),
+        f"{w.cost_share:.0%}",
+    ]
+    return [first] + [["", "", escape(g), "", "", "", "", ""] for g in w.gpu[1:]]
+
+
 def workload_table(plan: Plan, console: Console, wide: bool) -> Table:
     cols = [Col("workload"), Col("kind", drop=2), Col("gpu"), Col("GPUs", True, 3)]
     cols += [Col("predicted / target"), Col("met"), Col("cost", True), Col("share", True, 1)]
-    rows = [
-        [
-            escape(w.name),
-            w.kind,
-            escape("\n".join(w.gpu)),
-            str(w.gpus),
-            target_text(w),
-            "[green]yes[/green]" if w.meets_target else "[red]NO[/red]",
-            usd(w.cost_usd),
-            f"{w.cost_share:.0%}",
-        ]
-        for w in plan.workloads
-    ]
+    rows = [row for w in plan.workloads for row in workload_rows(w)]
     return fit_table(console, "Workloads", cols, rows, wide)
 
 
