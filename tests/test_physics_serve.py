@@ -51,8 +51,10 @@ def test_fp8_needs_fp8_tensor_cores_and_tp_rules():
     assert not e.fits and "FP8" in e.reason
     e = estimate_serve(L7, H100, 3, "bf16", 512, 128)
     assert not e.fits and "1, 2, 4 or 8" in e.reason
+    e = estimate_serve(L7, H100, 1, "fp4", 512, 128)  # a precision, but no FP4 tensor cores
+    assert not e.fits and "FP4" in e.reason
     with pytest.raises(ValueError):
-        estimate_serve(L7, H100, 1, "fp4", 512, 128)
+        estimate_serve(L7, H100, 1, "fp6", 512, 128)
 
 
 def test_batch_default_is_largest_that_fits_and_too_big_is_infeasible():

@@ -41,6 +41,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("planner.cli.verify", "verify"),
     ("planner.cli.verify", "explain"),
     ("planner.cli.profile", "profile"),
+    ("planner.cli.model", "model"),
 )
 
 

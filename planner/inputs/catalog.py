@@ -16,7 +16,10 @@ from planner.base.errors import InputError
 from planner.base.units import CaseInsensitive
 from planner.base.yamlio import LocatedError, did_you_mean, load_yaml, validate
 from planner.inputs.catalog_dir import CATALOG_DIR
-from planner.inputs.model_arch import ModelArch  # re-exported: models have their own module
+from planner.inputs.model_arch import (
+    ModelArch,  # re-exported: models have their own module
+    check_published_counts,
+)
 from planner.inputs.strict import Strict
 
 # The largest clusters built are ~100-200k GPUs: a count of GPUs anywhere in the inputs (an
@@ -464,6 +467,7 @@ class ModelCatalogFile(Strict):
 
     @model_validator(mode="after")
     def _counts(self) -> ModelCatalogFile:
+        check_published_counts(self.models)  # published params vs the shape, within 2 %
         return self
 
 

@@ -54,6 +54,7 @@ class ServeCalibration(Strict):
     int4_bw_factor: Sourced
     fp8_compute_factor: Sourced
     int4_bytes_per_param: Sourced
+    fp4_bytes_per_param: Sourced | None = None  # absent: serve.FP4_BYTES_PER_PARAM (NVFP4)
     layer_overhead_us: Sourced
     overhead_gb: Sourced
     activation_gb_per_1k_tokens: Sourced

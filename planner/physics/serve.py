@@ -19,6 +19,14 @@ from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.moe import (
+    attn_flops_per_token,
+    compute_params,
+    kv_share_per_gpu,
+    prefill_attn_flops,
+    weight_params_read,
+)
+from planner.physics.moe import kv_bytes_per_token as _kv_bytes
 from planner.physics.serve_queueing import (
     LoadedLatency,
     _arrival_iterations,
@@ -34,7 +42,10 @@ from planner.physics.serve_queueing import erlang_c as erlang_c
 from planner.physics.serve_queueing import poisson_quantile as poisson_quantile
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
 
-PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
+PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")
+# NVFP4: 4-bit E2M1 values + one FP8 scale per 16 = 4.5 bits (MXFP4: 4.25); used when the
+# calibration file states no figure of its own.
+FP4_BYTES_PER_PARAM = 0.5625
 TP_SIZES = (1, 2, 4, 8)
 
 
@@ -81,34 +92,25 @@ def weight_bytes_per_param(precision: str, calib: Calibration) -> float:
         return 1.0
     if precision == "int4":
         return calib.serve.int4_bytes_per_param.value
+    if precision == "fp4":
+        f = calib.serve.fp4_bytes_per_param
+        return FP4_BYTES_PER_PARAM if f is None else f.value
     raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
 
 
-def kv_bytes_per_token(model: ModelArch, precision: str) -> float:
-    """KV-cache bytes per token, whole model: ``2 (K,V) x layers x kv_heads x head_dim x bytes``.
+def kv_bytes_per_token(model: ModelArch, precision: str, context: float | None = None) -> float:
+    """KV-cache bytes per token, whole model (:func:`planner.physics.moe.kv_bytes_per_token`):
+    ``2 (K,V) x layers x kv_heads x head_dim x bytes`` for GQA/MHA, one latent for MLA, a
+    sliding-window layer capped at its window for a ``context``-token sequence.
 
-    GQA-aware (kv_heads, not heads). The cache is FP16 (2 B) except with fp8, where it is FP8 (1 B);
-    int8/int4 are weight-only quantisations and keep an FP16 cache.
+    The cache is FP16 (2 B) except with fp8/fp4, where it is FP8 (1 B); int8/int4 are
+    weight-only quantisations and keep an FP16 cache.
 
     >>> from planner.physics.train import _toy_model
     >>> kv_bytes_per_token(_toy_model(), "fp16")  # Llama-2-7B: 0.5 MiB per token
     524288.0
     """
-    kv_b = 1.0 if precision == "fp8" else 2.0
-    return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_b
-
-
-def kv_share_per_gpu(model: ModelArch, tp: int) -> float:
-    """Share of the KV cache one GPU holds: ``ceil(kv_heads / tp) / kv_heads``.
-
-    With fewer KV heads than GPUs the heads are replicated (each GPU keeps at least one).
-
-    >>> from planner.physics.train import llama_like
-    >>> m = llama_like("m", 70e9, 80, 8192, 64, 8, 28672, 32000)
-    >>> kv_share_per_gpu(m, 8), kv_share_per_gpu(m, 16)
-    (0.125, 0.125)
-    """
-    return math.ceil(model.kv_heads / tp) / model.kv_heads
+    return _kv_bytes(model, precision, context)
 
 
 def serve_memory_gb(
@@ -132,7 +134,8 @@ def serve_memory_gb(
     """
     s = calib.serve
     weights = model.params * weight_bytes_per_param(precision, calib) / tp
-    kv = batch * context * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    kv = batch * context * kv_bytes_per_token(model, precision, context)
+    kv *= kv_share_per_gpu(model, tp)
     overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / tp
     return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
 
@@ -155,7 +158,8 @@ def max_batch(
     cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
     base = serve_memory_gb(model, tp, precision, 0, prompt + output, prompt, calib)
     free = cap - base["weights"] - base["overhead"]
-    per = (prompt + output) * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    ctx = prompt + output
+    per = ctx * kv_bytes_per_token(model, precision, ctx) * kv_share_per_gpu(model, tp)
     if free <= 0:
         return 0
     return int(free * GB // per)
@@ -167,8 +171,9 @@ def max_batch(
 def peak_flops(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
     """Dense tensor FLOP/s used for this precision (per GPU).
 
-    fp8 runs at the FP8 peak x ``fp8_compute_factor`` (attention and norms stay 16-bit); int8 and
-    int4 are weight-only (W8A16/W4A16) and compute at the BF16 peak.
+    fp8 runs at the FP8 peak x ``fp8_compute_factor`` (attention and norms stay 16-bit), fp4 at
+    the FP4 peak x the same factor; int8 and int4 are weight-only (W8A16/W4A16) and compute at
+    the BF16 peak.
 
     >>> from planner.physics.train import _toy_gpu
     >>> peak_flops(_toy_gpu(), "bf16", default_calibration()) / 1e12
@@ -178,6 +183,10 @@ def peak_flops(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
         if gpu.fp8_dense_tflops is None:
             raise ValueError(f"{gpu.id} has no FP8 tensor cores")
         return gpu.fp8_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
+    if precision == "fp4":
+        if gpu.fp4_dense_tflops is None:
+            raise ValueError(f"{gpu.id} has no FP4 tensor cores")
+        return gpu.fp4_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
     return gpu.bf16_dense_tflops.value * 1e12
 
 
@@ -234,6 +243,8 @@ def decode_step_s(
 
     ``max(weights/tp / weight_bw + batch x context x kv/tp / (bw x kv_bw_eff),
     batch (2N + 4 L h ctx) / tp / (peak x decode_compute_eff)) + TP all-reduces + layer overhead``.
+    For a MoE, ``weights`` are those the batch reads (attention, dense, shared and the experts
+    its tokens touch, :func:`planner.physics.moe.weight_params_read`) and N the active count.
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> c = default_calibration()
@@ -242,11 +253,12 @@ def decode_step_s(
     True
     """
     s = calib.serve
-    w_bytes = model.params * weight_bytes_per_param(precision, calib) / tp
-    kv = batch * context * kv_bytes_per_token(model, precision) * kv_share_per_gpu(model, tp)
+    w_bytes = weight_params_read(model, batch) * weight_bytes_per_param(precision, calib) / tp
+    kv = batch * context * kv_bytes_per_token(model, precision, context)
+    kv *= kv_share_per_gpu(model, tp)
     bw = gpu.memory_bandwidth_gbs.value * GB
     t_mem = w_bytes / weight_bw(gpu, precision, calib) + kv / (bw * s.kv_bw_eff.value)
-    flops = batch * (2.0 * model.params + 4.0 * model.layers * model.hidden * context) / tp
+    flops = batch * (2.0 * compute_params(model) + attn_flops_per_token(model, context)) / tp
     t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
     return (
         max(t_mem, t_compute)
@@ -269,12 +281,12 @@ def _decode_coeffs(
     )
     kv = (
         context
-        * kv_bytes_per_token(model, precision)
+        * kv_bytes_per_token(model, precision, context)
         * kv_share_per_gpu(model, tp)
         / (gpu.memory_bandwidth_gbs.value * GB * s.kv_bw_eff.value)
     )
     fl = (
-        (2.0 * model.params + 4.0 * model.layers * model.hidden * context)
+        (2.0 * compute_params(model) + attn_flops_per_token(model, context))
         / tp
         / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
     )
@@ -295,7 +307,7 @@ def prefill_compute_s(
     >>> 0.02 < t < 0.06
     True
     """
-    flops = 2.0 * model.params * prompt + 2.0 * model.layers * model.hidden * prompt**2
+    flops = 2.0 * compute_params(model) * prompt + prefill_attn_flops(model, prompt)
     return flops / tp / (peak_flops(gpu, precision, calib) * calib.serve.prefill_compute_eff.value)
 
 
@@ -318,7 +330,9 @@ def prefill_iter_s(
     >>> 0.005 < t < 0.015  # a short prompt costs about one weight read
     True
     """
-    w_bytes = model.params * weight_bytes_per_param(precision, calib) / tp
+    # a prompt routes enough tokens to touch (nearly) every expert: one full weight read
+    read = weight_params_read(model, max(prompts, 1) * prompt)
+    w_bytes = read * weight_bytes_per_param(precision, calib) / tp
     return (
         prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
         + w_bytes / weight_bw(gpu, precision, calib)
@@ -346,6 +360,11 @@ def _check(
         raise ValueError("prompt and output must be at least 1 token")
     if precision == "fp8" and gpu.fp8_dense_tflops is None:
         return f"{gpu.id} has no FP8 tensor cores (use bf16, int8 or int4)"
+    if precision == "fp4" and gpu.fp4_dense_tflops is None:
+        return (
+            f"{gpu.id} has no FP4 tensor cores (NVFP4/MXFP4 need Blackwell or MI355X; "
+            "use fp8, int4 or bf16)"
+        )
     if gpus not in TP_SIZES:
         return f"tensor-parallel size must be 1, 2, 4 or 8, got {gpus}"
     node = node_gpus(gpu, calib)
@@ -507,6 +526,15 @@ def _decode_step_fn(
     The fixed point evaluates it hundreds of times per rate, so the coefficients are computed once.
     """
     cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, tp, precision, context, calib)
+    if model.moe is not None:
+        # the weights read grow with the batch (more experts touched): not a constant
+        per_param = weight_bytes_per_param(precision, calib) / tp / weight_bw(gpu, precision, calib)
+
+        def moe_step(nn: float) -> float:
+            w = weight_params_read(model, nn) * per_param
+            return max(w + ckv * nn, cfl * nn) + ccomm * nn + cfix
+
+        return moe_step
 
     def step(nn: float) -> float:
         return max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix

@@ -1,0 +1,90 @@
+"""``planner model``: bring a model in from its Hugging Face config.json.
+
+::
+
+    planner model import-hf config.json --id my-moe -o my-models.yaml
+    planner estimate serve --models-file my-models.yaml --model my-moe --gpu h200-sxm --gpus 8 ...
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import click
+
+from planner.base.errors import InputError
+from planner.base.files import refuse_overwriting_inputs
+from planner.base.yamlio import load_yaml, validate
+from planner.inputs.catalog import ModelCatalogFile
+from planner.inputs.importers.hf_config import model_entry, read_hf_config
+from planner.inputs.importers.profiles import dump_yaml, write_yaml
+from planner.inputs.model_arch import ModelArch, count_params
+from planner.physics.moe import kv_bytes_per_token
+
+
+@click.group("model")
+def model() -> None:
+    """Model architectures: import a Hugging Face config.json into a model catalog file."""
+
+
+def _merge(out: Path, entry: dict) -> dict:
+    """The catalog in ``out`` (if it exists) with ``entry`` added or replacing its id."""
+    if not out.exists():
+        return {"models": [entry]}
+    doc = load_yaml(out)
+    validate(ModelCatalogFile, doc, "model catalog")  # refuse to extend a broken file
+    models = [m for m in doc.data["models"] if m.get("id") != entry["id"]]
+    return {"models": [*models, entry]}
+
+
+@model.command("import-hf")
+@click.argument("config", type=click.Path(path_type=Path))
+@click.option("--id", "model_id", required=True, metavar="ID", help="id of the model entry")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="model catalog file to write (added to, or the entry replaced, if it exists); "
+    "default: print the entry",
+)
+@click.option("--source", default=None, help="where the config.json came from (a URL)")
+@click.option("--as-of", default=None, help="date of the config (default: today)")
+def import_hf(
+    config: Path, model_id: str, output: Path | None, source: str | None, as_of: str | None
+) -> None:
+    """Read CONFIG.json (on disk, no network) and write a model entry with its parameters."""
+    if not model_id.strip() or len(model_id) > 100:
+        raise InputError(f"--id: 1 to 100 characters, got {model_id!r}")
+    cfg = read_hf_config(config)
+    entry = model_entry(cfg, model_id, config, source, as_of or dt.date.today().isoformat())
+    arch = ModelArch.model_validate(entry)
+    if output is not None:
+        refuse_overwriting_inputs(output, [config])
+        header = f"Model catalog (planner model import-hf {config.name})"
+        write_yaml(output, _merge(output, entry), header)
+    else:
+        click.echo(dump_yaml({"models": [entry]}))
+    _summary(arch, err=output is None)
+
+
+def _summary(arch: ModelArch, err: bool) -> None:
+    """Totals and the KV cache per token (on stderr when stdout carries the YAML)."""
+    c = count_params(arch)
+    kv16 = kv_bytes_per_token(arch, "bf16", arch.max_context)
+    kv8 = kv_bytes_per_token(arch, "fp8", arch.max_context)
+    lines = [
+        f"{arch.id}: total params {c.total / 1e9:,.2f}B, active per token {c.active / 1e9:,.2f}B"
+        f" ({(c.active - c.embed_in) / 1e9:,.2f}B without the input embedding)",
+        f"  KV cache per token (mean over a full {arch.max_context:,}-token context): "
+        f"{kv16 / 1024:,.1f} KiB bf16, {kv8 / 1024:,.1f} KiB fp8",
+    ]
+    if arch.moe is not None:
+        m = arch.moe
+        lines.append(
+            f"  MoE: {m.experts} experts, {m.experts_per_token} per token, "
+            f"{arch.moe_layers} MoE layers, {m.dense_layers} dense"
+        )
+    for line in lines:
+        click.echo(line, err=err)

@@ -1,0 +1,253 @@
+"""Hugging Face ``config.json`` -> a model catalog entry (:class:`ModelArch` fields).
+
+Read from disk, never downloaded. One reader per family of ``model_type``: dense Llama-likes
+(llama, mistral, qwen2, qwen3), Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3 and Kimi K2 (MLA + MoE),
+gpt-oss (MoE + alternating sliding window) and Llama 4 (its ``text_config``: MoE on every
+``interleave_moe_layer_step``-th layer, chunked attention on three layers of four).
+``params`` and ``active_params`` of the entry are recomputed from the shape
+(:func:`planner.inputs.model_arch.count_params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.base.errors import InputError
+from planner.base.files import read_json
+from planner.inputs.model_arch import ModelArch, count_params
+
+Config = dict[str, Any]
+
+
+class _Reader:
+    """Field access that names the file, the model_type and the missing or bad field."""
+
+    def __init__(self, cfg: Config, path: Path, model_type: str) -> None:
+        self.cfg, self.path, self.model_type = cfg, path, model_type
+
+    def int(self, *names: str, default: int | None = None) -> int:
+        """The first of ``names`` present, as a positive integer (``default`` if none is)."""
+        for name in names:
+            value = self.cfg.get(name)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise InputError(
+                        f"{self.path}: {self.model_type}: field {name!r} is {value!r}; "
+                        "expected a non-negative integer"
+                    )
+                return value
+        if default is not None:
+            return default
+        raise InputError(
+            f"{self.path}: model_type {self.model_type!r} needs field {names[0]!r}, "
+            "which is missing"
+        )
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.cfg.get(name, default)
+
+
+def _base(r: _Reader) -> Config:
+    """Fields every family shares (Llama names)."""
+    heads = r.int("num_attention_heads")
+    hidden = r.int("hidden_size")
+    out: Config = {
+        "layers": r.int("num_hidden_layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": r.int("num_key_value_heads", default=heads),
+        "head_dim": r.int("head_dim", default=hidden // max(1, heads)),
+        "intermediate": r.int("intermediate_size"),
+        "vocab": r.int("vocab_size"),
+        "max_context": r.int("max_position_embeddings"),
+    }
+    if r.get("tie_word_embeddings", False) is True:
+        out["tied_embeddings"] = True
+    return out
+
+
+def _sliding(r: _Reader, out: Config) -> Config:
+    """Mistral/Qwen-style ``sliding_window`` (every layer when set and in use)."""
+    window = r.get("sliding_window")
+    used = r.get("use_sliding_window", True) is not False
+    if isinstance(window, int) and 0 < window < out["max_context"] and used:
+        out["sliding_window"] = window
+    return out
+
+
+def _dense(r: _Reader) -> Config:
+    return _sliding(r, _base(r))
+
+
+def _mixtral(r: _Reader) -> Config:
+    out = _sliding(r, _base(r))
+    out["moe"] = {
+        "experts": r.int("num_local_experts"),
+        "experts_per_token": r.int("num_experts_per_tok"),
+        "expert_intermediate": out["intermediate"],
+    }
+    return out
+
+
+def _qwen_moe(r: _Reader) -> Config:
+    out = _base(r)
+    layers = out["layers"]
+    step = max(1, r.int("decoder_sparse_step", default=1))
+    dense_only = set(r.get("mlp_only_layers") or [])
+    moe_layers = [i for i in range(layers) if (i + 1) % step == 0 and i not in dense_only]
+    out["moe"] = {
+        "experts": r.int("num_experts"),
+        "experts_per_token": r.int("num_experts_per_tok"),
+        "expert_intermediate": r.int("moe_intermediate_size"),
+        "shared_intermediate": r.int("shared_expert_intermediate_size", default=0),
+        "dense_layers": layers - len(moe_layers),
+    }
+    return out
+
+
+def _deepseek(r: _Reader) -> Config:
+    out = _base(r)
+    inter = r.int("moe_intermediate_size")
+    layers = out["layers"]
+    first = min(layers, r.int("first_k_dense_replace", default=0))
+    freq = max(1, r.int("moe_layer_freq", default=1))
+    n_moe = sum(1 for i in range(first, layers) if i % freq == 0)
+    out["moe"] = {
+        "experts": r.int("n_routed_experts"),
+        "experts_per_token": r.int("num_experts_per_tok"),
+        "expert_intermediate": inter,
+        "shared_intermediate": inter * r.int("n_shared_experts", default=0),
+        "dense_layers": layers - n_moe,
+    }
+    out["mla"] = {
+        "kv_lora_rank": r.int("kv_lora_rank"),
+        "q_lora_rank": r.int("q_lora_rank", default=0),
+        "qk_nope_head_dim": r.int("qk_nope_head_dim"),
+        "qk_rope_head_dim": r.int("qk_rope_head_dim"),
+        "v_head_dim": r.int("v_head_dim"),
+    }
+    # MLA heads are not grouped (one latent serves every head); a head's query/key is
+    # nope + rope wide (192 in DeepSeek-V3), not hidden / heads
+    out["kv_heads"] = out["heads"]
+    out["head_dim"] = out["mla"]["qk_nope_head_dim"] + out["mla"]["qk_rope_head_dim"]
+    return out
+
+
+def _gpt_oss(r: _Reader) -> Config:
+    out = _base(r)
+    out["moe"] = {
+        "experts": r.int("num_local_experts"),
+        "experts_per_token": r.int("num_experts_per_tok", "experts_per_token"),
+        "expert_intermediate": out["intermediate"],
+    }
+    types = r.get("layer_types")
+    window = r.int("sliding_window")
+    if isinstance(types, list) and types:
+        full = sum(1 for t in types if t == "full_attention")
+        # the pattern is regular (sliding, full, ...): keep it as "every k-th layer full"
+        every = len(types) // full if full else 0
+    else:
+        every = 2  # gpt-oss alternates sliding and full layers (model card)
+    out["sliding_window"] = window
+    out["full_attention_every"] = every
+    return out
+
+
+def _llama4(r: _Reader) -> Config:
+    out = _base(r)
+    layers = out["layers"]
+    step = max(1, r.int("interleave_moe_layer_step", default=1))
+    n_moe = len(range(step - 1, layers, step))
+    expert = out["intermediate"]
+    out["intermediate"] = r.int("intermediate_size_mlp", default=expert)
+    out["moe"] = {
+        "experts": r.int("num_local_experts"),
+        "experts_per_token": r.int("num_experts_per_tok"),
+        "expert_intermediate": expert,
+        "shared_intermediate": expert,  # one shared expert of the routed experts' size
+        "dense_layers": layers - n_moe,
+    }
+    chunk = r.get("attention_chunk_size")
+    if isinstance(chunk, int) and 0 < chunk < out["max_context"]:
+        # chunked local attention on the RoPE layers, global (NoPE) on every 4th layer
+        out["sliding_window"] = chunk
+        out["full_attention_every"] = r.int("no_rope_layer_interval", default=4)
+    return out
+
+
+FAMILIES: dict[str, Callable[[_Reader], Config]] = {
+    "llama": _dense,
+    "mistral": _dense,
+    "qwen2": _dense,
+    "qwen3": _dense,
+    "mixtral": _mixtral,
+    "qwen2_moe": _qwen_moe,
+    "qwen3_moe": _qwen_moe,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "kimi_k2": _deepseek,
+    "gpt_oss": _gpt_oss,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
+}
+
+
+def _text_config(cfg: Config) -> Config:
+    """The language model's config: multimodal wrappers (Llama 4) keep it in ``text_config``."""
+    inner = cfg.get("text_config")
+    if isinstance(inner, dict) and "num_hidden_layers" not in cfg:
+        return inner
+    return cfg
+
+
+def model_entry(
+    cfg: Config, model_id: str, path: Path, source: str | None = None, as_of: str = ""
+) -> Config:
+    """The catalog entry (a dict in ``catalogs/models.yaml`` form) for one config.json.
+
+    An unknown ``model_type`` or a missing field is an InputError naming both.
+    """
+    outer_type = cfg.get("model_type")
+    inner = _text_config(cfg)
+    model_type = inner.get("model_type", outer_type) if inner is not cfg else outer_type
+    if model_type not in FAMILIES and outer_type in FAMILIES:
+        model_type = outer_type
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise InputError(
+            f"{path}: unknown model_type {model_type!r}; known: " + ", ".join(sorted(FAMILIES))
+        )
+    shape = FAMILIES[model_type](_Reader(inner, path, model_type))
+    entry: Config = {
+        "id": model_id,
+        "name": model_id,
+        "params": 1e9,  # replaced below by the count from the shape
+        **shape,
+        "source": source or f"config.json ({path.name}, model_type {model_type})",
+        "as_of": as_of or "unknown",
+    }
+    try:
+        arch = ModelArch.model_validate(entry)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise InputError(f"{path}: {model_type}: {where}: {first['msg']}") from None
+    counts = count_params(arch)
+    entry["params"] = int(counts.total)
+    if arch.moe is None:
+        return entry
+    # active right after params, as in catalogs/models.yaml
+    head = {k: entry[k] for k in ("id", "name", "params")}
+    return {**head, "active_params": int(counts.active), **entry}
+
+
+def read_hf_config(path: str | Path) -> Config:
+    """The config.json at ``path`` as a dict (not JSON or not an object: an InputError)."""
+    p = Path(path)
+    doc = read_json(p, "Hugging Face config.json")
+    if not isinstance(doc, dict):
+        raise InputError(f"{p}: expected a JSON object (a Hugging Face config.json)")
+    return doc

@@ -1,0 +1,104 @@
+"""``planner model import-hf``: config.json -> model catalog entry, checked against published
+parameter counts (totals within 2 %, active counts within the published figure's convention)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.base.errors import InputError
+from planner.cli import cli
+from planner.inputs.catalog import load_models
+from planner.inputs.importers.hf_config import model_entry, read_hf_config
+from planner.inputs.model_arch import ModelArch, count_mismatch, count_params
+
+HF = Path(__file__).parent / "fixtures" / "hf"
+
+# (fixture, published total, published active, active counts the input embedding?)
+# Mixtral: mistral.ai 46.7B / 12.9B; Qwen3-30B-A3B model card 30.5B / 3.3B; gpt-oss model card
+# (arXiv:2508.10925) 20.91B / 3.61B with the unembedding only; Kimi K2 (arXiv:2507.20534)
+# 1.04T / 32.6B.
+PUBLISHED = [
+    ("mixtral-8x7b", 46.7e9, 12.9e9, True),
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9, True),
+    ("gpt-oss-20b", 20.91e9, 3.61e9, False),
+    ("kimi-k2", 1.04e12, 32.6e9, True),
+]
+
+
+def _entry(name: str) -> dict:
+    path = HF / f"{name}.json"
+    return model_entry(read_hf_config(path), name, path, "test", "2026-01")
+
+
+@pytest.mark.parametrize(("name", "total", "active", "with_embedding"), PUBLISHED)
+def test_import_reproduces_published_counts(name, total, active, with_embedding):
+    e = _entry(name)
+    assert abs(e["params"] / total - 1) < 0.02
+    c = count_params(ModelArch.model_validate(e))
+    got = c.active if with_embedding else c.active - c.embed_in
+    assert abs(got / active - 1) < 0.02
+    assert e["active_params"] < e["params"] / 3  # sparse: far fewer active than total
+
+
+def test_cli_writes_a_catalog_that_loads_and_prints_totals(tmp_path):
+    out = tmp_path / "models.yaml"
+    runner = CliRunner()
+    for name, *_ in PUBLISHED:
+        r = runner.invoke(
+            cli, ["model", "import-hf", str(HF / f"{name}.json"), "--id", name, "-o", str(out)]
+        )
+        assert r.exit_code == 0, r.output
+        assert "total params" in r.output and "KV cache per token" in r.output
+    models = load_models(out)  # the loader re-checks params against the shape
+    assert sorted(models) == sorted(n for n, *_ in PUBLISHED)
+    # importing again replaces the entry instead of duplicating it
+    runner.invoke(
+        cli,
+        ["model", "import-hf", str(HF / "gpt-oss-20b.json"), "--id", "gpt-oss-20b", "-o", str(out)],
+    )
+    assert len(yaml.safe_load(out.read_text())["models"]) == len(PUBLISHED)
+
+
+def test_unknown_model_type_and_missing_field_exit_2_naming_both(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "mamba2", "hidden_size": 1}')
+    r = CliRunner().invoke(cli, ["model", "import-hf", str(bad), "--id", "x"])
+    assert r.exit_code == 2 and "mamba2" in r.output and "unknown model_type" in r.output
+    bad.write_text('{"model_type": "qwen3_moe", "hidden_size": 2048, "num_attention_heads": 32}')
+    r = CliRunner().invoke(cli, ["model", "import-hf", str(bad), "--id", "x"])
+    assert r.exit_code == 2 and "qwen3_moe" in r.output and "num_hidden_layers" in r.output
+
+
+def test_missing_moe_field_is_named():
+    cfg = read_hf_config(HF / "kimi-k2.json")
+    del cfg["kv_lora_rank"]
+    with pytest.raises(InputError, match="kimi_k2.*kv_lora_rank"):
+        model_entry(cfg, "k", Path("c.json"))
+
+
+def test_explicit_head_dim_wins_over_hidden_over_heads():
+    e = _entry("qwen3-32b")
+    assert e["head_dim"] == 128 and e["hidden"] // e["heads"] == 80
+
+
+def test_llama4_text_config_and_interleaved_moe_layers():
+    mav, scout = _entry("llama-4-maverick"), _entry("llama-4-scout")
+    assert mav["moe"]["dense_layers"] == 24 and scout["moe"]["dense_layers"] == 0
+    assert mav["intermediate"] == 16384 and mav["moe"]["expert_intermediate"] == 8192
+    assert abs(mav["params"] / 400e9 - 1) < 0.02
+
+
+def test_catalog_counts_match_the_shapes_and_a_bad_count_is_refused(tmp_path):
+    models = load_models()
+    for mid in ("deepseek-r1", "qwen3-235b-a22b", "gpt-oss-120b", "llama-4-maverick", "kimi-k2"):
+        assert models[mid].moe is not None and not count_mismatch(models[mid])
+    assert models["deepseek-r1"].mla is not None and models["gpt-oss-120b"].sliding_window == 128
+    doc = {"models": [{**models["mixtral-8x7b"].model_dump(exclude_none=True), "params": 56e9}]}
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=r"models\[0\]\.params.*56,000,000,000.*46,70"):
+        load_models(path)
