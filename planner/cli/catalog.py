@@ -15,7 +15,7 @@ from rich.console import Console
 
 from planner.analysis.compare import DEFAULT_PROVIDERS, build_rows, columns_for, sort_rows
 from planner.cli.options import wide_option
-from planner.inputs.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
+from planner.inputs.catalog import CATALOG_DIR, GpuSpec, Offer, load_gpus, load_offers
 from planner.inputs.importers.offers import display_path
 from planner.reports.terminal import Col, fit_table, show_table
 
@@ -25,6 +25,38 @@ _LEFT = ("id", "class", "rent_provider")
 _DROP = {"id": 0, "memory_gb": 0, "purchase_usd": 0, "rent_min": 0, "rent_provider": 3,
          "bf16_tflops": 4, "bandwidth_gbs": 5, "class": 6, "bw_per_k": 7, "tflops_per_k": 7,
          "purchase_low": 8, "purchase_high": 8}  # fmt: skip
+
+
+def _sourced(fig: Any) -> str | None:
+    return f"{fig.source} ({fig.as_of})" if fig is not None else None
+
+
+def spec_extras(g: GpuSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """The figures ``--json`` adds beside the table's columns (lower precisions, power, the
+    scale-up domain, the purchase unit and its cooling), and their sources."""
+    fp8, fp4 = g.fp8_dense_tflops, g.fp4_dense_tflops
+    row: dict[str, Any] = {
+        "vendor": g.vendor,
+        "fp8_tflops": fp8.value if fp8 else None,
+        "fp4_tflops": fp4.value if fp4 else None,
+        "tdp_w": g.tdp_w.value,
+        "idle_w": g.idle_w.value,
+        "link": g.interconnect.link,
+        "link_gbs": g.interconnect.nvlink_gbs,
+        "scale_up_gpus": g.scale_up_gpus,
+        "server": g.server,
+        "unit_gpus": g.node_gpus,
+        "cooling": g.server_spec.cooling if g.server_spec else "air",
+    }
+    src = {
+        "fp8_tflops": _sourced(fp8),
+        "fp4_tflops": _sourced(fp4),
+        "tdp_w": _sourced(g.tdp_w),
+        "idle_w": _sourced(g.idle_w),
+        "link_gbs": f"{g.interconnect.source} ({g.interconnect.as_of})",
+        "cooling": g.server_spec.cooling_source if g.server_spec else None,
+    }
+    return row, {k: v for k, v in src.items() if v}
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -85,7 +117,13 @@ def catalog(
     rows, sources = build_rows(gpus, offers, provider_cols)
     rows = sort_rows(rows, sort_spec, columns)
     if as_json:
-        out = [dict(r, sources=sources[r["id"]]) if show_sources else r for r in rows]
+        out = []
+        for r in rows:
+            extra, extra_src = spec_extras(gpus[r["id"]])
+            row = {**r, **extra}
+            out.append(
+                dict(row, sources={**sources[r["id"]], **extra_src}) if show_sources else row
+            )
         click.echo(json.dumps(out, indent=2))
         return
     console = Console(soft_wrap=False)

@@ -184,6 +184,19 @@ def _fills(plan: Plan) -> dict[str, str]:
     }
 
 
+# A purchase unit of more GPUs than any server holds is a rack (GB200/GB300 NVL72: 72 slots).
+RACK_SLOTS = 16
+
+
+def unit_word(slots: int | None) -> str:
+    """What a purchase unit is called: ``rack`` above :data:`RACK_SLOTS` slots, else ``server``.
+
+    >>> unit_word(72), unit_word(8), unit_word(None)
+    ('rack', 'server', 'server')
+    """
+    return "rack" if slots and slots > RACK_SLOTS else "server"
+
+
 def buy_sentences(plan: Plan) -> list[str]:
     """One sentence per purchase (GPU type and month): whole servers and the cards in them."""
     fills = _fills(plan)
@@ -207,9 +220,10 @@ def buy_sentences(plan: Plan) -> list[str]:
                 f"{_usd(p.gpu_usd)} per card)."
             )
         else:
+            unit = unit_word(p.slots)
             text = (
-                f"Buy {_plural(p.nodes, 'server')} of {p.slots}x {p.gpu} ({p.server}, {p.count} "
-                f"GPUs) {when} ({_usd(p.unit_usd)} per GPU with its server share)."
+                f"Buy {_plural(p.nodes, unit)} of {p.slots}x {p.gpu} ({p.server}, {p.count} "
+                f"GPUs) {when} ({_usd(p.unit_usd)} per GPU with its {unit} share)."
             )
         out.append(text)
     return out

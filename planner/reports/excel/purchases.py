@@ -47,11 +47,19 @@ from planner.reports.excel.tables import (
     _total_row,
     _widths,
 )
+from planner.reports.plan_facts import unit_word
 
 
 def _server_text(p: Purchase) -> str:
-    """``pcie-8 (8 slots)``; a plan from before server types has none."""
-    return f"{p.server} ({p.slots} slots)" if p.slots else p.server
+    """``pcie-8 (8 slots)``, ``nvl72-gb200 (rack, 72 slots)``; a plan from before server types
+    has none."""
+    if not p.slots:
+        return p.server
+    return (
+        f"{p.server} (rack, {p.slots} slots)"
+        if unit_word(p.slots) == "rack"
+        else f"{p.server} ({p.slots} slots)"
+    )
 
 
 def write_purchases(ctx: Ctx) -> int:
