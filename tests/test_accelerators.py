@@ -4,13 +4,21 @@ and the site's liquid cooling."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from planner.base.errors import InputError
 from planner.cli import cli
-from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_servers, purchase_barrier
+from planner.inputs.catalog import (
+    CATALOG_DIR,
+    load_gpus,
+    load_servers,
+    load_vendors,
+    purchase_barrier,
+)
 from planner.reports.plan_facts import unit_word
 
 NEW = ("mi300x", "mi325x", "mi355x", "b300", "gb200", "gb300", "rtx-pro-6000", "rtx-5090")
@@ -72,7 +80,7 @@ def test_nvl72_is_a_full_liquid_rack_of_72(gpus):
 
 def test_scale_up_domains(gpus):
     assert [gpus[g].scale_up_gpus for g in ("mi300x", "mi355x", "b300", "h100-sxm")] == [8] * 4
-    assert gpus["rtx-pro-6000"].scale_up_gpus == 1 and gpus["rtx-5090"].scale_up_gpus == 1
+    assert gpus["rtx-pro-6000"].scale_up_gpus == 8 and gpus["rtx-5090"].scale_up_gpus == 4
     assert {gpus[g].vendor for g in ("mi300x", "mi325x", "mi355x")} == {"amd"}
     assert gpus["b300"].vendor == "nvidia"
 
@@ -171,3 +179,37 @@ def test_estimate_serve_works_on_every_new_type(gpu):
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
+
+
+# MLPerf Inference Llama-2-70B Offline: (vendor, measured tokens/s, planner-predicted tokens/s)
+# as catalogs/vendors.yaml and catalogs/NOTES.md record them.
+MLPERF = [("nvidia", 24524.9, 20889), ("nvidia", 31302.7, 23105), ("nvidia", 51736.9, 57090),
+          ("amd", 23514.8, 30689), ("amd", 34520.4, 30840), ("amd", 103480.0, 116901)]  # fmt: skip
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def test_vendor_efficiencies_are_sourced_and_reproduce_their_measurements(gpus):
+    vendors = load_vendors()
+    assert {g.vendor for g in gpus.values()} <= set(vendors)
+    nv, amd = vendors["nvidia"], vendors["amd"]
+    assert nv.train_efficiency.value == nv.serve_efficiency.value == 1.0
+    for fig in (amd.train_efficiency, amd.serve_efficiency):
+        assert fig.source and fig.as_of and fig.low < fig.value < fig.high < 1.0
+    ratio = {v: _geomean([m / p for w, m, p in MLPERF if w == v]) for v in ("nvidia", "amd")}
+    assert amd.serve_efficiency.value == pytest.approx(ratio["amd"] / ratio["nvidia"], abs=0.01)
+    singles = [m / p / ratio["nvidia"] for w, m, p in MLPERF if w == "amd"]
+    assert amd.serve_efficiency.low == pytest.approx(min(singles), abs=0.01)
+    assert amd.serve_efficiency.high == pytest.approx(max(singles), abs=0.01)
+
+
+def test_a_vendor_listed_twice_is_refused(tmp_path):
+    text = (CATALOG_DIR / "vendors.yaml").read_text()
+    doc = yaml.safe_load(text)
+    doc["vendors"].append(doc["vendors"][0])
+    bad = tmp_path / "vendors.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match="listed twice"):
+        load_vendors(bad)

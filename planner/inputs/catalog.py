@@ -71,7 +71,7 @@ class Interconnect(Strict):
         ge=1,
         le=576,
         description="GPUs joined by the scale-up link without the network (8 in an HGX/OAM "
-        "server, 72 in an NVL72 rack, 1 for a PCIe card); None = the server's slots",
+        "server, 72 in an NVL72 rack); None = the server's slots (PCIe cards: over PCIe)",
     )
     source: str
     as_of: str
@@ -301,12 +301,12 @@ class GpuSpec(Strict):
 
     @property
     def scale_up_gpus(self) -> int:
-        """GPUs one scale-up domain joins without the network (tensor and expert parallelism
-        stay inside it): the catalog's ``interconnect.domain_gpus``, else a full server's
-        slots for a card with a scale-up link, else 1."""
+        """GPUs that reach each other without the network, the bound of tensor and expert
+        parallelism (8 in an HGX/OAM server, 72 in an NVL72 rack; a PCIe server's slots over
+        PCIe): the catalog's ``interconnect.domain_gpus``, else the server's slots."""
         if self.interconnect.domain_gpus is not None:
             return self.interconnect.domain_gpus
-        return self.node_gpus if self.interconnect.nvlink_gbs > 0 else 1
+        return self.slots
 
     @property
     def node_gpus(self) -> int:
@@ -454,6 +454,28 @@ class FabricFile(Strict):
     fabrics: list[FabricEntry]
 
 
+class VendorSpec(Strict):
+    """A vendor's software efficiency relative to NVIDIA's, on which the calibration is
+    fitted: multiplies the predicted training (MFU) and serving (tokens/s) throughput."""
+
+    vendor: Annotated[Vendor, CaseInsensitive]
+    train_efficiency: SourcedRange
+    serve_efficiency: SourcedRange
+
+    @field_validator("train_efficiency", "serve_efficiency", mode="after")
+    @classmethod
+    def _share(cls, v: SourcedRange) -> SourcedRange:
+        if not 0.05 <= v.low <= v.high <= 2.0:
+            raise ValueError(
+                f"an efficiency relative to NVIDIA lies in 0.05-2, got {v.low:g}-{v.high:g}"
+            )
+        return v
+
+
+class VendorFile(Strict):
+    vendors: list[VendorSpec]
+
+
 class GpuCatalogFile(Strict):
     gpus: list[GpuSpec]
 
@@ -583,6 +605,17 @@ def with_server(gpu: GpuSpec, server: ServerSpec) -> GpuSpec:
         "host_w_per_gpu": Sourced(value=h.value / n, source=why + h.source, as_of=h.as_of),
     }
     return gpu.model_copy(update=update)
+
+
+def load_vendors(path: str | Path = CATALOG_DIR / "vendors.yaml") -> dict[str, VendorSpec]:
+    """Vendor id -> its software efficiency (catalogs/vendors.yaml); a vendor twice is an error."""
+    doc = load_yaml(path)
+    out: dict[str, VendorSpec] = {}
+    for v in validate(VendorFile, doc, "vendor catalog").vendors:
+        if v.vendor in out:
+            raise InputError(f"{doc.path}: vendor {v.vendor!r} is listed twice")
+        out[v.vendor] = v
+    return out
 
 
 def load_models(path: str | Path = CATALOG_DIR / "models.yaml") -> dict[str, ModelArch]:
