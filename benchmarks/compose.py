@@ -76,8 +76,8 @@ def table(rows: list[tuple[int, str, str, float, str]]) -> str:
 
     >>> print(table([(0, "lead+spot", "ok", 1.0, ""), (1, "spot", "exit 4", 2.0, "x")]))
     feature              problems      ok  infeasible   bad   mean s
-    lead                        1       1           0     0      1.0
     spot                        2       1           0     1      1.5
+    lead                        1       1           0     0      1.0
     <BLANKLINE>
     features on          problems      ok  infeasible   bad   mean s
     1                           1       0           0     1      2.0
