@@ -290,6 +290,11 @@ def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
             "rented_gpu_hours",
             "rented_share",
             "usd_per_1m_tokens",
+            "objective_usd",
+            "gap",
+            "bound",
+            "base_plan_usd",
+            "kept",
         }
         t = row["totals"]
         assert t["total_usd"] == pytest.approx(

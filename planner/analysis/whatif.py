@@ -24,12 +24,13 @@ and re-exports their public names, so ``planner.analysis.whatif`` stays the impo
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from planner.analysis.breakeven import BreakEven, breakeven, parse_watch
+from planner.analysis.improve import improve, summary_line
 from planner.analysis.sweep import (
     Progress,
     ScenarioResult,
@@ -101,6 +102,7 @@ __all__ = [
     "grid",
     "load_base",
     "make_tasks",
+    "improve",
     "make_varies",
     "parse_bounds",
     "parse_range",
@@ -114,6 +116,7 @@ __all__ = [
     "scenario_inputs",
     "set_at",
     "summarize",
+    "summary_line",
     "worker_signals",
     "write_results_json",
 ]
@@ -141,12 +144,19 @@ def run_whatif(
     scheduler: str | None = None,
     progress: Progress | None = None,
     with_base: bool = True,
+    more: Callable[[int], None] | None = None,
 ) -> WhatIf:
     """Run the grid (default: :data:`DEFAULT_VARIES`); with ``with_base`` also the problem as written.
 
     ``varies`` are specs for :func:`make_varies`, or the :class:`Vary` list it made for this
     ``base`` (not checked again). At most :data:`MAX_SCENARIOS` scenarios, each within the
-    time limit; the sweep takes at most about ceil(scenarios / workers) time limits."""
+    time limit; the sweep takes at most about ceil(scenarios / workers) time limits.
+
+    Then the base problem's purchases and the best neighbouring scenario's are re-planned
+    in each scenario (:mod:`planner.analysis.improve`; each re-plan gets a quarter of the
+    time limit, and ``more`` is told how many there are before they run) and every row keeps
+    the cheapest plan: ``objective_usd <= base_plan_usd`` on every row, and its ``gap``
+    against the scenario's own lower bound says how sure it is."""
     if not isinstance(base, Base):
         base = load_base(base)
     from planner.optimize.solve import SOLVERS
@@ -162,6 +172,13 @@ def run_whatif(
         tasks.append(Task(len(tasks), base, {}, [], solver, time_limit, gap, keep_plan=True))
     t0 = time.perf_counter()
     results = run_tasks(tasks, workers, scheduler, progress)
-    seconds = time.perf_counter() - t0
     base_result = results.pop() if with_base else None
+
+    def run(extra: list[Task]) -> list[ScenarioResult]:
+        if more:
+            more(len(extra))
+        return run_tasks(extra, workers, scheduler, progress)
+
+    results = improve(tasks[: len(results)], results, base_result, vs, run)
+    seconds = time.perf_counter() - t0
     return WhatIf(base, vs, results, base_result, seconds)

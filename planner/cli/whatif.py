@@ -27,6 +27,13 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
+def _gap(r) -> str:
+    """A row's gap to its bound: 0.1%, or '-' where no bound was proven ('' without a plan)."""
+    if not r.ok:
+        return ""
+    return "-" if r.gap is None else f"{r.gap:.1%}"
+
+
 def _val(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -45,8 +52,14 @@ def _progress(console: Console, total: int, label: str):
 
     def step(r) -> None:
         params = ", ".join(f"{k}={_val(v)}" for k, v in r.params.items()) or "base problem"
-        prog.update(task, advance=1, last=f"{params}: {r.status}")
+        what = r.status if r.kept == "own" else f"{r.kept} purchases re-planned: {r.status}"
+        prog.update(task, advance=1, last=f"{params}: {what}")
 
+    def more(n: int) -> None:  # re-plans after the scenarios' own solves
+        if total is not None:
+            prog.update(task, total=(prog.tasks[0].total or 0) + n)
+
+    step.more = more  # type: ignore[attr-defined]
     return prog, step
 
 
@@ -58,7 +71,7 @@ def summary_table(
     cols = [Col(escape(k.rsplit(".", 1)[-1]), True) for k in keys]
     # a two-stage problem (scenarios:): its expected present value is what each row decides
     expected = any((r.totals or {}).get("expected_usd") is not None for r in results)
-    cols += [Col("status"), Col("total", True), Col("PV", True, 2)]
+    cols += [Col("status"), Col("gap", True), Col("total", True), Col("PV", True, 2)]
     cols += [Col("E[PV]", True)] if expected else []
     cols += [Col("capex", True, 3), Col("rental", True, 4)]
     cols += [Col(f"buy {escape(g)}", True, 6) for g in gpus]
@@ -67,7 +80,7 @@ def summary_table(
     for r in results:
         tot = r.totals or {}
         row = [escape(_val(r.params.get(k, ""))) for k in keys]
-        row += [r.status if r.ok else f"[red]{r.status}[/red]"]
+        row += [r.status if r.ok else f"[red]{r.status}[/red]", _gap(r)]
         row += [_money(tot.get(k)) for k in ("total_usd", "npv_usd")]
         row += [_money(tot.get("expected_usd"))] if expected else []
         row += [_money(tot.get(k)) for k in ("capex_usd", "rental_usd")]
@@ -158,6 +171,7 @@ def whatif(
             workers=workers,
             scheduler=scheduler,
             progress=step,
+            more=step.more,
         )
     show_table(console, summary_table(res.results, [v.key for v in vs], console, wide), wide)
     bad = [r for r in res.results if not r.ok]
@@ -170,7 +184,8 @@ def whatif(
     if len(bad) > 10:
         console.print(f"... and {len(bad) - 10} more failed scenarios (see the workbook / JSON)")
     console.print(
-        f"{n} scenarios ({n - len(bad)} solved) + base in {res.seconds:.1f} s wall time",
+        f"{n} scenarios ({n - len(bad)} solved) + base in {res.seconds:.1f} s wall time; "
+        f"{wi.summary_line(res.results)}",
         highlight=False,
     )
     if not no_excel:

@@ -142,9 +142,14 @@ def _scenario_subtitle(res: WhatIf, note: str | None) -> str:
         for v in res.varies
     )
     ok = sum(1 for r in res.results if r.ok)
+    from planner.analysis.sweep import summary_line  # no PuLP in a report
+
     sub = (
-        f"{len(res.results)} scenarios ({ok} solved) in {res.seconds:.1f} s. Varied: {varied}. "
-        "The other sheets are the base plan (the problem file as written)."
+        f"{len(res.results)} scenarios ({ok} solved) in {res.seconds:.1f} s: "
+        f"{summary_line(res.results)}. Varied: {varied}. Each row keeps the cheapest of its "
+        "own plan and the base's and a neighbour's purchases re-planned there; its gap is to "
+        "its own solve's lower bound. The other sheets are the base plan (the problem file "
+        "as written)."
     )
     return sub + " " + note if note else sub
 
@@ -154,6 +159,9 @@ def _scenario_cols(keys: Sequence[str], gpus: Sequence[str]) -> list[_Column]:
     cols += [(k, None, max(10, len(k) * 1.1)) for k in keys]
     cols += [
         ("status", None, 11),
+        ("gap", PCT, 8),
+        ("present value (USD)", USD, 13),
+        ("base purchases re-planned (USD)", USD, 14),
         ("total (USD)", USD, 13),
         ("capex (USD)", USD, 12),
         ("power (USD)", USD, 11),
@@ -166,6 +174,8 @@ def _scenario_cols(keys: Sequence[str], gpus: Sequence[str]) -> list[_Column]:
         ("rented GPU-h", "#,##0", 12),
         ("rented share", PCT, 10),
         ("USD per 1M tokens (serving)", RATE, 13),
+        ("purchases of", None, 14),
+        ("gap measured against", None, 40),
         ("message", None, 60),
     ]
     return cols
@@ -176,6 +186,9 @@ def _scenario_row(s: ScenarioResult, keys: Sequence[str], gpus: Sequence[str]) -
     t = s.totals or {}
     row: list[Any] = [s.index + 1] + [s.params.get(k) for k in keys] + [s.status]
     row += [
+        s.gap if s.ok else None,
+        s.objective_usd if s.ok else None,
+        s.base_plan_usd,
         t.get("total_usd"),
         t.get("capex_usd"),
         t.get("power_usd"),
@@ -188,6 +201,8 @@ def _scenario_row(s: ScenarioResult, keys: Sequence[str], gpus: Sequence[str]) -
         sum(s.rented_gpu_hours.values()) if s.ok else None,
         s.rented_share,
         s.usd_per_1m_tokens,
+        s.kept if s.ok else None,
+        (s.bound or "no bound proven") if s.ok else None,
         # the first line only: the table keeps one line per scenario
         ""
         if s.ok and s.status == "optimal"
