@@ -55,6 +55,11 @@ class ServeCalibration(Strict):
     fp8_compute_factor: Sourced
     int4_bytes_per_param: Sourced
     fp4_bytes_per_param: Sourced | None = None  # absent: serve.FP4_BYTES_PER_PARAM (NVFP4)
+    # Mixture-of-experts decode (absent: 1 and 0, the dense physics): the share of weight_bw
+    # that streaming routed experts achieves (small grouped GEMMs), and a fixed time per MoE
+    # layer per forward (routing, top-k, token permutation, the grouped-GEMM launches).
+    moe_expert_bw_eff: Sourced | None = None
+    moe_layer_overhead_us: Sourced | None = None
     layer_overhead_us: Sourced
     overhead_gb: Sourced
     activation_gb_per_1k_tokens: Sourced

@@ -49,6 +49,16 @@ def _idle_expert_params(model: ModelArch, touched: float) -> float:
     return model.moe_layers * (model.moe.experts - touched) * c.expert * model.params / c.total
 
 
+def routed_params_read(model: ModelArch, tokens: float) -> float:
+    """Routed-expert parameters one forward over ``tokens`` tokens reads (0 for a dense model):
+    ``moe_layers x experts_touched x expert`` (scaled to the published total)."""
+    if model.moe is None:
+        return 0.0
+    c = count_params(model)
+    touched = experts_touched(model.moe.experts, model.moe.experts_per_token, tokens)
+    return model.moe_layers * touched * c.expert * model.params / c.total
+
+
 def weight_params_read(model: ModelArch, tokens: float) -> float:
     """Parameters whose weights one forward over ``tokens`` tokens streams from memory.
 

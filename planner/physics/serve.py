@@ -24,6 +24,7 @@ from planner.physics.moe import (
     compute_params,
     kv_share_per_gpu,
     prefill_attn_flops,
+    routed_params_read,
     weight_params_read,
 )
 from planner.physics.moe import kv_bytes_per_token as _kv_bytes
@@ -204,6 +205,43 @@ def weight_bw(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
     return gpu.memory_bandwidth_gbs.value * GB * eff
 
 
+def moe_factors(calib: Calibration) -> tuple[float, float]:
+    """(expert streaming efficiency, seconds per MoE layer per forward); (1, 0) if uncalibrated.
+
+    >>> e, o = moe_factors(default_calibration())
+    >>> 0 < e <= 1 and o >= 0
+    True
+    """
+    s = calib.serve
+    eff = 1.0 if s.moe_expert_bw_eff is None else s.moe_expert_bw_eff.value
+    over = 0.0 if s.moe_layer_overhead_us is None else s.moe_layer_overhead_us.value * 1e-6
+    return eff, over
+
+
+def weight_read_s(
+    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, tokens: float, calib: Calibration
+) -> float:
+    """Time one GPU streams the weights a forward over ``tokens`` tokens reads (s).
+
+    Dense: ``params x bytes / tp / weight_bw``. MoE: the non-expert weights at ``weight_bw`` and
+    the experts the tokens touch at ``weight_bw x moe_expert_bw_eff``.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> c = default_calibration()
+    >>> weight_read_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, c) == weight_read_s(
+    ...     _toy_model(), _toy_gpu(), 1, "fp16", 64, c)  # dense: independent of the batch
+    True
+    """
+    if model.moe is None:
+        return (model.params * weight_bytes_per_param(precision, calib) / tp) / weight_bw(
+            gpu, precision, calib
+        )
+    eff, _ = moe_factors(calib)
+    routed = routed_params_read(model, tokens)
+    params = weight_params_read(model, tokens) - routed + routed / eff
+    return params * weight_bytes_per_param(precision, calib) / tp / weight_bw(gpu, precision, calib)
+
+
 def tp_comm_s(model: ModelArch, gpu: GpuSpec, tp: int, tokens: float, calib: Calibration) -> float:
     """Tensor-parallel time of one forward: 2 all-reduces per layer of ``tokens x hidden x 2`` bytes.
 
@@ -227,7 +265,10 @@ def layer_overhead_s(model: ModelArch, calib: Calibration) -> float:
     >>> layer_overhead_s(_toy_model(), c) == 32 * c.serve.layer_overhead_us.value * 1e-6
     True
     """
-    return model.layers * calib.serve.layer_overhead_us.value * 1e-6
+    fixed = model.layers * calib.serve.layer_overhead_us.value * 1e-6
+    if model.moe is None:
+        return fixed
+    return fixed + model.moe_layers * moe_factors(calib)[1]
 
 
 def decode_step_s(
@@ -253,11 +294,10 @@ def decode_step_s(
     True
     """
     s = calib.serve
-    w_bytes = weight_params_read(model, batch) * weight_bytes_per_param(precision, calib) / tp
     kv = batch * context * kv_bytes_per_token(model, precision, context)
     kv *= kv_share_per_gpu(model, tp)
     bw = gpu.memory_bandwidth_gbs.value * GB
-    t_mem = w_bytes / weight_bw(gpu, precision, calib) + kv / (bw * s.kv_bw_eff.value)
+    t_mem = weight_read_s(model, gpu, tp, precision, batch, calib) + kv / (bw * s.kv_bw_eff.value)
     flops = batch * (2.0 * compute_params(model) + attn_flops_per_token(model, context)) / tp
     t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
     return (
@@ -331,11 +371,9 @@ def prefill_iter_s(
     True
     """
     # a prompt routes enough tokens to touch (nearly) every expert: one full weight read
-    read = weight_params_read(model, max(prompts, 1) * prompt)
-    w_bytes = read * weight_bytes_per_param(precision, calib) / tp
     return (
         prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
-        + w_bytes / weight_bw(gpu, precision, calib)
+        + weight_read_s(model, gpu, tp, precision, max(prompts, 1) * prompt, calib)
         + tp_comm_s(model, gpu, tp, prompts * prompt, calib)
         + layer_overhead_s(model, calib)
     )
@@ -528,10 +566,9 @@ def _decode_step_fn(
     cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, tp, precision, context, calib)
     if model.moe is not None:
         # the weights read grow with the batch (more experts touched): not a constant
-        per_param = weight_bytes_per_param(precision, calib) / tp / weight_bw(gpu, precision, calib)
 
         def moe_step(nn: float) -> float:
-            w = weight_params_read(model, nn) * per_param
+            w = weight_read_s(model, gpu, tp, precision, nn, calib)
             return max(w + ckv * nn, cfl * nn) + ccomm * nn + cfix
 
         return moe_step

@@ -1,0 +1,108 @@
+"""Mixture-of-experts, MLA and sliding-window physics: weights read per batch, KV by attention
+kind, fp4, and the serving estimate of the models of today."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+from planner.inputs.catalog import Sourced, load_gpus, load_models
+from planner.physics.calibration_moe import POINTS, predict
+from planner.physics.calibration_values import default_calibration
+from planner.physics.moe import (
+    compute_params,
+    experts_touched,
+    kv_bytes_per_token,
+    kv_share_per_gpu,
+    weight_params_read,
+)
+from planner.physics.serve import decode_step_s, estimate_serve, weight_read_s
+from planner.physics.train import llama_like
+
+CAL = default_calibration()
+MODELS = load_models()
+GPUS = load_gpus()
+R1, OSS, MIX = MODELS["deepseek-r1"], MODELS["gpt-oss-120b"], MODELS["mixtral-8x7b"]
+
+
+def test_experts_touched_grows_from_k_to_all():
+    seq = [experts_touched(256, 8, b) for b in (1, 2, 8, 64, 512, 4096)]
+    assert seq[0] == pytest.approx(8) and seq == sorted(seq)
+    assert 250 < seq[-1] <= 256 and experts_touched(256, 8, 0) == 0
+
+
+def test_moe_reads_active_weights_at_batch_1_and_nearly_all_at_64():
+    one, many = weight_params_read(R1, 1), weight_params_read(R1, 64)
+    assert one == pytest.approx(compute_params(R1), rel=1e-9)  # batch 1 reads what it computes
+    assert 0.9 * 37e9 < one < 1.1 * 37e9  # DeepSeek's 37B active
+    assert many > 0.8 * R1.params and weight_params_read(R1, 1e6) == pytest.approx(R1.params)
+
+
+def test_dense_model_is_unchanged():
+    m = llama_like("l7", 6.74e9, 32, 4096, 32, 32, 11008, 32000)
+    assert weight_params_read(m, 1) == compute_params(m) == m.params
+    h100 = GPUS["h100-sxm"]
+    assert weight_read_s(m, h100, 1, "bf16", 1, CAL) == weight_read_s(m, h100, 1, "bf16", 256, CAL)
+
+
+def test_kv_by_attention_kind():
+    # MLA: one 512 + 64 latent per layer, not 2 x 128 heads x 192
+    assert kv_bytes_per_token(R1, "bf16") == 61 * (512 + 64) * 2
+    assert kv_share_per_gpu(R1, 8) == 1.0  # the latent is on every tensor-parallel rank
+    # gpt-oss: half the layers keep a 128-token window, so long contexts cost half as much
+    full = kv_bytes_per_token(OSS, "bf16")
+    assert kv_bytes_per_token(OSS, "bf16", 128) == full
+    assert kv_bytes_per_token(OSS, "bf16", 131072) == pytest.approx(full / 2, rel=0.01)
+
+
+def test_step_time_follows_experts_touched():
+    h200 = GPUS["h200-sxm"]
+    steps = [decode_step_s(R1, h200, 8, "fp8", b, 2000, CAL) for b in (1, 8, 64)]
+    assert steps == sorted(steps)
+    # a dense model of the same total size would not slow down 2x from batch 1 to 64 ...
+    grow = steps[2] / steps[0]
+    assert grow > 1.5
+    # ... and the cost per token falls steeply with batch (MoE economics)
+    assert steps[2] / 64 < steps[0] / 8
+
+
+def test_deepseek_r1_fits_eight_h200_not_eight_h100():
+    e = estimate_serve(R1, GPUS["h100-sxm"], 8, "fp8", 1000, 1000, 8, CAL)
+    assert not e.fits and "671.0 GB" in e.reason
+    e = estimate_serve(R1, GPUS["h200-sxm"], 8, "fp8", 1000, 1000, 8, CAL)
+    assert e.fits and e.tokens_per_s > 0 and e.tpot_ms > 0
+
+
+def test_fp4_only_where_the_gpu_has_fp4_tensor_cores():
+    h100 = GPUS["h100-sxm"]
+    e = estimate_serve(OSS, h100, 1, "fp4", 1000, 500, 8, CAL)
+    assert not e.fits and "FP4" in e.reason
+    fp4 = h100.model_copy(
+        update={"fp4_dense_tflops": Sourced(value=3958.0, source="test", as_of="2026")}
+    )
+    e4 = estimate_serve(OSS, fp4, 1, "fp4", 1000, 500, 8, CAL)
+    e8 = estimate_serve(OSS, fp4, 1, "fp8", 1000, 500, 8, CAL)
+    assert e4.fits and e4.memory["weights"] < 0.6 * e8.memory["weights"]
+    assert e4.tpot_ms < e8.tpot_ms  # fewer bytes to stream per step
+
+
+def test_calibrated_points_within_30_percent():
+    for p in POINTS[:1] + POINTS[4:5]:  # one DeepSeek-R1 and one Qwen3 point: fast
+        assert abs(predict(p, CAL) / p.value - 1) < 0.3, p.id
+
+
+def test_cli_serve_json_and_exit_3():
+    args = ["estimate", "serve", "--model", "deepseek-r1", "--precision", "fp8", "--gpus", "8"]
+    args += ["--prompt", "1000", "--output", "1000", "--json"]
+    r = CliRunner().invoke(cli, [*args, "--gpu", "h100-sxm"])
+    assert r.exit_code == 3
+    out = {}
+    for b in (1, 64):
+        r = CliRunner().invoke(cli, [*args, "--gpu", "h200-sxm", "--batch", str(b)])
+        assert r.exit_code == 0, r.output
+        out[b] = json.loads(r.output)
+    assert out[64]["tokens_per_s"] > 4 * out[1]["tokens_per_s"]
+    assert out[64]["tpot_ms"] > out[1]["tpot_ms"]
