@@ -42,6 +42,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("planner.cli.verify", "explain"),
     ("planner.cli.profile", "profile"),
     ("planner.cli.model", "model"),
+    ("planner.cli.schema", "schema"),
 )
 
 
