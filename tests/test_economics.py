@@ -269,6 +269,9 @@ def _per_gpu_catalog() -> dict:
     old = json.loads((NOMINAL / "per_gpu_servers.json").read_text())
     out = {}
     for gid, g in load_gpus().items():
+        if gid not in old:  # a type added after servers became units: as it is today
+            out[gid] = g
+            continue
         o = old[gid]
         out[gid] = g.model_copy(
             update={
@@ -317,6 +320,8 @@ def test_nominal_settings_give_the_plans_of_before(path):
     reference plan is the one stored (before
     issue 14 these were the plans of the time; regenerated once for issue 15's intended
     changes: whole replicas, fabrics, headroom and redundancy)."""
+    if not (NOMINAL / f"{path.stem}.json").exists():
+        pytest.skip("a problem added after the nominal plans were stored")
     base = load_problem(path).problem
     site = {"colo_usd_per_kw_month": 0.0}
     if path.stem in OLD_HOSTING:
