@@ -27,6 +27,11 @@ _DROP = {"id": 0, "memory_gb": 0, "purchase_usd": 0, "rent_min": 0, "rent_provid
          "purchase_low": 8, "purchase_high": 8}  # fmt: skip
 
 
+# --sources labels of the figures spec_extras adds (not table columns)
+_EXTRA_LABELS = {"fp8_tflops": "FP8 TF", "fp4_tflops": "FP4 TF", "tdp_w": "TDP W",
+                 "idle_w": "idle W", "link_gbs": "scale-up link", "cooling": "cooling"}  # fmt: skip
+
+
 def _sourced(fig: Any) -> str | None:
     return f"{fig.source} ({fig.as_of})" if fig is not None else None
 
@@ -144,3 +149,5 @@ def catalog(
             console.print(f"[bold]{r['id']}[/bold]")
             for key, text in sources[r["id"]].items():
                 console.print(f"  {columns[key][0]}: {text}", highlight=False)
+            for key, text in spec_extras(gpus[r["id"]])[1].items():
+                console.print(f"  {_EXTRA_LABELS[key]}: {text}", highlight=False)
