@@ -213,3 +213,23 @@ def test_a_vendor_listed_twice_is_refused(tmp_path):
     bad.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match="listed twice"):
         load_vendors(bad)
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [("mi355x", "fp4"), ("mi300x", "fp8"),
+                                                ("mi325x", "fp8"), ("b300", "fp4")])  # fmt: skip
+def test_deepseek_r1_fits_one_8_gpu_server_of_the_big_memory_cards(gpu, precision):
+    args = ["estimate", "serve", "--model", "deepseek-r1", "--gpu", gpu, "--gpus", "8",
+            "--precision", precision, "--prompt", "1000", "--output", "500", "--json"]  # fmt: skip
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["fits"] and out["tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "mi355x", "b300", "gb200", "rtx-pro-6000"])
+def test_estimate_train_works_on_the_new_types(gpu):
+    args = ["estimate", "train", "--model", "llama-3-8b", "--gpu", gpu, "--gpus", "8",
+            "--tokens", "1e10", "--json"]  # fmt: skip
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
