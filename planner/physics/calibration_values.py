@@ -44,6 +44,11 @@ class TrainCalibration(Strict):
     dp_overlap: Sourced
     framework_overhead_gb: Sourced
     usable_memory_fraction: Sourced
+    # Mixture-of-experts training (absent: 1 and 0, the dense physics): the MFU of a MoE run
+    # relative to a dense one of its active size (all-to-all, expert imbalance, permutation)
+    # and the extra log-scatter of that factor (widens the P10-P90 band of MoE jobs).
+    moe_mfu_factor: Sourced | None = None
+    moe_log_sd: Sourced | None = None
 
 
 class ServeCalibration(Strict):

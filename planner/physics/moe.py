@@ -59,6 +59,16 @@ def routed_params_read(model: ModelArch, tokens: float) -> float:
     return model.moe_layers * touched * c.expert * model.params / c.total
 
 
+def expert_params(model: ModelArch) -> float:
+    """Every routed expert of every MoE layer (scaled to the published total); 0 if dense.
+
+    >>> from planner.physics.train import _toy_model
+    >>> expert_params(_toy_model())
+    0.0
+    """
+    return routed_params_read(model, math.inf) if model.moe is not None else 0.0
+
+
 def weight_params_read(model: ModelArch, tokens: float) -> float:
     """Parameters whose weights one forward over ``tokens`` tokens streams from memory.
 
@@ -182,3 +192,22 @@ def prefill_attn_flops(model: ModelArch, prompt: int) -> float:
         pairs = prompt**2 / 2 if prompt <= w else prompt * (w - w * w / (2 * prompt))
         out += windowed * 2 * per * pairs
     return float(out)
+
+
+def train_attn_flops_per_token(model: ModelArch, seq_len: int) -> float:
+    """Attention FLOPs per trained token, forward + backward, whole model (no causal halving,
+    as in PaLM's and llm-foundry's MFU): ``3 x 2 x heads x (qk + v) x s`` per full layer, the
+    window on sliding-window layers; MLA with its naive widths (nope + rope, v_head_dim).
+    Dense Llama: ``12 x layers x hidden x s``.
+
+    >>> from planner.physics.train import _toy_model
+    >>> train_attn_flops_per_token(_toy_model(), 2048) == 12 * 32 * 4096 * 2048
+    True
+    """
+    qk, v = _attn_widths(model, absorbed=False)
+    per = 6 * model.heads * (qk + v)
+    windowed = model.window_layers
+    out = float((model.layers - windowed) * per * seq_len)
+    if windowed and model.sliding_window is not None:
+        out += windowed * per * min(seq_len, model.sliding_window)
+    return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration, gpu_family
+from planner.physics.moe import compute_params, expert_params, train_attn_flops_per_token
 from planner.physics.realized import DEFAULT_STACK, STACKS, hours_band, quantile_factor
 
 GB = 1e9
@@ -34,6 +35,7 @@ class TrainLayout:
     zero_stage: int
     recompute: bool
     micro_batch: int
+    ep: int = 1  # expert parallelism inside the data-parallel group (MoE only)
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,15 @@ def flops_per_token(model: ModelArch, seq_len: int, method: str = "full") -> flo
     True
     >>> flops_per_token(m, 2048, "lora") == 4 * m.params + 12 * 32 * 4096 * 2048
     True
+
+    A mixture-of-experts model computes on its active parameters
+    (:func:`planner.physics.moe.compute_params`); MLA and sliding-window attention count their
+    own widths (:func:`planner.physics.moe.train_attn_flops_per_token`).
     """
     k = 6.0 if method == "full" else 4.0
-    return k * model.params + 12.0 * model.layers * model.hidden * seq_len
+    if model.moe is None and model.mla is None and model.sliding_window is None:
+        return k * model.params + 12.0 * model.layers * model.hidden * seq_len
+    return k * compute_params(model) + train_attn_flops_per_token(model, seq_len)
 
 
 # ----------------------------------------------------------------------------- efficiencies
@@ -146,6 +154,8 @@ def single_gpu_mfu(
         mfu *= t.recompute_factor.value
     if method == "qlora":
         mfu *= t.qlora_speed_factor.value
+    if model.moe is not None and t.moe_mfu_factor is not None:
+        mfu *= t.moe_mfu_factor.value  # all-to-all, expert imbalance, token permutation
     return mfu
 
 
@@ -306,6 +316,14 @@ def train_memory_gb(
         weights += train_n * 2.0 / shard
     grads = train_n * 2.0 / shard / (dp if z >= 2 else 1)
     optim = train_n * 12.0 / shard / (dp if z >= 1 else 1)
+    if layout.ep > 1 and method == "full":
+        # expert parallelism keeps 1/ep of the experts per GPU; ZeRO over the whole
+        # data-parallel group already shards them dp ways (dp/ep replicas x ep), so it
+        # changes only what ZeRO leaves unsharded
+        local = n - expert_params(model) * (1 - 1 / layout.ep)
+        weights = (n / dp if z >= 3 else local) * base_b / shard
+        grads = (n / dp if z >= 2 else local) * 2.0 / shard
+        optim = (n / dp if z >= 1 else local) * 12.0 / shard
     stage_layers = math.ceil(model.layers / layout.pp)
     in_flight = min(layout.pp, micro_batches)
     per_layer = activation_bytes_per_layer(
@@ -382,6 +400,8 @@ def evaluate_layout(
         n_ar = 6 if lay.recompute else 4
         stage_layers = math.ceil(model.layers / lay.pp)
         t_mb += stage_layers * n_ar * allreduce_s(mb_tokens * model.hidden * 2, lay.tp, bw, lat)
+    if lay.ep > 1:
+        t_mb += _all_to_all_s(model, gpu, lay, mb_tokens, calib)
     step = t_mb * (m + lay.pp - 1)
     compute_step = t_mb * m
     # data parallel: gradient all-reduce (ZeRO<=2) or reduce-scatter + 2 all-gathers (ZeRO-3)
@@ -400,11 +420,72 @@ def evaluate_layout(
         if lay.zero_stage >= 3:
             base_b = 2.0 if method != "qlora" else calib.train.qlora_bytes_per_param.value
             comm += allreduce_s(params_shard * base_b, lay.dp, bw, lat)  # = 2 all-gathers
+        if lay.ep > 1 and method == "full":
+            comm = _ep_dp_comm_s(model, lay, bw, lat)
         step += max(0.0, comm - calib.train.dp_overlap.value * compute_step)
     tokens_step = m * lay.micro_batch * seq_len * lay.dp
     tps_gpu = tokens_step / step / gpus
     mfu = tps_gpu * fpt / (gpu.bf16_dense_tflops.value * 1e12)
     return LayoutEval(total <= cap, total, mem, tps_gpu, mfu)
+
+
+def _all_to_all_s(
+    model: ModelArch, gpu: GpuSpec, lay: TrainLayout, mb_tokens: float, calib: Calibration
+) -> float:
+    """Expert-parallel all-to-alls of one micro-batch on one stage (s): dispatch and combine,
+    forward and backward (4 per MoE layer), each moving ``tokens x k x hidden x 2`` bytes per
+    tensor-parallel rank, ``(ep-1)/ep`` of it off the GPU; over NVLink while ``tp x ep`` fits
+    a node, else over the network.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> from planner.inputs.catalog import load_models
+    >>> m = load_models()["mixtral-8x7b"]
+    >>> lay = TrainLayout(1, 1, 8, 2, False, 1, ep=8)
+    >>> 0 < _all_to_all_s(m, _toy_gpu(), lay, 4096, default_calibration()) < 0.1
+    True
+    """
+    assert model.moe is not None
+    if lay.tp * lay.ep <= node_gpus(gpu, calib):
+        bw, lat = intra_node_link(gpu, lay.ep, calib)
+    else:
+        bw, lat = inter_node_link(gpu, calib)
+    nbytes = mb_tokens * model.moe.experts_per_token * model.hidden * 2.0 / lay.tp
+    one = lat + nbytes * (lay.ep - 1) / lay.ep / (bw * GB)
+    stage_moe_layers = math.ceil(model.moe_layers / lay.pp)
+    return stage_moe_layers * 4 * one
+
+
+def _ep_dp_comm_s(model: ModelArch, lay: TrainLayout, bw: float, lat: float) -> float:
+    """Gradient reduction with expert parallelism (s): the non-expert gradients over the
+    data-parallel group, each GPU's experts (1/ep of them) over the dp/ep replicas holding
+    the same experts (ZeRO-3 adds the matching weight all-gathers).
+
+    >>> from planner.inputs.catalog import load_models
+    >>> m = load_models()["mixtral-8x7b"]
+    >>> a = _ep_dp_comm_s(m, TrainLayout(1, 1, 64, 2, False, 1, ep=8), 50.0, 3e-5)
+    >>> b = _ep_dp_comm_s(m, TrainLayout(1, 1, 64, 2, False, 1, ep=1), 50.0, 3e-5)
+    >>> a < b / 4  # experts are most of Mixtral; reduced 8x fewer bytes
+    True
+    """
+    shard = lay.tp * lay.pp
+    experts = expert_params(model) / shard / lay.ep
+    rest = (model.params - expert_params(model)) / shard
+    times = 2 if lay.zero_stage >= 3 else 1
+    return times * (
+        allreduce_s(rest * 2, lay.dp, bw, lat) + allreduce_s(experts * 2, lay.dp // lay.ep, bw, lat)
+    )
+
+
+def _ep_sizes(model: ModelArch, dp: int) -> tuple[int, ...]:
+    """Expert-parallel sizes to try: 1, and powers of two dividing dp up to the expert count
+    (and 64, the widest EP published runs use: DeepSeek-V3 EP64)."""
+    if model.moe is None:
+        return (1,)
+    out, ep = [1], 2
+    while ep <= min(dp, model.moe.experts, 64) and dp % ep == 0:
+        out.append(ep)
+        ep *= 2
+    return tuple(out)
 
 
 def _layouts(model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration):
@@ -435,8 +516,10 @@ def _best_layout(
     best: tuple[TrainLayout, LayoutEval] | None = None
     smallest: tuple[TrainLayout, LayoutEval] | None = None
     for tp, pp, dp in _layouts(model, gpu, gpus, calib):
-        for zero in (2, 3) if dp > 1 else (0,):
-            leanest = TrainLayout(tp, pp, dp, zero, True, 1)
+        for zero, ep in (
+            ((z, e) for z in (2, 3) for e in _ep_sizes(model, dp)) if dp > 1 else ((0, 1),)
+        ):
+            leanest = TrainLayout(tp, pp, dp, zero, True, 1, ep)
             ev = evaluate_layout(
                 model, gpu, gpus, leanest, method, seq_len, gbs_tokens, precision, calib
             )
@@ -446,7 +529,7 @@ def _best_layout(
                 continue
             for recompute in (False, True):
                 for mbs in (1, 2, 4, 8):
-                    lay = TrainLayout(tp, pp, dp, zero, recompute, mbs)
+                    lay = TrainLayout(tp, pp, dp, zero, recompute, mbs, ep)
                     ev = evaluate_layout(
                         model, gpu, gpus, lay, method, seq_len, gbs_tokens, precision, calib
                     )
@@ -511,7 +594,10 @@ def estimate_train(
         return _out_of_memory(model, gpu, gpus, method, calib, small_lay, small_ev)
     steady = tokens / (ev.tokens_per_s_per_gpu * gpus) / 3600.0
     real = calib.realized
-    band = hours_band(steady, gpus, real.stacks.profile(stack), real.log_sd.value)
+    log_sd = real.log_sd.value
+    if model.moe is not None and calib.train.moe_log_sd is not None:
+        log_sd = math.hypot(log_sd, calib.train.moe_log_sd.value)  # the MoE factor's scatter
+    band = hours_band(steady, gpus, real.stacks.profile(stack), log_sd)
     return TrainEstimate(
         fits=True,
         reason=None,
