@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pulp
 import pytest
 from click.testing import CliRunner
 from openpyxl import load_workbook
@@ -50,6 +51,8 @@ def test_every_row_is_no_dearer_than_the_base_purchases_replanned(short_sweep):
         else:
             assert row["gap"] > 0.001
         assert row["kept"] == "own" or row["kept"] == "base" or row["kept"].startswith("neigh")
+        bought = {p["gpu"] for p in row["purchases"] if p["count"]}
+        assert all(row["owned_gpu_hours"].get(g, 0) > 0 for g in bought), row  # none idle
 
 
 def test_the_table_and_the_sheet_show_the_gap_and_a_summary(short_sweep):
@@ -129,3 +132,78 @@ def test_replans_skip_hopeless_rows_and_purchases_already_held():
 def test_the_summary_line_counts_proven_rows():
     rows = [_row(0, 1.0, gap=0.0, status="optimal"), _row(1, 1.0, gap=0.031)]
     assert summary_line(rows) == "1 of 2 scenarios proven within 0.1 %; the others within 3.1 %"
+
+
+@pytest.fixture(scope="module")
+def idle_model():
+    """The small problem solved (it buys nothing), then one server of a type it never uses
+    put in its values, as a solver stopped early could leave it; and the plan read from it."""
+    from planner.inputs.problem import load_problem
+    from planner.plan.make import solve_inputs
+
+    inputs = load_problem(ROOT / "problems" / "inference_startup.yaml")
+    m, result = solve_inputs(inputs, time_limit=30)
+    assert result.status == "optimal" and not any((v.varValue or 0) > 0.5 for v in m.buy.values())
+    before = pulp.value(m.prob.objective)
+    (g, t), v = next(((k, v) for k, v in m.buy.items() if v.upBound is None or v.upBound > 0))
+    v.varValue = 1.0
+    for x in m.cards[(g, t)]:
+        x.varValue = max(x.varValue or 0.0, 1.0)
+    return inputs, m, result, before, g
+
+
+def test_a_purchase_nothing_uses_is_dropped_and_the_plan_costs_less(idle_model):
+    from planner.optimize.idle import drop_idle, idle_types
+
+    _, m, _, before, g = idle_model
+    with_idle = pulp.value(m.prob.objective)
+    assert with_idle > before and idle_types(m) == [g]
+    assert drop_idle(m) == [g]
+    assert pulp.value(m.prob.objective) == pytest.approx(before)
+    assert idle_types(m) == [] and drop_idle(m) == []
+
+
+def test_a_held_purchase_is_dropped_only_when_asked(idle_model):
+    from planner.optimize.idle import drop_idle, idle_types
+
+    _, m, _, _, g = idle_model
+    (k, v) = next(
+        (k, v) for k, v in m.buy.items() if k[0] == g and (v.upBound is None or v.upBound > 0)
+    )
+    held = [v, *m.cards[k]]
+    bounds = [(x.lowBound, x.upBound) for x in held]
+    for x in held:
+        x.varValue = x.lowBound = x.upBound = 1.0
+    try:
+        assert idle_types(m) == [] and idle_types(m, held_too=True) == [g]
+    finally:
+        for x, b in zip(held, bounds, strict=True):
+            x.lowBound, x.upBound = b
+    assert drop_idle(m, held_too=True) == [g]
+
+
+def test_verify_warns_about_idle_purchases(idle_model, tmp_path):
+    import dataclasses
+
+    from planner.plan.data import write_json
+    from planner.plan.extract import extract_plan
+    from planner.verify import verify_report
+
+    inputs, m, result, _, g = idle_model
+    (k, v) = next(
+        (k, v) for k, v in m.buy.items() if k[0] == g and (v.upBound is None or v.upBound > 0)
+    )
+    v.varValue = 1.0
+    for x in m.cards[k]:
+        x.varValue = max(x.varValue or 0.0, 1.0)
+    plan = extract_plan(m, dataclasses.replace(result, objective=pulp.value(m.prob.objective)))
+    rep = verify_report(inputs, plan)
+    assert rep.warnings and g in rep.warnings[0] and "idle for the whole horizon" in rep.warnings[0]
+    assert not rep.errors, rep.errors[:3]
+    path = tmp_path / "plan.json"
+    write_json(plan, path)
+    r = CliRunner().invoke(
+        cli, ["verify", str(ROOT / "problems" / "inference_startup.yaml"), str(path)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "warning:" in r.output and g in r.output

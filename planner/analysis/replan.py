@@ -10,13 +10,17 @@ dearer than one already known.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
+
+import pulp
 
 from planner.base.errors import InfeasibleError, SolverError
 from planner.inputs.problem import Inputs
 from planner.optimize.backends import bound_from_gap
 from planner.optimize.candidates import build_candidates, check_candidates
+from planner.optimize.idle import drop_idle
 from planner.optimize.model import build_model
 from planner.optimize.solve import solve_model
 from planner.optimize.stochastic import first_stage_bounds, first_stage_values, fix_first_stage
@@ -51,7 +55,7 @@ def bound_of(plan: Plan) -> tuple[float | None, str | None]:
     (None, None without a gap).
 
     >>> from types import SimpleNamespace as P
-    >>> bound_of(P(objective_usd=100.0, gap=0.1, message="x; the gap is measured against y"))
+    >>> bound_of(P(objective_usd=100.0, gap=0.1, message="x; the gap is measured against y; z"))
     (90.0, 'y')
     >>> bound_of(P(objective_usd=100.0, gap=None, message="x"))
     (None, None)
@@ -59,7 +63,8 @@ def bound_of(plan: Plan) -> tuple[float | None, str | None]:
     if plan.gap is None or plan.objective_usd is None:
         return None, None
     _, _, kind = plan.message.partition(_BOUND_PHRASE)
-    return bound_from_gap(plan.objective_usd, plan.gap), kind.strip() or "the solver's bound"
+    kind = kind.split("; ")[0].strip()
+    return bound_from_gap(plan.objective_usd, plan.gap), kind or "the solver's bound"
 
 
 def solve_own(
@@ -122,4 +127,13 @@ def replan_fleet(
     # given is no plan of that fleet
     if not result.has_solution or not same_fleet(first_stage_values(m), fleet):
         return None
+    dropped = drop_idle(m, held_too=True)  # given purchases idle here: not bought here
+    if dropped:
+        note = f"; purchases of {', '.join(dropped)}, idle for the whole horizon, dropped"
+        result = dataclasses.replace(
+            result,
+            objective=pulp.value(m.prob.objective),
+            gap=None,  # of the purchases given, which this plan no longer has
+            message=result.message + note,
+        )
     return extract_plan(m, result)

@@ -50,6 +50,8 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
         if len(rep.errors) > max_lines:
             click.echo(f"  ... and {len(rep.errors) - max_lines} more", err=True)
         sys.exit(int(ExitCode.VERIFY_FAILED))
+    for line in rep.warnings:
+        click.echo(f"warning: {line}", err=True)
     click.echo(
         f"OK: {plan_json} meets every constraint of {problem} ({rep.checks} checks); "
         f"recomputed total ${rep.total_usd:,.2f} (capex ${rep.capex_usd:,.2f}, power ${rep.power_usd:,.2f}, "

@@ -26,6 +26,7 @@ from planner.optimize.backends import (
     gap_to_bound,
     run_cbc,
 )
+from planner.optimize.idle import drop_idle
 from planner.optimize.model import PlannerModel
 from planner.optimize.warm import _Relaxation, mip_start, rental_start
 from planner.optimize.whole import (
@@ -254,6 +255,11 @@ def solve_model(
         whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads, proof)
         objective, rel_gap = whole.objective, whole.gap
     repair, bound_usd = whole.repair, whole.bound_usd
+    dropped = drop_idle(m) if objective is not None else []
+    if dropped:  # the bound stands: the plan only got cheaper
+        bound = None if rel_gap is None else bound_from_gap(objective, rel_gap)
+        objective = pulp.value(m.prob.objective)
+        rel_gap = None if bound is None else gap_to_bound(objective, bound)
     kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
@@ -261,6 +267,8 @@ def solve_model(
     searched = run.outcome is RunOutcome.SEARCHED
     gap_of = kind if rel_gap is not None else None
     message = _message(status, gap, time_limit, searched, whole, gap_of)
+    if dropped:
+        message += f"; purchases of {', '.join(dropped)}, idle for the whole horizon, dropped"
     return SolveResult(status, objective, rel_gap, elapsed, solver, message, repair, bound_usd)
 
 

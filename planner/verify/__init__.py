@@ -70,6 +70,7 @@ from .existing import check_existing
 from .families import FAMILIES, check_shape
 from .findings import ABS, REL, Finding, Findings
 from .fleet import check_caps, check_purchases
+from .idle import idle_purchase_warnings
 from .money import check_money, check_rentals
 from .scenarios import check_scenarios
 from .workloads import check_serving, check_training, check_workloads
@@ -113,6 +114,7 @@ class VerifyReport:
     sale_proceeds_usd: float = 0.0  # existing GPUs sold
     checks: int = 0  # number of individual checks made
     findings: list[Finding] = field(default_factory=list)  # errors, with their family
+    warnings: list[str] = field(default_factory=list)  # not violations: GPUs bought, never used
 
     @property
     def ok(self) -> bool:
@@ -147,6 +149,7 @@ def verify_report(inputs: Inputs, plan: Plan) -> VerifyReport:
         rep.npv_usd, rep.residual_usd = ctx.npv, ctx.residual + ctx.existing_residual
         rep.committed_usd = sum(ctx.committed_by_month.values())
         rep.sale_proceeds_usd = sum(ctx.sales_by_month.values())
+        rep.warnings = idle_purchase_warnings(ctx)
         if plan.scenarios or inputs.scenarios:
             found = check_scenarios(inputs, plan, verify_report)
             rep.findings += found
