@@ -15,6 +15,7 @@ commands themselves. ``python docs/gen_reference.py DIR`` writes the pages into 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,13 @@ def _anchor(path: str) -> str:
 
 
 def _fmt(x: Any) -> str:
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return json.dumps(x)
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
         x = int(x)
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) >= 10_000:
+    if isinstance(x, int) and abs(x) >= 10_000:
         return f"{x:,}" if abs(x) < 1e7 else f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
-    return json.dumps(x) if not isinstance(x, int | float) else str(x)
+    return str(x)
 
 
 def _range(node: dict) -> list[str]:
@@ -52,7 +55,9 @@ def _range(node: dict) -> list[str]:
     hi = [("<=", node["maximum"])] if "maximum" in node else []
     hi += [("<", node["exclusiveMaximum"])] if "exclusiveMaximum" in node else []
     if lo and hi:
-        out.append(f"{_fmt(lo[0][1])} to {_fmt(hi[0][1])}" + _ends(lo[0][0], hi[0][0]))
+        low = ("above " if lo[0][0] == ">" else "") + _fmt(lo[0][1])
+        high = ("below " if hi[0][0] == "<" else "") + _fmt(hi[0][1])
+        out.append(f"{low} to {high}")
     else:
         out += [f"{op} {_fmt(v)}" for op, v in lo + hi]
     for key, word in (("minLength", "characters"), ("minItems", "items")):
@@ -70,10 +75,14 @@ def _range(node: dict) -> list[str]:
     return out
 
 
-def _ends(lo: str, hi: str) -> str:
-    if lo == ">=" and hi == "<=":
-        return ""
-    return f" ({'above' if lo == '>' else 'from'} the low end, {'below' if hi == '<' else 'up to'} the high end)"
+def _prose(text: str) -> str:
+    """A docstring or description as one Markdown line (reST roles and literals made code).
+
+    >>> _prose("the catalog's ranges (:data:`planner.inputs.catalog.GPU_RANGES`), ``market``")
+    "the catalog's ranges (`planner.inputs.catalog.GPU_RANGES`), `market`"
+    """
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+    return " ".join(text.split())
 
 
 class Reference:
@@ -170,7 +179,7 @@ class Reference:
         for key, sub in node.get("properties", {}).items():
             here = f"{path}.{key}" if path else key
             kind, bounds = self.type_of(sub, here)
-            desc = " ".join(sub.get("description", "").split()).replace("|", "\\|")
+            desc = _prose(sub.get("description", "")).replace("|", "\\|")
             rows.append(
                 f"| `{key}` | {kind} | {', '.join(bounds)} | "
                 f"{self.default_of(sub, key in required)} | {desc} |"
@@ -187,7 +196,7 @@ class Reference:
             "it cannot drift from what the planner accepts. Rules for every field:",
             "",
             "- unknown keys are errors (a typo is never silently ignored);",
-            "- a number may be written quoted (`\"1.3\"`), never as a boolean (`capex_usd: true` is",
+            '- a number may be written quoted (`"1.3"`), never as a boolean (`capex_usd: true` is',
             "  an error, not $1); NaN and infinity are refused;",
             "- token counts take suffixes (`2T`, `300B`, `7e9`), amounts of money a `$`, suffixes",
             "  and thousands separators (`$3M`, `250k`, `2,000,000`);",
@@ -205,7 +214,7 @@ class Reference:
             title = f"`{path}`" if path else "The top level"
             out += [f"## {title} {{ #{_anchor(path)} }}", ""]
             if node.get("description") and path:
-                out += [" ".join(node["description"].replace("``", "`").split()), ""]
+                out += [_prose(node["description"]), ""]
             if node.get("$comment"):
                 out += [f"Rule: {node['$comment']}.", ""]
             out += self.table(path, node) + [""]
@@ -287,7 +296,7 @@ def benchmarks_page() -> str:
     text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
     head, _, rest = text.partition("\n")
     return (
-        f"{head}\n\n!!! note \"This page is `benchmarks/README.md`\"\n"
+        f'{head}\n\n!!! note "This page is `benchmarks/README.md`"\n'
         "    Each table says the command that measured it and when; run the command to measure "
         "it again on your machine. The limits of what the planner reads are on the "
         "[limits](reference/limits.md) page.\n" + rest

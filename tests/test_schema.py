@@ -176,6 +176,8 @@ REFUSED = [
     (_with("scenarios", [{"name": "a", "probability": 1, "set": {"power_price": "0.2"}}]), "text in a scenario's set"),
     (_with("fleet", {"owned": [{"gpu": "h100-sxm", "count": 8}]}), "neither bought nor arrives"),
     (_without("site"), "a required section missing"),
+    (_with("offers.discounts", {"aws": 1.0}), "a discount of 100 %"),
+    (_with("offers.discounts", {"aws": True}), "a boolean discount"),
 ]  # fmt: skip
 
 
@@ -267,6 +269,30 @@ def _property_paths(schema: dict, node: dict, prefix: str, out: set[str]) -> Non
         _property_paths(schema, node["items"], prefix + "[]", out)
     if isinstance(node.get("additionalProperties"), dict):
         _property_paths(schema, node["additionalProperties"], prefix + ".<id>", out)
+
+
+def _keywords(node: object, out: set[str]) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.add(k)
+            if k not in ("properties", "$defs", "default"):
+                _keywords(v, out)
+            elif k != "default":
+                for sub in v.values():
+                    _keywords(sub, out)
+    elif isinstance(node, list):
+        for v in node:
+            _keywords(v, out)
+
+
+def test_the_schema_uses_only_json_schema_keywords():
+    """A keyword a validator does not know is silently ignored (pydantic once wrote ``ge``)."""
+    used: set[str] = set()
+    _keywords(SCHEMA, used)
+    known = set(jsonschema.Draft202012Validator.VALIDATORS) | {
+        "$schema", "$defs", "$comment", "title", "description", "default", "then", "else",
+    }  # fmt: skip
+    assert used - known == set()
 
 
 def test_every_field_of_the_models_is_in_the_schema():

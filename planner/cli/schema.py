@@ -147,6 +147,14 @@ def _amend(node: Any, fn: Any) -> Any:
     return fn(node)
 
 
+_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+
+
+def _annotations(node: dict) -> dict:
+    """Take a node's default and description out of it, for the ``anyOf`` that wraps it."""
+    return {k: node.pop(k) for k in ("default", "description") if k in node}
+
+
 def _field_amender(model: type[BaseModel], name: str, field: Any) -> Any:
     kind = _text_kind(model, name, field)
     lowered = _in_annotation(field, _lower)
@@ -154,6 +162,9 @@ def _field_amender(model: type[BaseModel], name: str, field: Any) -> Any:
     ranged = name in _validated_by(model, "check_range")
 
     def fn(node: dict) -> dict:
+        for short, key in _BOUNDS.items():  # pydantic leaves Field() inside Annotated as ge/lt
+            if short in node:
+                node[key] = node.pop(short)
         t = node.get("type")
         if t in ("number", "integer"):
             if ranged:
@@ -163,10 +174,10 @@ def _field_amender(model: type[BaseModel], name: str, field: Any) -> Any:
             if kind is not None:
                 pattern = kind or (INT_TEXT if t == "integer" else FLOAT_TEXT)
                 text = {"type": "string", "pattern": pattern, "$comment": TEXT_KINDS[pattern]}
-                return {"anyOf": [node, text]}
+                return {"anyOf": [node, text], **_annotations(node)}
         if t == "string" and "enum" in node and lowered:
             ci = {"type": "string", "pattern": case_insensitive(node["enum"])}
-            return {"anyOf": [node, {**ci, "$comment": "case-insensitive"}]}
+            return {"anyOf": [node, {**ci, "$comment": "case-insensitive"}], **_annotations(node)}
         if t == "string" and months:
             node["pattern"] = MONTH_TEXT
         if t == "string" and "enum" not in node:
@@ -182,7 +193,7 @@ def _one_of_given(a: str, b: str) -> dict:
     def given(k: str) -> dict:
         return {"required": [k], "properties": {k: {"not": {"type": "null"}}}}
 
-    return {"oneOf": [given(a), given(b)]}
+    return {"oneOf": [given(a), given(b)], "$comment": f"give `{a}` or `{b}`, one of them"}
 
 
 # Rules across fields, by model: what the models' validators check that a schema can state.
@@ -195,13 +206,18 @@ RULES: dict[str, dict] = {
             "properties": {"measure": {"pattern": case_insensitive(["cvar"])}},
         },
         "else": {"properties": {"alpha": False, "weight": False}},
+        "$comment": "`alpha` and `weight` apply to `measure: cvar` only",
     },
     "Problem": {
         "if": {"required": ["risk"], "properties": {"risk": {"type": "object"}}},
         "then": {"required": ["scenarios"], "properties": {"scenarios": {"type": "array"}}},
+        "$comment": "`risk` weighs the costs of `scenarios`, so it needs them",
     },
     "Workloads": {
-        "anyOf": [{"required": [k], "properties": {k: {"minItems": 1}}} for k in ("train", "serve")]
+        "anyOf": [
+            {"required": [k], "properties": {k: {"minItems": 1}}} for k in ("train", "serve")
+        ],
+        "$comment": "at least one workload, under `train` or `serve`",
     },
 }
 # Token sizes of a request bucket: planner.inputs.schema.RequestBucket._range.
