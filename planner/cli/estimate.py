@@ -229,7 +229,8 @@ def _train_table(
         lay = est.layout
         t.add_row(
             "layout",
-            f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}, ZeRO-{lay.zero_stage}, "
+            f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
+            f"{f' (EP {lay.ep})' if lay.ep > 1 else ''}, ZeRO-{lay.zero_stage}, "
             f"micro-batch {lay.micro_batch}"
             f"{', recompute' if lay.recompute else ''}",
         )

@@ -304,7 +304,9 @@ class Slo(Strict):
 class ServeWorkload(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX)
     model: str = Field(max_length=NAME_MAX)
-    precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive] = "fp16"
+    precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive] = (
+        "fp16"
+    )
     start: Month
     end: Month | None = None
     traffic: Traffic

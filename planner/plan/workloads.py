@@ -42,7 +42,10 @@ def _train_result(
         gpus=c.gpus,
         config={
             "method": job.method,
-            "layout": est.layout.__dict__ if est.layout else None,
+            # expert parallelism (MoE) only when used: dense plans keep their layout keys
+            "layout": {k: v for k, v in est.layout.__dict__.items() if k != "ep" or v != 1}
+            if est.layout
+            else None,
             "mfu": est.mfu,
             "memory_per_gpu_gb": est.memory_per_gpu_gb,
             "hours_to_finish": c.wall_hours,
