@@ -289,6 +289,69 @@ def exit_codes_page() -> str:
     return "\n".join(out) + "\n"
 
 
+# -- the Python API --------------------------------------------------------------------------
+
+
+def example_code(docstring: str) -> str:
+    """The code of a docstring's doctest examples as a script (what README.md shows): an
+    expression whose value the doctest shows is printed.
+
+    >>> print(example_code(">>> import planner\\n>>> 1 + 1  # two\\n2\\n>>> x = 3\\n"), end="")
+    import planner
+    print(1 + 1)  # two
+    x = 3
+    """
+    import ast
+    import doctest
+
+    out = []
+    for ex in doctest.DocTestParser().get_examples(docstring):
+        code = ex.source
+        body = ast.parse(code).body
+        if ex.want.strip() and len(body) == 1 and isinstance(body[0], ast.Expr):
+            expr, sep, comment = code.rstrip("\n").partition("  #")
+            code = f"print({expr}){sep}{comment}\n"
+        out.append(code)
+    return "".join(out)
+
+
+def python_api_page() -> str:
+    """The library face, from ``planner/__init__.py``'s docstring (which runs as a doctest)."""
+    import planner
+
+    doc = planner.__doc__ or ""
+    intro, _, rest = doc.partition("::\n")
+    example, _, after = rest.partition("\n\n")
+    session = "\n".join(
+        line[4:] if line.startswith("    ") else line for line in example.splitlines()
+    )
+    out = [
+        "# The Python API",
+        "",
+        _prose(intro.split("\n", 1)[1] if "\n" in intro else intro) + ":",
+        "",
+        "```pycon",
+        session.strip("\n"),
+        "```",
+        "",
+        _prose(after),
+        "",
+        "The same example, as a script (README.md carries it, and `tests/test_readme_example.py`",
+        "runs it in a fresh interpreter):",
+        "",
+        "```python",
+        example_code(doc).rstrip("\n"),
+        "```",
+        "",
+        "`planner.solve` takes a problem file's path, the same content as a mapping, or resolved",
+        "inputs, and raises the errors the command exits with (`InputError`, `InfeasibleError`",
+        "with its diagnosis, ...); `time_limit`, `gap` and `solver` are those of `planner solve`.",
+        "This page is generated from the docstring of `planner/__init__.py`, which runs as a",
+        "doctest.",
+    ]
+    return "\n".join(out) + "\n"
+
+
 # -- benchmarks ------------------------------------------------------------------------------
 
 
@@ -308,6 +371,7 @@ def pages() -> dict[str, str]:
         "reference/problem-file.md": problem_file_page()[0],
         "reference/exit-codes.md": exit_codes_page(),
         "benchmarks.md": benchmarks_page(),
+        "guides/python-api.md": python_api_page(),
     }
 
 

@@ -156,3 +156,12 @@ def test_the_readme_is_short_and_its_two_commands_come_first():
 def test_the_readme_links_into_the_docs():
     for link in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_the_readme_python_example_is_the_library_docstring_example():
+    """README.md's ```python block is planner/__init__.py's doctest as a script (that doctest
+    runs with the suite; tests/test_readme_example.py runs the README's copy)."""
+    import planner
+    from tests.test_readme_example import first_python_block
+
+    assert first_python_block(README) == _generator().example_code(planner.__doc__)
