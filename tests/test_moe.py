@@ -106,3 +106,51 @@ def test_cli_serve_json_and_exit_3():
         out[b] = json.loads(r.output)
     assert out[64]["tokens_per_s"] > 4 * out[1]["tokens_per_s"]
     assert out[64]["tpot_ms"] > out[1]["tpot_ms"]
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def test_training_flops_from_active_parameters():
+    from planner.physics.train import flops_per_token
+
+    f = flops_per_token(R1, 4096)
+    assert 6 * 36e9 < f < 6 * 40e9 + 61 * 6 * 128 * 320 * 4096 * 1.01  # 37B active, not 671B
+    assert flops_per_token(MIX, 4096) < 0.35 * flops_per_token(MODELS["llama-3-70b"], 4096) * (
+        46.7 / 12.9
+    )
+
+
+def test_expert_parallelism_shards_expert_memory():
+    from planner.physics.train import TrainLayout, train_memory_gb
+
+    def mem(zero: int, ep: int) -> dict[str, float]:
+        return train_memory_gb(MIX, TrainLayout(1, 1, 8, zero, True, 1, ep), "full", 4096, 4, CAL)
+
+    # Mixtral is 96 % experts: without ZeRO, EP 8 keeps about 1/8 of every model state per GPU
+    one, eight = mem(0, 1), mem(0, 8)
+    for kind in ("weights", "gradients", "optimizer"):
+        assert eight[kind] < 0.2 * one[kind]
+    # ZeRO-2 already shards gradients and optimizer over the 8 data-parallel ranks
+    one, eight = mem(2, 1), mem(2, 8)
+    assert eight["weights"] < 0.2 * one["weights"]
+    assert eight["gradients"] == pytest.approx(one["gradients"])
+
+
+def test_moe_training_estimate_has_a_wider_band():
+    from planner.physics.train import estimate_train
+
+    h100 = GPUS["h100-sxm"]
+    moe = estimate_train(MODELS["qwen3-30b-a3b"], h100, 64, 1e11, precision="fp8")
+    dense = estimate_train(MODELS["llama-3-8b"], h100, 64, 1e11, precision="fp8")
+    assert moe.fits and moe.gpu_hours_p10 < moe.gpu_hours < moe.gpu_hours_p90
+    assert moe.gpu_hours_p90 / moe.gpu_hours_p10 > dense.gpu_hours_p90 / dense.gpu_hours_p10
+    r = CliRunner().invoke(
+        cli,
+        ["estimate", "train", "--model", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "2048",
+         "--tokens", "14.8T", "--precision", "fp8", "--json"],
+    )  # fmt: skip
+    d = json.loads(r.output)
+    assert r.exit_code == 0 and d["gpu_hours_p10"] < d["gpu_hours"] < d["gpu_hours_p90"]
+    # the published 2.664M H800 GPU-hours lie inside the band
+    assert d["gpu_hours_p10"] * 0.95 < 2.664e6 < d["gpu_hours_p90"]
