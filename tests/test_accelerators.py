@@ -233,3 +233,15 @@ def test_estimate_train_works_on_the_new_types(gpu):
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
+
+
+def test_explain_names_liquid_cooling_as_a_limit_and_prices_it(tmp_path):
+    path = _problem(tmp_path, liquid=False)
+    doc = yaml.safe_load(path.read_text())
+    doc["gpus"] = ["gb200", "h100-sxm"]
+    doc["horizon"]["months"] = 2
+    path.write_text(yaml.safe_dump(doc))
+    res = CliRunner().invoke(cli, ["explain", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "liquid cooling: gb200 may not be bought" in res.output
+    assert "with liquid cooling (site.liquid_cooling: true) ->" in res.output
