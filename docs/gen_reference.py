@@ -289,6 +289,103 @@ def exit_codes_page() -> str:
     return "\n".join(out) + "\n"
 
 
+# -- the optimization model ------------------------------------------------------------------
+
+
+def model_page() -> str:
+    """The MILP as its package docstring states it, and the registry of constraint families."""
+    import planner.optimize.model as model
+    from planner.optimize.model.families import FAMILIES
+
+    out = [
+        "# The model's formulation",
+        "",
+        "Generated from the docstring of `planner/optimize/model/__init__.py` (notation,",
+        "variables, objective, one row per constraint family) and from the registry of",
+        "constraint families (`planner/optimize/model/families.py`), which names every row the",
+        "builder makes; `tests/test_families.py` checks that the two agree. The assumptions",
+        "behind them, in words, are on [the optimization model](optimization.md).",
+        "",
+        "## Constraint families",
+        "",
+        "| prefix | what each row says | its dual prices | built when |",
+        "|---|---|---|---|",
+    ]
+    for f in FAMILIES:
+        out.append(
+            f"| `{f.prefix}` | {_prose(f.meaning)} | {_prose(f.dual or '')} | "
+            f"{_prose(f.only_when or 'always')} |"
+        )
+    out += ["", "## The docstring", "", "```text", (model.__doc__ or "").strip("\n"), "```", ""]
+    return "\n".join(out)
+
+
+# -- the physics ---------------------------------------------------------------------------
+
+
+def rest_to_markdown(doc: str) -> str:
+    """A module docstring as Markdown: paragraphs of prose, literal blocks (after ``::``) as code.
+
+    >>> print(rest_to_markdown("Hours::\\n\\n    h = a / b\\n\\nSee :mod:`x`."))
+    Hours:
+    <BLANKLINE>
+    ```text
+    h = a / b
+    ```
+    <BLANKLINE>
+    See `x`.
+    """
+    import textwrap
+
+    out = []
+    for para in textwrap.dedent(doc).strip("\n").split("\n\n"):
+        lines = para.split("\n")
+        if para.startswith(" "):
+            out.append("```text\n" + textwrap.dedent(para).strip("\n") + "\n```")
+            continue
+        if len(lines) > 1 and set(lines[1].strip()) <= set("-=~") and lines[1].strip():
+            out.append(f"#### {lines[0].strip()}")
+            lines = lines[2:]
+            if not lines:
+                continue
+        if lines[0].lstrip().startswith(("* ", "- ")):
+            items: list[str] = []
+            for line in lines:
+                if line.lstrip().startswith(("* ", "- ")):
+                    items.append(line.lstrip()[2:])
+                else:
+                    items[-1] += " " + line.strip()
+            out.append("\n".join(f"- {_prose(i)}" for i in items))
+            continue
+        text = _prose("\n".join(lines))
+        out.append(text[:-1] if text.endswith("::") else text)
+    return "\n\n".join(out)
+
+
+def physics_section() -> str:
+    """Every module of ``planner/physics`` with its docstring: what it computes, from what."""
+    import importlib
+    import pkgutil
+
+    import planner.physics as physics
+
+    out = [
+        "",
+        "## The physics, module by module",
+        "",
+        "Generated from the docstrings of `planner/physics/`: pure functions, each with",
+        "doctests; the figures they use are in `catalogs/calibration.yaml`, with sources.",
+        "",
+    ]
+    for mod in sorted(pkgutil.iter_modules(physics.__path__), key=lambda m: m.name):
+        doc = importlib.import_module(f"planner.physics.{mod.name}").__doc__ or ""
+        first, _, rest = doc.strip("\n").partition("\n\n")
+        out += [f"### `{mod.name}`: {_prose(first).rstrip('.')}", ""]
+        if rest.strip():
+            out += [rest_to_markdown(rest), ""]
+    return "\n".join(out)
+
+
 # -- the Python API --------------------------------------------------------------------------
 
 
@@ -372,7 +469,13 @@ def pages() -> dict[str, str]:
         "reference/exit-codes.md": exit_codes_page(),
         "benchmarks.md": benchmarks_page(),
         "guides/python-api.md": python_api_page(),
+        "concepts/model.md": model_page(),
     }
+
+
+def appendices() -> dict[str, str]:
+    """Generated sections at the end of written pages."""
+    return {"concepts/physics.md": physics_section()}
 
 
 def _write_with_mkdocs() -> None:
@@ -382,6 +485,9 @@ def _write_with_mkdocs() -> None:
         with mkdocs_gen_files.open(name, "w") as f:
             f.write(text)
         mkdocs_gen_files.set_edit_path(name, "gen_reference.py")
+    for name, text in appendices().items():
+        with mkdocs_gen_files.open(name, "a") as f:
+            f.write(text)
 
 
 if __name__ == "<run_path>":  # run by mkdocs-gen-files
@@ -391,4 +497,8 @@ elif __name__ == "__main__":
     for name, text in pages().items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         (target / name).write_text(text, encoding="utf-8")
+        print(f"wrote {target / name}")
+    for name, text in appendices().items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_text((ROOT / "docs" / name).read_text() + text, encoding="utf-8")
         print(f"wrote {target / name}")
