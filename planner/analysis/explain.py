@@ -278,7 +278,19 @@ def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str
             f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW) -> "
             + rs.outcome(_scaled(inputs, "power", 1.1), cands)
         )
+    if _liquid_line(inputs) is not None:
+        out.append(
+            "with liquid cooling (site.liquid_cooling: true) -> "
+            + rs.outcome(_liquid(inputs), cands)
+        )
     return out
+
+
+def _liquid(inputs: Inputs) -> Inputs:
+    """The problem on a site with direct liquid cooling (same physics, same candidates)."""
+    p = inputs.problem
+    site = p.site.model_copy(update={"liquid_cooling": True})
+    return dataclasses.replace(inputs, problem=p.model_copy(update={"site": site}))
 
 
 def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
