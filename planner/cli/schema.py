@@ -241,6 +241,23 @@ def _amend_model(name: str, model: type[BaseModel], schema: dict) -> None:
     schema.update(copy.deepcopy(RULES.get(name, {})))
 
 
+# What the fields of an inline offer (planner.inputs.catalog.Offer, the offers files' schema)
+# mean, where the model gives no description of its own.
+OFFER_DESCRIPTIONS = {
+    "id": "the offer's id, unique among all offers",
+    "provider": "provider id (aws, lambda, ...)",
+    "gpu": "GPU id",
+    "kind": "on-demand and spot are paid per GPU-hour used; reserved for every hour of its term",
+    "usd_per_gpu_hour": "price per GPU-hour, $",
+    "marketplace": "a marketplace or reseller offer (used only with offers.marketplaces)",
+    "region": "the provider's region",
+    "instance_type": "the provider's instance type",
+    "fabric": "the network between instances (none: single instances only)",
+    "source": "where the price comes from (shown on the Assumptions sheet)",
+    "as_of": "when the price was read",
+}
+
+
 def problem_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a problem file."""
     raw = Problem.model_json_schema(mode="validation")
@@ -251,6 +268,8 @@ def problem_schema() -> dict:
     _amend_model("Problem", Problem, raw)
     for key in PLANNER_ONLY_OFFER_FIELDS:  # refused in offers.extra (written by the planner)
         defs["Offer"]["properties"].pop(key, None)
+    for key, text in OFFER_DESCRIPTIONS.items():
+        defs["Offer"]["properties"][key].setdefault("description", text)
     raw.pop("title", None)
     return {
         "$schema": DIALECT,
