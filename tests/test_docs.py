@@ -165,3 +165,10 @@ def test_the_readme_python_example_is_the_library_docstring_example():
     from tests.test_readme_example import first_python_block
 
     assert first_python_block(README) == _generator().example_code(planner.__doc__)
+
+
+def test_the_generator_doctests_pass():
+    import doctest
+
+    result = doctest.testmod(_generator())
+    assert result.attempted >= 3 and result.failed == 0
