@@ -115,13 +115,14 @@ def test_replans_skip_hopeless_rows_and_purchases_already_held():
     varies = [SimpleNamespace(key="x", values=[0, 1, 2])]
     tasks = [Task(i, None, {"x": i}, []) for i in range(3)]  # type: ignore[arg-type]
     rows = [
-        _row(0, 100.0, FLEET_A),  # the base's purchases: only the neighbour's are tried
+        _row(0, 100.0, FLEET_A),  # the base's purchases
         _row(1, 100.0, FLEET_B),
         ScenarioResult(2, {"x": 2}, "infeasible", "no plan"),
     ]
     base = _row(9, 100.0, FLEET_A)
     planned = replan_tasks(tasks, rows, base, varies)
     assert [(i, t.replan[0]) for i, t in planned] == [
+        (0, "base"),  # the row's own purchases, re-planned all the same
         (0, "neighbour (x=1)"),
         (1, "base"),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+from collections.abc import Callable
 
 import pulp
 
@@ -27,6 +28,14 @@ from planner.plan.data import Plan
 
 # ------------------------------------------------------------------ a feasible plan: what binds
 
+Progress = Callable[[str], None]
+# Shares of ``planner explain``'s time limit: the plan's own solve, and the LP of the shadow
+# prices at the end; the re-solves share what is left between them.
+PLAN_SHARE, DUALS_SHARE = 0.6, 0.1
+# A re-solve is not started with less than this many seconds for it (its line says so),
+# and no solve gets less than MIN_SOLVE_S.
+MIN_RESOLVE_S, MIN_SOLVE_S = 2.0, 0.5
+
 
 @dataclasses.dataclass
 class Explanation:
@@ -39,6 +48,8 @@ class Explanation:
     duals: list[str]  # LP duals with the integer decisions fixed
     gap: float | None = None
     binding: list[str] = dataclasses.field(default_factory=list)  # per family, at the optimum
+    # where the limits and bindings are read: "at the optimum" only for a proven plan
+    where: str = "at the optimum"
 
 
 def _without_gpu(inputs: Inputs, cands: Candidates, g: str) -> tuple[Inputs, Candidates, list[str]]:
@@ -97,27 +108,32 @@ def _family(name: str) -> str | None:
     return fam if fam in DUAL_FAMILIES else None
 
 
-def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
+def lp_duals(
+    m: PlannerModel, top: int = 15, time_limit: float | None = None
+) -> list[tuple[str, float, float]]:
     """``(constraint, dual, slack)`` of the LP left when every integer variable is fixed at its
     value in the solved MILP, for the constraint families of :data:`DUAL_FAMILIES`; sorted by
     |dual|, at most ``top``, and within a family one constraint per distinct dual value. The
     dual is the change of the total cost per unit of the constraint's right-hand side
     (purchases, owned replica counts and job choices held fixed; rented replicas free and
-    fractional, so a demand's dual is the marginal rent per req/s). Mutates ``m``: its integer
-    variables become continuous, fixed at their values, except rented replicas, only relaxed."""
+    fractional, so a demand's dual is the marginal rent per req/s). Only constraints on
+    something the plan uses are listed (some variable of the row is non-zero): the cap of a
+    reservation or offer the plan never touches may carry a dual of a degenerate LP, but
+    relaxing it is worth nothing to this plan. Mutates ``m``: its integer variables become
+    continuous, fixed at their values, except rented replicas, only relaxed."""
     rented = {id(v) for v in m.q.values()}
     for v in m.prob.variables():
         if v.cat == pulp.LpInteger:
             if id(v) not in rented:
                 v.lowBound = v.upBound = round(v.varValue or 0.0)
             v.cat = pulp.LpContinuous
-    m.prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    m.prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit))
     if m.prob.status != pulp.LpStatusOptimal:
         return []
     rows = []
     for name, c in m.prob.constraints.items():
         pi = c.pi
-        if pi is None or abs(pi) < 1e-7 or _family(name) is None:
+        if pi is None or abs(pi) < 1e-7 or _family(name) is None or not _touched(c):
             continue
         rows.append((name, float(pi), float(c.slack or 0.0)))
     rows.sort(key=lambda x: (-abs(x[1]), x[0]))
@@ -129,6 +145,11 @@ def lp_duals(m: PlannerModel, top: int = 15) -> list[tuple[str, float, float]]:
         seen.add(key)
         out.append((name, pi, slack))
     return out[:top]
+
+
+def _touched(c: pulp.LpConstraint) -> bool:
+    """Whether the plan uses something a row holds: some variable of it is non-zero."""
+    return any(abs(v.varValue or 0.0) > 1e-9 for v in c)
 
 
 def _smallest_purchase(g: GpuSpec) -> tuple[float, float]:
@@ -230,17 +251,20 @@ class _Resolver:
 
     total: float  # the plan's objective: present value of its cash less the residual, USD
     solver: str
-    time_limit: float
+    time_limit: float  # seconds for one re-solve, building its model included
     gap: float
     noise: float = 0.0  # the plan's own gap (a repaired plan's can exceed the solver's)
+    relaxes: bool = False  # the variant only relaxes a limit: it cannot cost more
 
     def outcome(self, inputs: Inputs, cands: Candidates) -> str:
         """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan; a re-solve
         stopped by its time limit says so and gives the range its bound proves."""
         # Differences within the solver's gap are noise, not the worth of the change.
         tol = max(abs(self.total) * max(self.gap, self.noise), 1.0)
+        t0 = time.perf_counter()
         mm = build_model(inputs, cands)
-        rr = solve_model(mm, solver=self.solver, time_limit=self.time_limit, gap=self.gap)
+        left = max(MIN_SOLVE_S, self.time_limit - (time.perf_counter() - t0))
+        rr = solve_model(mm, solver=self.solver, time_limit=left, gap=self.gap)
         if not rr.has_solution:
             return f"no plan ({rr.status})"
         new = float(rr.objective or 0.0)
@@ -252,6 +276,11 @@ class _Resolver:
                 f"; re-solved for {rr.seconds:.0f} s, not proven: the cost without it is "
                 f"between {_fmt_usd(low)} and {_fmt_usd(new)}"
             )
+        if self.relaxes and d > tol and rr.status != "optimal":
+            return (
+                f"no cheaper plan found in {rr.seconds:.0f} s (relaxing a limit never costs "
+                f"more: the re-solve's best, {_fmt_usd(new)}, is not proven)"
+            )
         if abs(d) <= tol:
             return (
                 f"PV {_fmt_usd(new)}: no change beyond the solver gap ({_fmt_usd(tol)})" + unproven
@@ -261,27 +290,48 @@ class _Resolver:
         return f"PV {_fmt_usd(new)} ({sign}{_fmt_usd(abs(d))}{pct}){unproven}"
 
 
-def _limit_whatifs(inputs: Inputs, cands: Candidates, rs: _Resolver) -> list[str]:
-    """Each limit of the problem raised by 10 %, re-solved."""
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """One line of the re-solves: ``label -> outcome`` where ``variant`` gives the inputs and
+    candidates to re-solve, or a ``line`` known without a re-solve."""
+
+    label: str
+    variant: Callable[[], tuple[Inputs, Candidates]] | None = None
+    line: str | None = None
+    relaxes: bool = False  # a limit raised or a rule relaxed: the plan cannot get dearer
+
+
+def _limit_jobs(inputs: Inputs, cands: Candidates) -> list[_Job]:
+    """Each limit of the problem raised by 10 %."""
     p = inputs.problem
     out = [
-        f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)}) -> "
-        + rs.outcome(_scaled(inputs, "capex", 1.1), cands)
+        _Job(
+            f"budget_capex +10% ({_fmt_usd(p.budget.capex_usd * 1.1)})",
+            lambda: (_scaled(inputs, "capex", 1.1), cands),
+            relaxes=True,
+        )
     ]
     if p.budget.total_usd is not None:
         out.append(
-            f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)}) -> "
-            + rs.outcome(_scaled(inputs, "total", 1.1), cands)
+            _Job(
+                f"budget_total +10% ({_fmt_usd(p.budget.total_usd * 1.1)})",
+                lambda: (_scaled(inputs, "total", 1.1), cands),
+                relaxes=True,
+            )
         )
     if p.site.power_cap_kw is not None:
         out.append(
-            f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW) -> "
-            + rs.outcome(_scaled(inputs, "power", 1.1), cands)
+            _Job(
+                f"power_cap +10% ({p.site.power_cap_kw * 1.1:,.1f} kW)",
+                lambda: (_scaled(inputs, "power", 1.1), cands),
+                relaxes=True,
+            )
         )
     if _liquid_line(inputs) is not None:
         out.append(
-            "with liquid cooling (site.liquid_cooling: true) -> "
-            + rs.outcome(_liquid(inputs), cands)
+            _Job(
+                "with liquid cooling (site.liquid_cooling: true)", lambda: (_liquid(inputs), cands)
+            )
         )
     return out
 
@@ -294,7 +344,8 @@ def _liquid(inputs: Inputs) -> Inputs:
 
 
 def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
-    """Offers whose ``availability`` cap holds with equality somewhere in the solved model."""
+    """Offers the plan uses whose ``availability`` cap holds with equality somewhere in the
+    solved model."""
     out: list[str] = []
     for oid, o in m.cands.offers.items():
         if o.max_gpus is None:
@@ -305,6 +356,7 @@ def _binding_caps(m: PlannerModel, tol: float = 1e-6) -> list[str]:
                 name.startswith(prefix)
                 and c.value() is not None
                 and abs(c.value()) <= tol * max(1, o.max_gpus)
+                and _touched(c)
             ):
                 out.append(oid)
                 break
@@ -318,45 +370,107 @@ def _with_job(inputs: Inputs, name: str, **update: object) -> Inputs:
     return dataclasses.replace(inputs, problem=p.model_copy(update={"workloads": work}))
 
 
-def _capacity_whatifs(
-    inputs: Inputs, cands: Candidates, m: PlannerModel, rs: _Resolver
-) -> list[str]:
-    """Capacity rules relaxed one at a time and re-solved: each binding offer cap doubled, and
-    per training job one provider relaxed to ``split`` and Ethernet allowed."""
+def _bigger_cap(inputs: Inputs, cands: Candidates, oid: str) -> tuple[Inputs, Candidates]:
+    """The problem with offer ``oid``'s availability cap doubled."""
+    o = inputs.offers[oid]
+    bigger = o.model_copy(update={"max_gpus": 2 * (o.max_gpus or 0)})
+    c = copy.copy(cands)
+    c.offers = {**cands.offers, oid: bigger}
+    return dataclasses.replace(inputs, offers={**inputs.offers, oid: bigger}), c
+
+
+def _capacity_jobs(inputs: Inputs, cands: Candidates, m: PlannerModel) -> list[_Job]:
+    """Capacity rules relaxed one at a time: each binding offer cap the plan uses doubled,
+    and per training job one provider relaxed to ``split`` and Ethernet allowed."""
     out = []
     for oid in _binding_caps(m)[:3]:
-        o = inputs.offers[oid]
-        bigger = o.model_copy(update={"max_gpus": 2 * (o.max_gpus or 0)})
-        inp = dataclasses.replace(inputs, offers={**inputs.offers, oid: bigger})
-        c = copy.copy(cands)
-        c.offers = {**cands.offers, oid: bigger}
+        cap = inputs.offers[oid].max_gpus or 0
         out.append(
-            f"{oid} max_gpus {o.max_gpus} -> {bigger.max_gpus} (binding) -> " + rs.outcome(inp, c)
+            _Job(
+                f"{oid} max_gpus {cap} -> {2 * cap} (binding)",
+                lambda oid=oid: _bigger_cap(inputs, cands, oid),
+                relaxes=True,
+            )
         )
     for j in inputs.problem.workloads.train:
         if j.providers == "single":
-            inp = _with_job(inputs, j.name, providers="split")
-            out.append(f"{j.name}: providers split -> " + rs.outcome(inp, cands))
+            split = _with_job(inputs, j.name, providers="split")
+            out.append(
+                _Job(f"{j.name}: providers split", lambda split=split: (split, cands), None, True)
+            )
         if not j.ethernet:
-            inp = _with_job(inputs, j.name, ethernet=True)
-            out.append(f"{j.name}: ethernet allowed -> " + rs.outcome(inp, build_candidates(inp)))
+            eth = _with_job(inputs, j.name, ethernet=True)
+            out.append(
+                _Job(
+                    f"{j.name}: ethernet allowed",
+                    lambda eth=eth: (eth, build_candidates(eth)),
+                    relaxes=True,
+                )
+            )
     return out
+
+
+def _gpu_job(inputs: Inputs, cands: Candidates, g: str, used_gpus: set[str]) -> _Job:
+    """The problem without GPU type ``g`` (neither bought nor rented): a re-solve when the
+    plan uses ``g`` and every workload can run on another type, else the line why not."""
+    tag = "used" if g in used_gpus else "unused"
+    if len(inputs.gpus) == 1:
+        return _Job("", line=f"without {g}: no GPU type left")
+    if g not in used_gpus:
+        return _Job("", line=f"without {g} ({tag}): no change (the plan does not use it)")
+    pi, pc, orphans = _without_gpu(inputs, cands, g)
+    if orphans:
+        why = f"{', '.join(orphans)} cannot run on any other allowed GPU"
+        return _Job("", line=f"without {g} ({tag}): no plan: {why}")
+    return _Job(f"without {g} ({tag})", lambda: (pi, pc))
 
 
 def _gpu_whatif(
     inputs: Inputs, cands: Candidates, g: str, used_gpus: set[str], rs: _Resolver
 ) -> str:
-    """The problem without GPU type ``g`` (neither bought nor rented), re-solved when the plan
-    uses ``g`` and every workload can run on another type."""
-    tag = "used" if g in used_gpus else "unused"
-    if len(inputs.gpus) == 1:
-        return f"without {g}: no GPU type left"
-    if g not in used_gpus:
-        return f"without {g} ({tag}): no change (the plan does not use it)"
-    pi, pc, orphans = _without_gpu(inputs, cands, g)
-    if orphans:
-        return f"without {g} ({tag}): no plan: {', '.join(orphans)} cannot run on any other allowed GPU"
-    return f"without {g} ({tag}) -> " + rs.outcome(pi, pc)
+    """The line of :func:`_gpu_job`, re-solved by ``rs`` where it needs a re-solve."""
+    job = _gpu_job(inputs, cands, g, used_gpus)
+    if job.variant is None:
+        return job.line or ""
+    return f"{job.label} -> " + rs.outcome(*job.variant())
+
+
+def _run_jobs(jobs: list[_Job], rs: _Resolver, deadline: float, say: Progress) -> list[str]:
+    """Each job's line, in order, its re-solve given an equal share of what is left before
+    ``deadline`` among the re-solves still to come (at most as many as get
+    :data:`MIN_RESOLVE_S` each); one reached with less than that says it was not re-solved."""
+    n = sum(1 for j in jobs if j.variant is not None)
+    out, done = [], 0
+    for j in jobs:
+        if j.variant is None:
+            out.append(j.line or "")
+            continue
+        left = deadline - time.perf_counter()
+        # the first ones get their share: as many as the time left allows at the minimum
+        share = left / max(1, min(n - done, int(left // MIN_RESOLVE_S)))
+        done += 1
+        if share < MIN_RESOLVE_S:
+            out.append(
+                f"{j.label} -> not re-solved: the time limit left {max(left, 0.0):.0f} s "
+                f"for {n - done + 1} re-solve(s) (raise --time-limit)"
+            )
+            continue
+        say(f"re-solving {done} of {n}: {j.label} ({share:.0f} s)")
+        one = dataclasses.replace(rs, time_limit=share, relaxes=j.relaxes)
+        out.append(f"{j.label} -> " + one.outcome(*j.variant()))
+    return out
+
+
+def _where(status: str, gap: float | None) -> str:
+    """Where the limits are read: at the optimum only for a proven plan.
+
+    >>> _where("optimal", 0.0005), _where("feasible", 0.042)
+    ('at the optimum', 'in this plan (feasible, gap 4.2 %: not proven optimal)')
+    """
+    if status == "optimal":
+        return "at the optimum"
+    gap_text = "no bound" if gap is None else f"gap {gap:.1%}".replace("%", " %")
+    return f"in this plan ({status}, {gap_text}: not proven optimal)"
 
 
 def explain_plan(
@@ -366,23 +480,32 @@ def explain_plan(
     gap: float | None = None,
     resolve: bool = True,
     top: int = 15,
+    progress: Progress | None = None,
 ) -> Explanation:
     """Solve ``inputs``; say which limits bind and what relaxing each is worth.
 
-    Raises :class:`~planner.base.errors.InfeasibleError` (with the diagnosis) when there is no plan.
+    ``time_limit`` (None: the problem's) bounds the whole call: the plan's solve gets
+    :data:`PLAN_SHARE` of it, the duals' LP :data:`DUALS_SHARE`, and the re-solves share the
+    rest (:func:`_run_jobs`). ``progress`` is told each step as it starts. Raises
+    :class:`~planner.base.errors.InfeasibleError` (with the diagnosis) when there is no plan.
     """
     from planner.base.errors import InfeasibleError, SolverError
     from planner.optimize.candidates import check_candidates
     from planner.plan.extract import extract_plan
 
+    started = time.perf_counter()
+    say = progress or (lambda _line: None)
     p = inputs.problem
-    cands = build_candidates(inputs)
-    check_candidates(inputs, cands)
     limit = time_limit if time_limit is not None else p.solver.time_limit_s
     rel_gap = gap if gap is not None else p.solver.gap
+    say(f"solving the plan (at most {PLAN_SHARE * limit:.0f} s)")
+    cands = build_candidates(inputs)
+    check_candidates(inputs, cands)
     m = build_model(inputs, cands)
-    res = solve_model(m, solver=solver, time_limit=limit, gap=rel_gap)
+    seconds = max(MIN_SOLVE_S, PLAN_SHARE * limit - (time.perf_counter() - started))
+    res = solve_model(m, solver=solver, time_limit=seconds, gap=rel_gap)
     if res.status == "infeasible":
+        say("infeasible: diagnosing")
         raise InfeasibleError(
             "infeasible: no plan meets every constraint",
             diagnose_infeasible(inputs, solver=solver, cands=cands, time_limit=time_limit),
@@ -390,21 +513,27 @@ def explain_plan(
     if not res.has_solution:
         raise SolverError(f"{res.solver}: {res.status}: {res.message}")
     plan = extract_plan(m, res)
-    total = plan.totals.total_usd
-    limits = _limit_lines(inputs, plan)
     whatif: list[str] = []
     if resolve:
         # variants are compared on what the optimizer minimizes: the present value
-        rs = _Resolver(float(res.objective or total), solver, limit, rel_gap, res.gap or 0.0)
+        rs = _Resolver(float(res.objective or plan.totals.total_usd), solver, limit, rel_gap)
+        rs = dataclasses.replace(rs, noise=res.gap or 0.0)
         used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
-        whatif = _limit_whatifs(inputs, cands, rs)
-        whatif += [_gpu_whatif(inputs, cands, g, used_gpus, rs) for g in inputs.gpus]
-        whatif += _capacity_whatifs(inputs, cands, m, rs)
+        jobs = _limit_jobs(inputs, cands)
+        jobs += [_gpu_job(inputs, cands, g, used_gpus) for g in inputs.gpus]
+        jobs += _capacity_jobs(inputs, cands, m)
+        whatif = _run_jobs(jobs, rs, started + (1 - DUALS_SHARE) * limit, say)
     binding = binding_families(m)
+    say("shadow prices (the LP with the plan's integers fixed)")
+    lp_s = max(MIN_SOLVE_S, started + limit - time.perf_counter())
     duals = [
-        f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})" for name, pi, _ in lp_duals(m, top)
+        f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})"
+        for name, pi, _ in lp_duals(m, top, time_limit=lp_s)
     ]
-    return Explanation(total, res.status, limits, whatif, duals, res.gap, binding)
+    limits = _limit_lines(inputs, plan)
+    where = _where(res.status, res.gap)
+    total = plan.totals.total_usd
+    return Explanation(total, res.status, limits, whatif, duals, res.gap, binding, where)
 
 
 def binding_families(m: PlannerModel, tol: float = 1e-6) -> list[str]:

@@ -74,8 +74,8 @@ def replan_tasks(
     varies: Sequence[Vary],
 ) -> list[tuple[int, Task]]:
     """The re-plans worth making, each with the index of the row it is for: for each row, the
-    base problem's purchases (unless they are the row's own) and the best neighbour's
-    (:func:`_best_neighbour`). The tasks are numbered apart (runners key results by it)."""
+    base problem's purchases and the best neighbour's (:func:`_best_neighbour`). The tasks
+    are numbered apart (runners key results by it)."""
     by_index = {r.index: r for r in results}
     near = neighbours(results, varies)
     out: list[tuple[int, Task]] = []
@@ -83,7 +83,9 @@ def replan_tasks(
         if r.status in _HOPELESS or (r.ok and r.fleet is None):
             continue  # bad inputs, proven infeasible, or a two-stage problem
         fleets: list[tuple[str, dict[tuple, float]]] = []
-        if base is not None and base.fleet is not None and not same_fleet(base.fleet, r.fleet):
+        if base is not None and base.fleet is not None:
+            # even where they are the row's own: a re-plan of fixed purchases is an easier
+            # model than the row's own solve, and may find cheaper rentals in its time
             fleets.append(("base", base.fleet))
         nb = _best_neighbour(r, [by_index[j] for j in near.get(r.index, [])], base)
         if nb is not None and nb.fleet is not None:

@@ -99,15 +99,21 @@ def explain(
         )
         inputs = first.inputs
     ex = explain_plan(
-        inputs, solver=solver, time_limit=time_limit, gap=gap, resolve=not no_resolve, top=top
+        inputs,
+        solver=solver,
+        time_limit=time_limit,
+        gap=gap,
+        resolve=not no_resolve,
+        top=top,
+        progress=lambda line: click.echo(f"... {line}", err=True),
     )
     gap_text = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
     click.echo(f"{inputs.problem.name}: {ex.status}{gap_text}, total ${ex.total_usd:,.0f}")
-    click.echo("limits at the optimum:")
+    click.echo(f"limits {ex.where}:")
     for line in ex.limits:
         click.echo(f"  {line}")
     if ex.binding:
-        click.echo("constraints holding with equality at the optimum, by family:")
+        click.echo(f"constraints holding with equality {ex.where}, by family:")
         for line in ex.binding:
             click.echo(f"  {line}")
     if ex.whatif:
