@@ -38,12 +38,21 @@ def _anchor(path: str) -> str:
 
 
 def _fmt(x: Any) -> str:
-    if isinstance(x, bool) or x is None or isinstance(x, str):
+    """A bound or default as the page shows it.
+
+    >>> [_fmt(v) for v in (1e15, 1e12, 5000, 100_000.0, 0.5, True, "full")]
+    ['1e15', '1e12', '5,000', '100,000', '0.5', 'true', 'full']
+    """
+    if isinstance(x, bool) or x is None:
         return json.dumps(x)
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, float) and x.is_integer() and abs(x) <= 1e15:
         x = int(x)
-    if isinstance(x, int) and abs(x) >= 10_000:
-        return f"{x:,}" if abs(x) < 1e7 else f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
+    if isinstance(x, int) and abs(x) >= 10_000_000:
+        return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
+    if isinstance(x, int) and abs(x) >= 1_000:
+        return f"{x:,}"
     return str(x)
 
 
@@ -140,7 +149,8 @@ class Reference:
                 k, b = self.type_of(alt, path)
                 kinds.append(k)
                 bounds += b
-            return " or ".join(kinds) + (f" ({'; '.join(notes)})" if notes else ""), bounds
+            unique = list(dict.fromkeys(bounds))
+            return " or ".join(kinds) + (f" ({'; '.join(notes)})" if notes else ""), unique
         t = node.get("type")
         if "enum" in node:
             return "one of " + ", ".join(f"`{v}`" for v in node["enum"]), []
