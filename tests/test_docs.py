@@ -172,3 +172,19 @@ def test_the_generator_doctests_pass():
 
     result = doctest.testmod(_generator())
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_the_annotated_problem_file_is_a_valid_problem():
+    """The guide's whole-file example (every section, annotated) is what the planner and the
+    schema accept, so the guide cannot teach a key that does not exist."""
+    import jsonschema
+    import yaml
+
+    from planner.inputs.schema import Problem
+
+    guide = (ROOT / "docs" / "guides" / "your-problem.md").read_text(encoding="utf-8")
+    block = re.search(r"^```yaml\n(.*?)^```", guide, re.MULTILINE | re.DOTALL)
+    assert block and "workloads:" in block.group(1)
+    data = yaml.safe_load(block.group(1))
+    Problem.model_validate(data)
+    jsonschema.validate(data, problem_schema())
