@@ -196,6 +196,7 @@ def _problem_assumptions(ctx: ReadContext, result: SolveResult) -> list[Assumpti
                 ("site", site, "hosting_usd_per_gpu_month", "USD/GPU-month"),
                 ("site", site, "power_cap_kw", "kW"),
                 ("site", site, "consumer_gpus_allowed", ""),
+                ("site", site, "liquid_cooling", ""),
             )
         ),
         Assumption(
