@@ -245,3 +245,14 @@ def test_explain_names_liquid_cooling_as_a_limit_and_prices_it(tmp_path):
     assert res.exit_code == 0, res.output
     assert "liquid cooling: gb200 may not be bought" in res.output
     assert "with liquid cooling (site.liquid_cooling: true) ->" in res.output
+
+
+def test_verify_refuses_a_rack_bought_for_a_site_without_liquid_cooling(tmp_path):
+    liquid = _problem(tmp_path, liquid=True)
+    js = tmp_path / "p.json"
+    res = CliRunner().invoke(cli, ["solve", str(liquid), "-o", str(tmp_path / "p.xlsx"), "--json", str(js)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    air = _problem(tmp_path, liquid=False)
+    res = CliRunner().invoke(cli, ["verify", str(air), str(js)])
+    assert res.exit_code != 0
+    assert "needs liquid cooling (site.liquid_cooling is false)" in res.output
