@@ -208,3 +208,14 @@ def test_verify_warns_about_idle_purchases(idle_model, tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert "warning:" in r.output and g in r.output
+
+
+def test_breakeven_probes_are_no_dearer_than_the_base_purchases_replanned():
+    from planner.analysis.breakeven import breakeven
+
+    small = ROOT / "problems" / "inference_startup.yaml"
+    be = breakeven(small, "power_price=0.1:0.3", scan=2, time_limit=5, workers=2)
+    assert be.solves == 2  # the base solve and the re-plans are not counted
+    for r in (be.below, be.above):
+        assert r.ok and r.base_plan_usd is not None and r.gap is not None
+        assert r.objective_usd <= r.base_plan_usd

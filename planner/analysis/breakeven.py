@@ -6,6 +6,7 @@ sentence that reports it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -171,7 +172,12 @@ def _describe_other(r: ScenarioResult, other: ScenarioResult, watch: str | None)
 
 @dataclass
 class _Solves:
-    """Solves the problem at values of one KEY, counting the solves for the report."""
+    """Solves the problem at values of one KEY, counting the solves for the report.
+
+    Like a what-if row, each probe keeps the cheaper of its own plan and the base problem's
+    purchases re-planned there (:func:`planner.analysis.improve.keep_best`): the base problem
+    is solved with the first probes, and the re-plans (a quarter of the time limit each) are
+    not counted as solves."""
 
     base: Base
     key: str
@@ -182,6 +188,7 @@ class _Solves:
     workers: int | None
     progress: Progress | None
     count: int = 0
+    base_result: ScenarioResult | None = None
 
     def __call__(self, xs: Sequence[float]) -> list[ScenarioResult]:
         """One result per value of ``xs``, in order."""
@@ -198,7 +205,31 @@ class _Solves:
             for i, x in enumerate(xs)
         ]
         self.count += len(tasks)
-        return run_tasks(tasks, self.workers, None, self.progress)
+        first = self.base_result is None
+        if first:  # the problem as written, whose purchases every probe re-plans
+            tasks.append(
+                Task(len(tasks), self.base, {}, [], self.solver, self.time_limit, self.gap)
+            )
+        out = run_tasks(tasks, self.workers, None, self.progress)
+        if first:
+            tasks.pop()
+            self.base_result = out.pop()
+        return self._with_base(tasks, out)
+
+    def _with_base(self, tasks: list[Task], out: list[ScenarioResult]) -> list[ScenarioResult]:
+        """Each probe's result, or the base purchases re-planned there where cheaper."""
+        from planner.analysis.improve import keep_best
+
+        b = self.base_result
+        if b is None or not b.ok or b.fleet is None:
+            return out
+        worth = [i for i, r in enumerate(out) if r.status not in ("invalid", "infeasible")]
+        extra = [
+            dataclasses.replace(tasks[i], index=len(tasks) + i, replan=("base", b.fleet))
+            for i in worth
+        ]
+        done = dict(zip(worth, run_tasks(extra, self.workers, None, None), strict=True))
+        return [keep_best(r, [done[i]] if i in done else [], b) for i, r in enumerate(out)]
 
 
 def _tidy(x: float, scale: float) -> float:
