@@ -154,3 +154,14 @@ def test_moe_training_estimate_has_a_wider_band():
     assert r.exit_code == 0 and d["gpu_hours_p10"] < d["gpu_hours"] < d["gpu_hours_p90"]
     # the published 2.664M H800 GPU-hours lie inside the band
     assert d["gpu_hours_p10"] * 0.95 < 2.664e6 < d["gpu_hours_p90"]
+
+
+def test_moe_training_factor_in_the_catalog_is_the_fit():
+    from planner.physics.calibration_moe_train import leave_one_out
+
+    full, sd, rows = leave_one_out(CAL)
+    assert CAL.train.moe_mfu_factor.value == pytest.approx(full, abs=0.005)
+    assert CAL.train.moe_log_sd.value == pytest.approx(sd, abs=0.005)
+    # leaving a run out moves the factor the other way from what that run implies
+    for r in rows:
+        assert (r.implied - full) * (r.fitted_others - full) <= 1e-12
