@@ -461,6 +461,14 @@ def _run_jobs(jobs: list[_Job], rs: _Resolver, deadline: float, say: Progress) -
     return out
 
 
+def _all_jobs(inputs: Inputs, cands: Candidates, m: PlannerModel, plan: Plan) -> list[_Job]:
+    """The re-solves in the order they are worth: limits, GPU types, capacity rules."""
+    used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
+    jobs = _limit_jobs(inputs, cands)
+    jobs += [_gpu_job(inputs, cands, g, used_gpus) for g in inputs.gpus]
+    return jobs + _capacity_jobs(inputs, cands, m)
+
+
 def _where(status: str, gap: float | None) -> str:
     """Where the limits are read: at the optimum only for a proven plan.
 
@@ -518,10 +526,7 @@ def explain_plan(
         # variants are compared on what the optimizer minimizes: the present value
         rs = _Resolver(float(res.objective or plan.totals.total_usd), solver, limit, rel_gap)
         rs = dataclasses.replace(rs, noise=res.gap or 0.0)
-        used_gpus = {pu.gpu for pu in plan.purchases} | {r.gpu for r in plan.rentals}
-        jobs = _limit_jobs(inputs, cands)
-        jobs += [_gpu_job(inputs, cands, g, used_gpus) for g in inputs.gpus]
-        jobs += _capacity_jobs(inputs, cands, m)
+        jobs = _all_jobs(inputs, cands, m, plan)
         whatif = _run_jobs(jobs, rs, started + (1 - DUALS_SHARE) * limit, say)
     binding = binding_families(m)
     say("shadow prices (the LP with the plan's integers fixed)")

@@ -116,7 +116,10 @@ def summary_table(
     help=f"parallel solves, 1-{MAX_WORKERS} (default: the number of CPUs)",
 )
 @click.option("--solver", type=SOLVERS, default="auto", show_default=True)
-@time_limit_option("solver time limit per scenario in seconds (default: the problem's)")
+@time_limit_option(
+    "time limit per scenario in seconds (default: the problem's); then the base problem's "
+    "purchases and a neighbour's are re-planned in each scenario in a quarter of it each"
+)
 @gap_option("relative optimality gap (default: the problem's)")
 @click.option(
     "--scheduler",
@@ -174,6 +177,31 @@ def whatif(
             more=step.more,
         )
     show_table(console, summary_table(res.results, [v.key for v in vs], console, wide), wide)
+    bad = _print_outcome(console, res, n)
+    if not no_excel:
+        _write_workbook(console, res, output or Path("outputs") / f"{problem.stem}-whatif.xlsx")
+    if json_path == "-":
+        click.echo(json.dumps(res.to_json(), indent=2))
+    elif json_path:
+        wi.write_results_json(res.results, json_path)
+        console.print(f"json: {json_path}")
+    _exit_if_failed(len(bad), len(res.results), console)
+
+
+def _write_workbook(console: Console, res, xlsx: Path) -> None:
+    """The what-if workbook, and a warning line where it could not hold everything."""
+    from planner.reports.whatif_excel import write_whatif_workbook
+
+    warning = write_whatif_workbook(res, xlsx)
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    console.print(f"workbook: {xlsx}")
+
+
+def _print_outcome(console: Console, res, n: int) -> list:
+    """The failed scenarios (the first 10) and the summary line; returns the failed rows."""
+    from planner.analysis.sweep import summary_line
+
     bad = [r for r in res.results if not r.ok]
     for r in bad[:10]:
         params = ", ".join(f"{k}={_val(v)}" for k, v in r.params.items())
@@ -185,23 +213,10 @@ def whatif(
         console.print(f"... and {len(bad) - 10} more failed scenarios (see the workbook / JSON)")
     console.print(
         f"{n} scenarios ({n - len(bad)} solved) + base in {res.seconds:.1f} s wall time; "
-        f"{wi.summary_line(res.results)}",
+        f"{summary_line(res.results)}",
         highlight=False,
     )
-    if not no_excel:
-        from planner.reports.whatif_excel import write_whatif_workbook
-
-        xlsx = output or Path("outputs") / f"{problem.stem}-whatif.xlsx"
-        warning = write_whatif_workbook(res, xlsx)
-        if warning:
-            console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-        console.print(f"workbook: {xlsx}")
-    if json_path == "-":
-        click.echo(json.dumps(res.to_json(), indent=2))
-    elif json_path:
-        wi.write_results_json(res.results, json_path)
-        console.print(f"json: {json_path}")
-    _exit_if_failed(len(bad), len(res.results), console)
+    return bad
 
 
 def _exit_if_failed(failed: int, total: int, console: Console) -> None:
