@@ -3,6 +3,7 @@ parameter counts (totals within 2 %, active counts within the published figure's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,14 @@ def test_catalog_counts_match_the_shapes_and_a_bad_count_is_refused(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match=r"models\[0\]\.params.*56,000,000,000.*46,70"):
         load_models(path)
+
+
+def test_model_list_json_shows_total_active_and_attention():
+    r = CliRunner().invoke(cli, ["model", "list", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["id"]: row for row in json.loads(r.output)}
+    r1, l70 = rows["deepseek-r1"], rows["llama-3-70b"]
+    assert r1["active_b"] < r1["params_b"] / 10 and r1["attention"] == "MLA"
+    assert l70["active_b"] == l70["params_b"] and l70["experts"] == "-"
+    # MLA's latent is far smaller per token than a GQA cache of a model a tenth its size
+    assert r1["kv_kib_per_token_bf16"] < l70["kv_kib_per_token_bf16"] / 4

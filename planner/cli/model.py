@@ -4,19 +4,23 @@
 
     planner model import-hf config.json --id my-moe -o my-models.yaml
     planner estimate serve --models-file my-models.yaml --model my-moe --gpu h200-sxm --gpus 8 ...
+    planner model list [--models-file my-models.yaml] [--json]
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.table import Table
 
 from planner.base.errors import InputError
 from planner.base.files import refuse_overwriting_inputs
 from planner.base.yamlio import load_yaml, validate
-from planner.inputs.catalog import ModelCatalogFile
+from planner.inputs.catalog import CATALOG_DIR, ModelCatalogFile, load_models
 from planner.inputs.importers.hf_config import model_entry, read_hf_config
 from planner.inputs.importers.profiles import dump_yaml, write_yaml
 from planner.inputs.model_arch import ModelArch, count_params
@@ -88,3 +92,47 @@ def _summary(arch: ModelArch, err: bool) -> None:
         )
     for line in lines:
         click.echo(line, err=err)
+
+
+def _row(m: ModelArch) -> dict:
+    """One model's facts for the list: published and recomputed sizes, shape, KV per token."""
+    c = count_params(m)
+    return {
+        "id": m.id,
+        "params_b": m.params / 1e9,
+        "active_b": (m.active_params or c.active * m.params / c.total) / 1e9,
+        "layers": m.layers,
+        "experts": f"{m.moe.experts_per_token}/{m.moe.experts}" if m.moe else "-",
+        "attention": "MLA"
+        if m.mla
+        else ("GQA" if m.kv_heads < m.heads else "MHA")
+        + (f" w{m.sliding_window}" if m.sliding_window else ""),
+        "kv_kib_per_token_bf16": kv_bytes_per_token(m, "bf16") / 1024,
+        "max_context": m.max_context,
+    }
+
+
+@model.command("list")
+@click.option(
+    "--models-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="model catalog (default catalogs/models.yaml)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def list_models(models_file: Path | None, as_json: bool) -> None:
+    """The models of a catalog: total and active parameters, experts, attention, KV cache."""
+    rows = [_row(m) for m in load_models(models_file or CATALOG_DIR / "models.yaml").values()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title="models (KV cache per token in BF16, every layer at full context)")
+    for col in ("id", "params B", "active B", "layers", "experts k/E", "attention", "KV KiB/tok"):
+        left = col in ("id", "attention")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col == "id")
+    for r in rows:
+        t.add_row(
+            r["id"], f"{r['params_b']:,.1f}", f"{r['active_b']:,.1f}", str(r["layers"]),
+            r["experts"], r["attention"], f"{r['kv_kib_per_token_bf16']:,.0f}",
+        )  # fmt: skip
+    Console().print(t)
