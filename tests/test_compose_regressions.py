@@ -91,3 +91,25 @@ def test_exit_1_into_a_closed_pipe_is_141_whatever_the_path(monkeypatch) -> None
         stream.close()
     assert ended.value.code == 141
     assert entry._reader_left(sys.stdout) is False  # an ordinary stream is no closed pipe
+
+
+def test_no_first_stage_for_every_scenario_names_them_and_claims_no_proof() -> None:
+    """benchmarks/compose.py problem 783 (seed 0: owned GPUs, a contract, lead times, per-GPU
+    paths, a request mix, profiles and three scenarios at 10 s) ended in exit 1, 'internal
+    error: AttributeError' (the scenarios' names were read from (name, why) pairs), and the
+    message it meant to print called a time-out infeasible. Now: infeasible only where HiGHS
+    proved it on the two-stage model, else a time limit with its hint."""
+    from types import SimpleNamespace
+
+    from planner.base.errors import InfeasibleError, SolverError
+    from planner.plan.scenarios import _Joint, _no_first_stage, _Replan
+
+    scen = [SimpleNamespace(name="base"), SimpleNamespace(name="busy")]
+    timed_out = SimpleNamespace(has_solution=False, message="no feasible plan found within 0.5 s")
+    base = _Replan([object(), None], [None, timed_out], {})  # type: ignore[list-item]
+    with pytest.raises(SolverError, match="raise --time-limit") as slow:
+        _no_first_stage(_Joint(None, None, "HiGHS: no plan"), base, scen, 7.0)  # type: ignore[arg-type]
+    assert "scenario 'busy'" in str(slow.value) and "scenario 'base': a purchase" in str(slow.value)
+    with pytest.raises(InfeasibleError) as proven:
+        _no_first_stage(_Joint(None, None, "HiGHS: no plan", True), base, scen, 7.0)  # type: ignore[arg-type]
+    assert any("scenario 'busy'" in line for line in proven.value.diagnosis)

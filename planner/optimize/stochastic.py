@@ -263,6 +263,7 @@ class TwoStageRun:
     bound: float | None
     seconds: float
     message: str
+    infeasible: bool = False  # proven: no first stage serves every scenario
 
 
 def solve_two_stage(ts: TwoStage, time_limit: float, gap: float, threads: int = 1) -> TwoStageRun:
@@ -283,4 +284,5 @@ def solve_two_stage(ts: TwoStage, time_limit: float, gap: float, threads: int = 
         b = float(model.getInfo().mip_dual_bound)
         bound = b if math.isfinite(b) and abs(b) < 1e30 else None
     status = {True: "a plan", False: "no plan"}[has]
-    return TwoStageRun(has, bound, time.perf_counter() - t0, f"HiGHS: {status}")
+    proven = ts.prob.status == pulp.LpStatusInfeasible and not ts.restricted
+    return TwoStageRun(has, bound, time.perf_counter() - t0, f"HiGHS: {status}", proven)

@@ -137,11 +137,10 @@ def plan_scenarios(
     clock.done("alternatives")
     probs = [s.probability for s in scen]
     chosen, how = fleets.best(probs, risk, joint.fleet, own[0].fleet)
+    if chosen is None and fleets.retry_timed_out(clock, [joint.fleet, own[0].fleet]):
+        chosen, how = fleets.best(probs, risk, joint.fleet, own[0].fleet)
     if chosen is None:
-        raise InfeasibleError(
-            "infeasible: no single purchase plan meets every scenario",
-            [f"scenario '{s.name}': {w}" for s, w in _why_not(base, scen)],
-        )
+        _no_first_stage(joint, base, scen, clock.total)
     return _of_file(_assemble(scen, risk, own, fleets, chosen, how, joint, clock, gap), inputs)
 
 
@@ -321,6 +320,21 @@ class _Fleets:
         self.done[_key(fleet)] = out = _Replan(plans, results, dict(fleet))
         return out
 
+    def retry_timed_out(self, clock: _Clock, order: Sequence[dict | None]) -> _Replan | None:
+        """Re-plan once more the first fleet of ``order`` (the joint model's, then the base
+        forecast's) that some scenario could not re-plan only for want of time, with what is
+        left of the time (none when under a second is: the time limit holds)."""
+        if clock.left() < 1.0:
+            return None
+        for fleet in order:
+            r = None if fleet is None else self.get(fleet)
+            if r is None or r.feasible:
+                continue
+            if any(x is not None and x.status == "time_limit" for x in r.results):
+                del self.done[_key(r.fleet)]
+                return self.replan(r.fleet, clock.left())
+        return None
+
     def best(
         self, probs: list[float], risk: Risk, joint: dict | None, base: dict
     ) -> tuple[_Replan | None, str]:
@@ -345,6 +359,7 @@ class _Joint:
     fleet: dict[tuple, float] | None
     bound: float | None
     message: str
+    infeasible: bool = False  # proven by HiGHS on the whole two-stage model
 
 
 def _joint(
@@ -363,7 +378,19 @@ def _joint(
     ts = build_two_stage(models, [s.probability for s in scen], risk)
     run = solve_two_stage(ts, clock.seconds("joint"), gap)
     fleet = first_stage_values(models[0]) if run.has_plan else None
-    return _Joint(fleet, run.bound, run.message)
+    return _Joint(fleet, run.bound, run.message, run.infeasible)
+
+
+def _no_first_stage(joint: _Joint, base: _Replan, scen: Sequence[Scenario], total: float) -> None:
+    """No first stage serves every scenario: infeasible where HiGHS proved it on the
+    two-stage model, else a time limit (exit 1 with its hint), never a guess called a proof."""
+    why = [f"scenario '{name}': {w}" for name, w in _why_not(base, scen)]
+    if joint.infeasible:
+        raise InfeasibleError("infeasible: no single purchase plan meets every scenario", why)
+    raise SolverError(
+        f"no single purchase plan found for every scenario within {total:.0f} s of solving "
+        f"({'; '.join(why)}): raise --time-limit (or solver.time_limit_s)"
+    )
 
 
 def _why_not(base: _Replan, scen: Sequence[Scenario]) -> list[tuple[str, str]]:
