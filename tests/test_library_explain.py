@@ -21,7 +21,7 @@ REFERENCE = ROOT / "problems" / "2m_budget.yaml"
 
 
 def test_the_command_ends_within_its_time_limit_and_shows_progress(tmp_path):
-    limit = 8.0
+    limit = 6.0
     env = {k: v for k, v in os.environ.items() if k != "PLANNER_DEBUG"}
     t0 = time.perf_counter()
     r = subprocess.run(
@@ -36,7 +36,8 @@ def test_the_command_ends_within_its_time_limit_and_shows_progress(tmp_path):
     assert r.returncode == 0, r.stderr
     assert seconds <= limit * 1.1 + 5, seconds
     assert "... solving the plan" in r.stderr and "... shadow prices" in r.stderr
-    assert "... re-solving 1 of" in r.stderr  # it uses rentals: re-solves without them
+    # it rents GPUs: a re-solve without each type it uses, or a line saying it had no time
+    assert "... re-solving 1 of" in r.stderr or "not re-solved: the time limit left" in r.stdout
     first = r.stdout.splitlines()[0]
     if ": optimal" in first:
         assert "limits at the optimum:" in r.stdout

@@ -214,7 +214,7 @@ def test_breakeven_probes_are_no_dearer_than_the_base_purchases_replanned():
     from planner.analysis.breakeven import breakeven
 
     small = ROOT / "problems" / "inference_startup.yaml"
-    be = breakeven(small, "power_price=0.1:0.3", scan=2, time_limit=5, workers=2)
+    be = breakeven(small, "power_price=0.1:0.3", scan=2, time_limit=3, workers=2)
     assert be.solves == 2  # the base solve and the re-plans are not counted
     for r in (be.below, be.above):
         assert r.ok and r.base_plan_usd is not None and r.gap is not None
