@@ -206,11 +206,20 @@ def _exit_unless(fits: bool) -> None:
         sys.exit(int(ExitCode.INFEASIBLE))
 
 
+def _size(model: ModelArch) -> str:
+    """``70.6B`` or, for a mixture of experts, ``671B, 37B active``."""
+    total = f"{model.params / 1e9:,.3g}B" if model.params < 1e12 else f"{model.params / 1e9:,.0f}B"
+    if model.moe is None:
+        return total
+    active = model.active_params or model.computed_active_params
+    return f"{total}, {active / 1e9:,.3g}B active"
+
+
 def _train_table(
     model: ModelArch, gpu: GpuSpec, gpus: int, n_tokens: float, method: str, est: Any
 ) -> Table:
     t = Table(
-        title=f"train {model.id} ({model.params / 1e9:.3g}B) on {gpus}x {gpu.id}, "
+        title=f"train {model.id} ({_size(model)}) on {gpus}x {gpu.id}, "
         f"{n_tokens:.3g} tokens, {method}"
     )
     t.add_column("quantity")
