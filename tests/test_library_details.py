@@ -84,3 +84,20 @@ def test_breakeven_values_carry_no_float_noise():
     assert _tidy(6.938893903907228e-18, 0.05) == 0.0
     assert _tidy(0.1 + 0.2, 1.0) == 0.3
     assert _tidy(1e-9, 1e-6) == 1e-9  # a small interval keeps its own digits
+
+
+def test_a_file_beside_the_problem_wins_over_the_shipped_catalog(tmp_path):
+    from planner.inputs.catalog_dir import CATALOG_DIR
+
+    problem = tmp_path / "p.yaml"
+    problem.write_text(PROBLEM.read_text())
+    shipped = load_problem_text(problem.read_text(), str(problem), tmp_path)
+    assert any(Path(f).parent == CATALOG_DIR for f in shipped.offer_files)
+    (tmp_path / "offers-manual.yaml").write_text(
+        "offers:\n  - {id: mine-4090, provider: mine, gpu: rtx-4090, kind: on_demand,\n"
+        "     usd_per_gpu_hour: 0.2, gpus_per_instance: 1, source: a quote, as_of: 2026-11}\n"
+    )
+    local = load_problem_text(problem.read_text(), str(problem), tmp_path)
+    assert str(tmp_path / "offers-manual.yaml") in local.offer_files
+    assert "mine-4090" in local.offers
+    assert "runpod-rtx-4090-od" not in local.offers  # the shipped offers-manual.yaml: not read
