@@ -106,6 +106,10 @@ def test_cli_serve_json_and_exit_3():
         out[b] = json.loads(r.output)
     assert out[64]["tokens_per_s"] > 4 * out[1]["tokens_per_s"]
     assert out[64]["tpot_ms"] > out[1]["tpot_ms"]
+    touched = [out[b]["moe"]["experts_touched_per_layer"] for b in (1, 64)]
+    assert touched[0] == pytest.approx(8) and 200 < touched[1] < 256
+    read = [out[b]["moe"]["weights_read_per_step_gb_per_gpu"] for b in (1, 64)]
+    assert read[1] > 10 * read[0]
 
 
 # ----------------------------------------------------------------------------- training

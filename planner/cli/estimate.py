@@ -323,6 +323,8 @@ def serve_cmd(
         "output": output,
         **asdict(est),
     }
+    if model.moe is not None and est.fits:
+        out["moe"] = _moe_facts(model, gpus, precision, est.batch, calib)
     cap = None
     if slo_ttft_ms is not None and slo_tpot_ms is not None:
         cap = replica_capacity(
@@ -332,8 +334,36 @@ def serve_cmd(
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        Console().print(_serve_table(model, gpu, gpus, precision, prompt, output, est, cap))
+        table = _serve_table(model, gpu, gpus, precision, prompt, output, est, cap)
+        if "moe" in out:
+            f = out["moe"]
+            table.add_row(
+                "experts touched per layer (decode)",
+                f"{f['experts_touched_per_layer']:.1f} of {f['experts_per_layer']}",
+            )
+            table.add_row(
+                "weights read per step (GB/GPU)", _fmt(f["weights_read_per_step_gb_per_gpu"])
+            )
+        Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
+
+
+def _moe_facts(
+    model: ModelArch, gpus: int, precision: str, batch: int, calib: Calibration
+) -> dict[str, float]:
+    """What a decode step of ``batch`` reads: distinct experts per MoE layer and weights/GPU."""
+    from planner.physics.moe import experts_touched, weight_params_read
+    from planner.physics.serve import weight_bytes_per_param
+
+    assert model.moe is not None
+    m = model.moe
+    read = weight_params_read(model, batch) * weight_bytes_per_param(precision, calib) / gpus
+    return {
+        "active_params": model.active_params or model.computed_active_params,
+        "experts_touched_per_layer": experts_touched(m.experts, m.experts_per_token, batch),
+        "experts_per_layer": m.experts,
+        "weights_read_per_step_gb_per_gpu": read / 1e9,
+    }
 
 
 def _serve_table(
