@@ -62,9 +62,13 @@ def installed(tmp_path_factory) -> Path:
     )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = (base / "dist").glob("gpu_planner-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    for f in ("gpus.yaml", "offers.yaml", "calibration.yaml", "sources/training-runs.yaml"):
-        assert f"planner/_catalogs/{f}" in names, f
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {
+        f"planner/_catalogs/{p.relative_to(ROOT / 'catalogs').as_posix()}"
+        for p in (ROOT / "catalogs").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert "planner/_catalogs/gpus.yaml" in shipped and shipped <= names, shipped - names
     venv = base / "venv"
     made = _run([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=base)
     assert made.returncode == 0, made.stderr[-3000:]
