@@ -17,6 +17,7 @@ from planner.inputs.importers.hf_config import model_entry, read_hf_config
 from planner.inputs.model_arch import ModelArch, count_mismatch, count_params
 
 HF = Path(__file__).parent / "fixtures" / "hf"
+ROOT = Path(__file__).resolve().parent.parent
 
 # (fixture, published total, published active, active counts the input embedding?)
 # Mixtral: mistral.ai 46.7B / 12.9B; Qwen3-30B-A3B model card 30.5B / 3.3B; gpt-oss model card
@@ -114,3 +115,31 @@ def test_model_list_json_shows_total_active_and_attention():
     assert l70["active_b"] == l70["params_b"] and l70["experts"] == "-"
     # MLA's latent is far smaller per token than a GQA cache of a model a tenth its size
     assert r1["kv_kib_per_token_bf16"] < l70["kv_kib_per_token_bf16"] / 4
+
+
+def test_a_problem_uses_its_own_model_file(tmp_path):
+    from planner.inputs.problem import load_problem
+
+    runner = CliRunner()
+    r = runner.invoke(
+        cli,
+        ["model", "import-hf", str(HF / "qwen3-30b-a3b.json"), "--id", "my-moe", "-o",
+         str(tmp_path / "my-models.yaml")],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    text = (
+        (ROOT / "problems" / "moe_serving.yaml")
+        .read_text()
+        .replace("model: gpt-oss-120b", "model: my-moe")
+    )
+    (tmp_path / "p.yaml").write_text(
+        text.replace("workloads:", "model_files: [my-models.yaml]\nworkloads:", 1)
+    )
+    inputs = load_problem(tmp_path / "p.yaml")
+    assert inputs.models["my-moe"].moe is not None and "deepseek-r1" in inputs.models
+    (tmp_path / "q.yaml").write_text(
+        text.replace("workloads:", "model_files: [nope.yaml]\nworkloads:", 1)
+    )
+    with pytest.raises(InputError, match=r"model_files\[0\].*nope.yaml.*not found") as exc:
+        load_problem(tmp_path / "q.yaml")
+    assert "my-moe" in str(exc.value)  # the workload's model is unknown without the file

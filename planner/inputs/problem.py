@@ -41,6 +41,7 @@ from planner.inputs.catalog import (
 )
 from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_defaults
 from planner.inputs.market import MarketTerms, resolve_market
+from planner.inputs.model_files import with_model_files
 from planner.inputs.months import month_index, month_label, parse_month
 from planner.inputs.profiles import Profiles, load_profile_file
 from planner.inputs.scenarios import scenario_data
@@ -621,6 +622,7 @@ def _resolve(
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
     all_gpus = _custom_gpus(problem, all_gpus, errors)
     models = model_catalog if model_catalog is not None else load_models()
+    models = with_model_files(problem.model_files, base_dir or Path.cwd(), models, errors.add)
     gpus = _allowed_gpus(problem, all_gpus, errors)
     _check_models(problem, models, errors)
     profiles = _read_profiles(problem, base_dir or Path.cwd(), all_gpus, models, errors)

@@ -589,6 +589,10 @@ class Problem(Strict):
     profiles: list[str] = Field(
         default_factory=list, description="measured profiles files, relative to the problem"
     )
+    model_files: list[str] = Field(
+        default_factory=list,
+        description="model catalog files (planner model import-hf), relative to the problem",
+    )
     scenarios: list[ScenarioSpec] | None = Field(
         None,
         min_length=1,
