@@ -143,3 +143,22 @@ def test_a_problem_uses_its_own_model_file(tmp_path):
     with pytest.raises(InputError, match=r"model_files\[0\].*nope.yaml.*not found") as exc:
         load_problem(tmp_path / "q.yaml")
     assert "my-moe" in str(exc.value)  # the workload's model is unknown without the file
+
+
+def test_bad_shapes_are_refused_with_their_field(tmp_path):
+    base = load_models()["mixtral-8x7b"].model_dump(exclude_none=True)
+    bad = {**base, "moe": {**base["moe"], "experts_per_token": 9}}
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"models": [bad]}))
+    with pytest.raises(InputError, match=r"models\[0\]\.moe.*experts_per_token 9 > experts 8"):
+        load_models(path)
+    # no head_dim: hidden // heads, as every Llama 2/3 entry has it
+    dense = {k: v for k, v in load_models()["llama-2-7b"].model_dump().items() if v is not None}
+    del dense["head_dim"]
+    assert ModelArch.model_validate(dense).head_dim == 128
+    # import-hf onto a broken catalog file: exit 2, the file left as it was
+    path.write_text("models: [{id: x}]\n")
+    r = CliRunner().invoke(
+        cli, ["model", "import-hf", str(HF / "gpt-oss-20b.json"), "--id", "g", "-o", str(path)]
+    )
+    assert r.exit_code == 2 and path.read_text() == "models: [{id: x}]\n"
