@@ -243,6 +243,7 @@ def _side_by_side(be) -> Table:
     t.add_column(ta, justify="right")
     t.add_column(tb, justify="right")
     t.add_row("status", a.status, b.status)
+    t.add_row("gap", _gap(a), _gap(b))
     gpus = sorted(set(a.bought) | set(b.bought) | set(a.rented_gpu_hours) | set(b.rented_gpu_hours))
     for g in gpus:
         t.add_row(
