@@ -58,6 +58,16 @@ _ACB183 = (
     "max concurrency 32, output token throughput"
 )
 
+_IX870B = (
+    "github.com/SemiAnalysisAI/InferenceX issue 870 (2026-03-06): DeepSeek-R1-0528-FP4, SGLang "
+    "v0.5.6, TP8 EP8, 8xB200, ISL/OSL 1024/1024, output throughput (8 x per-GPU figure); "
+    "conc 64 left out (flagged: mean TTFT 5.7 s)"
+)
+_TRT5929 = (
+    "github.com/NVIDIA/TensorRT-LLM issue 5929 (2025-07-10): DeepSeek-R1 FP8 on 8xH200 and FP4 "
+    "on 8xB200, TRT-LLM 0.21, TP8 without EP, LLMPerf against trtllm-serve, ITL p50"
+)
+
 POINTS: tuple[MoePoint, ...] = (
     *(
         MoePoint(f"dsr1-h200-c{b}", "deepseek-r1", "h200-sxm", 8, "fp8", 1024, 1024, b,
@@ -78,6 +88,20 @@ POINTS: tuple[MoePoint, ...] = (
     ),
     MoePoint("gptoss20-h100-c32", "gpt-oss-20b", "h100-sxm", 1, "int4", 512, 1024, 32,
              "tokens_per_s", 2765.4, _ACB183),
+    *(
+        MoePoint(f"dsr1-fp4-b200-c{b}", "deepseek-r1", "b200", 8, "fp4", 1024, 1024, b,
+                 "tokens_per_s", 8 * v, _IX870B)
+        for b, v in ((4, 59.7), (8, 104.8), (16, 169.3), (32, 282.4))
+    ),
+    *(
+        MoePoint(f"dsr1-trt-{g}-{p}-b{b}", "deepseek-r1", g, 8, pr, p, 600, b, "tpot_ms", v,
+                 _TRT5929)
+        for g, pr, p, b, v in (
+            ("h200-sxm", "fp8", 1600, 1, 13.78), ("h200-sxm", "fp8", 8192, 1, 14.53),
+            ("h200-sxm", "fp8", 1600, 8, 18.18),
+            ("b200", "fp4", 1600, 1, 6.78), ("b200", "fp4", 8192, 1, 7.14),
+        )
+    ),
 )  # fmt: skip
 
 
