@@ -48,6 +48,11 @@ RUNS: tuple[MoeRun, ...] = (
            "mature",
            "DeepSeek-V2 (arXiv:2405.04434) s3.2.3: 172.8K H800 GPU-hours per trillion tokens, "
            "8.1T tokens, BF16; GPU count not stated (1,024 assumed)"),
+    MoeRun("dots-llm1", "dots-llm1", "h100-sxm", 1024, 11.2e12, "bf16", 8192, 1.456e6, "M",
+           "mature",
+           "dots.llm1 Technical Report (arXiv:2506.05767): 11.2T pre-training tokens; 1.456M "
+           "GPU-hours as transcribed by Epoch AI (H800 assumed there) [secondary]; GPU count "
+           "not stated (1,024 assumed), BF16 assumed"),
     MoeRun("llama-4-scout", "llama-4-scout", "h100-sxm", 16384, 40e12, "bf16", 8192, 5.0e6,
            "M", "mature",
            "Meta Llama 4 model card (github.com/meta-llama/llama-models models/llama4/"

@@ -2,6 +2,7 @@
 
 Read from disk, never downloaded. One reader per family of ``model_type``: dense Llama-likes
 (llama, mistral, qwen2, qwen3), Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3 and Kimi K2 (MLA + MoE),
+dots.llm1 (DeepSeek's MoE, multi-head attention),
 gpt-oss (MoE + alternating sliding window) and Llama 4 (its ``text_config``: MoE on every
 ``interleave_moe_layer_step``-th layer, chunked attention on three layers of four).
 ``params`` and ``active_params`` of the entry are recomputed from the shape
@@ -109,8 +110,8 @@ def _qwen_moe(r: _Reader) -> Config:
     return out
 
 
-def _deepseek(r: _Reader) -> Config:
-    out = _base(r)
+def _deepseek_moe(r: _Reader, out: Config) -> Config:
+    """DeepSeek's MoE fields: routed and shared experts, the first k layers dense."""
     inter = r.int("moe_intermediate_size")
     layers = out["layers"]
     first = min(layers, r.int("first_k_dense_replace", default=0))
@@ -123,6 +124,11 @@ def _deepseek(r: _Reader) -> Config:
         "shared_intermediate": inter * r.int("n_shared_experts", default=0),
         "dense_layers": layers - n_moe,
     }
+    return out
+
+
+def _deepseek(r: _Reader) -> Config:
+    out = _deepseek_moe(r, _base(r))
     out["mla"] = {
         "kv_lora_rank": r.int("kv_lora_rank"),
         "q_lora_rank": r.int("q_lora_rank", default=0),
@@ -135,6 +141,11 @@ def _deepseek(r: _Reader) -> Config:
     out["kv_heads"] = out["heads"]
     out["head_dim"] = out["mla"]["qk_nope_head_dim"] + out["mla"]["qk_rope_head_dim"]
     return out
+
+
+def _dots1(r: _Reader) -> Config:
+    """rednote dots.llm1: DeepSeek's MoE with ordinary (multi-head) attention."""
+    return _deepseek_moe(r, _base(r))
 
 
 def _gpt_oss(r: _Reader) -> Config:
@@ -193,6 +204,7 @@ FAMILIES: dict[str, Callable[[_Reader], Config]] = {
     # counted as full (an upper bound on attention FLOPs at long context)
     "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,
+    "dots1": _dots1,
     "gpt_oss": _gpt_oss,
     "llama4": _llama4,
     "llama4_text": _llama4,
