@@ -128,6 +128,9 @@ def test_replans_skip_hopeless_rows_and_purchases_already_held():
     ]
     assert len({t.index for _, t in planned}) == len(planned)  # runners key results by index
     assert neighbours(rows, varies) == {0: [1], 1: [0, 2], 2: [1]}
+    rows[0].status = "optimal"  # proven: only the base's purchases, for base_plan_usd
+    planned = replan_tasks(tasks, rows, base, varies)
+    assert [(i, t.replan[0]) for i, t in planned] == [(0, "base"), (1, "base")]
 
 
 def test_the_summary_line_counts_proven_rows():

@@ -1,9 +1,9 @@
 """What-if rows a finance team can trust: every scenario keeps the best plan known for it.
 
-After every scenario's own solve, the base problem's purchases and those of the best
-neighbouring scenario (one value step away on one vary; the most proven one, then the
-cheapest) are re-planned under each scenario's inputs (:mod:`planner.analysis.replan`), and
-each row keeps the cheapest plan. Its ``base_plan_usd`` is the base purchases re-planned
+After every scenario's own solve, the base problem's purchases and, for a row not proven
+optimal, those of the best neighbouring scenario (one value step away on one vary; the most
+proven one, then the cheapest) are re-planned under each scenario's inputs
+(:mod:`planner.analysis.replan`), and each row keeps the cheapest plan. Its ``base_plan_usd`` is the base purchases re-planned
 there, so ``objective_usd <= base_plan_usd`` holds by construction; its ``gap`` is measured
 against its own solve's lower bound, and its status says whether that gap is within the
 tolerance. A scenario whose own solve found no plan in its time limit gets the best
@@ -74,8 +74,9 @@ def replan_tasks(
     varies: Sequence[Vary],
 ) -> list[tuple[int, Task]]:
     """The re-plans worth making, each with the index of the row it is for: for each row, the
-    base problem's purchases and the best neighbour's (:func:`_best_neighbour`). The tasks
-    are numbered apart (runners key results by it)."""
+    base problem's purchases (its ``base_plan_usd``) and, unless the row is proven optimal,
+    the best neighbour's (:func:`_best_neighbour`). The tasks are numbered apart (runners
+    key results by it)."""
     by_index = {r.index: r for r in results}
     near = neighbours(results, varies)
     out: list[tuple[int, Task]] = []
@@ -87,7 +88,12 @@ def replan_tasks(
             # even where they are the row's own: a re-plan of fixed purchases is an easier
             # model than the row's own solve, and may find cheaper rentals in its time
             fleets.append(("base", base.fleet))
-        nb = _best_neighbour(r, [by_index[j] for j in near.get(r.index, [])], base)
+        proven = r.ok and r.status == "optimal"  # a neighbour's purchases cannot do better
+        nb = (
+            None
+            if proven
+            else _best_neighbour(r, [by_index[j] for j in near.get(r.index, [])], base)
+        )
         if nb is not None and nb.fleet is not None:
             fleets.append((_label(nb), nb.fleet))
         for f in fleets:
