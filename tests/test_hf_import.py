@@ -162,3 +162,9 @@ def test_bad_shapes_are_refused_with_their_field(tmp_path):
         cli, ["model", "import-hf", str(HF / "gpt-oss-20b.json"), "--id", "g", "-o", str(path)]
     )
     assert r.exit_code == 2 and path.read_text() == "models: [{id: x}]\n"
+    shipped = ROOT / "catalogs" / "models.yaml"
+    before = shipped.read_text()
+    r = CliRunner().invoke(
+        cli, ["model", "import-hf", str(HF / "gpt-oss-20b.json"), "--id", "g", "-o", str(shipped)]
+    )
+    assert r.exit_code == 2 and "--models-file" in r.output and shipped.read_text() == before

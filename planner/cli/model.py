@@ -66,6 +66,12 @@ def import_hf(
     arch = ModelArch.model_validate(entry)
     if output is not None:
         refuse_overwriting_inputs(output, [config])
+        if output.resolve() == (CATALOG_DIR / "models.yaml").resolve():
+            # rewriting would drop the shipped catalog's comments and published counts
+            raise InputError(
+                f"-o {output}: not the shipped catalog; write your own file and pass it with "
+                "--models-file (estimate) or model_files: (problem files)"
+            )
         header = f"Model catalog (planner model import-hf {config.name})"
         write_yaml(output, _merge(output, entry), header)
     else:
