@@ -330,7 +330,9 @@ def _limit_jobs(inputs: Inputs, cands: Candidates) -> list[_Job]:
     if _liquid_line(inputs) is not None:
         out.append(
             _Job(
-                "with liquid cooling (site.liquid_cooling: true)", lambda: (_liquid(inputs), cands)
+                "with liquid cooling (site.liquid_cooling: true)",
+                lambda: (_liquid(inputs), cands),
+                relaxes=True,
             )
         )
     return out
