@@ -169,3 +169,42 @@ def test_moe_training_factor_in_the_catalog_is_the_fit():
     # leaving a run out moves the factor the other way from what that run implies
     for r in rows:
         assert (r.implied - full) * (r.fitted_others - full) <= 1e-12
+
+
+# ----------------------------------------------------------------------------- expert parallelism
+
+
+def test_busiest_gpu_holds_more_than_its_share_until_every_expert_is_touched():
+    from planner.physics.moe import ep_max_local_experts
+
+    prev = 0.0
+    for b in (1, 4, 16, 64, 256, 4096):
+        busiest = ep_max_local_experts(256, 8, b, 8)
+        mean = experts_touched(256, 8, b) / 8
+        assert mean <= busiest <= 32 and busiest >= prev
+        prev = busiest
+    assert ep_max_local_experts(256, 8, 1, 8) > 2 * experts_touched(256, 8, 1) / 8
+    assert ep_max_local_experts(256, 8, 4096, 8) == pytest.approx(32)
+
+
+def test_expert_parallelism_wins_at_large_batch_and_capacity_names_it():
+    from planner.physics.serve import replica_capacity, with_layout
+
+    h200 = GPUS["h200-sxm"]
+    ep = with_layout(CAL, "ep")
+    small = [estimate_serve(R1, h200, 8, "fp8", 1000, 1000, 1, c).tpot_ms for c in (CAL, ep)]
+    large = [estimate_serve(R1, h200, 8, "fp8", 1000, 1000, 256, c).tpot_ms for c in (CAL, ep)]
+    assert small[1] > small[0]  # batch 1: the busiest GPU reads ~3 whole experts, not 1
+    assert large[1] < large[0]  # every expert touched: whole experts stream faster
+    cap = replica_capacity(R1, h200, 8, "fp8", 2000, 1500, 3000, 50, CAL)
+    forced = replica_capacity(R1, h200, 8, "fp8", 2000, 1500, 3000, 50, CAL, layout="tp")
+    assert cap.layout in ("tp", "ep") and cap.rate_rps >= forced.rate_rps
+    dense = replica_capacity(MODELS["llama-3-70b"], h200, 2, "fp8", 2000, 500, 3000, 50, CAL)
+    assert dense.layout == "tp"
+    r = CliRunner().invoke(
+        cli,
+        ["estimate", "serve", "--model", "deepseek-r1", "--gpu", "h200-sxm", "--gpus", "8",
+         "--precision", "fp8", "--prompt", "1000", "--output", "1000", "--batch", "256",
+         "--json"],
+    )  # fmt: skip
+    assert r.exit_code == 0 and json.loads(r.output)["layout"] == "ep"

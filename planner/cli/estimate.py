@@ -25,7 +25,14 @@ from planner.base.units import parse_count
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS
-from planner.physics.serve import PRECISIONS, TP_SIZES, estimate_serve, replica_capacity
+from planner.physics.serve import (
+    PRECISIONS,
+    TP_SIZES,
+    ep_possible,
+    estimate_serve,
+    replica_capacity,
+    with_layout,
+)
 from planner.physics.train import METHODS, derive_model, estimate_train
 
 
@@ -281,6 +288,14 @@ def _train_table(
     help="with --slo-tpot-ms: also the highest request rate with p95 TTFT/TPOT within the SLO",
 )
 @click.option("--slo-tpot-ms", type=float, default=None)
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "tp", "ep"], case_sensitive=False),
+    default="auto",
+    show_default=True,
+    help="a MoE on several GPUs: experts sliced across them (tp) or whole per GPU (ep); "
+    "auto keeps the faster",
+)
 def serve_cmd(
     model_id: str | None,
     params: str | None,
@@ -296,6 +311,7 @@ def serve_cmd(
     batch: int | None,
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
+    layout: str,
 ) -> None:
     """Throughput, TTFT, TPOT and memory of one serving replica (gpus = tensor-parallel size)."""
     if gpus not in TP_SIZES:
@@ -314,7 +330,8 @@ def serve_cmd(
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     calib = _calib(calib_file)
-    est = estimate_serve(model, gpu, gpus, precision, prompt, output, batch, calib)
+    est = _best_layout(model, gpu, gpus, precision, prompt, output, batch, calib, layout.lower())
+    calib = with_layout(calib, est.layout)
     out: dict[str, Any] = {
         "model": model.id,
         "params": model.params,
@@ -328,8 +345,9 @@ def serve_cmd(
     cap = None
     if slo_ttft_ms is not None and slo_tpot_ms is not None:
         cap = replica_capacity(
-            model, gpu, gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib
-        )
+            model, gpu, gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib,
+            layout=None if layout.lower() == "auto" else layout.lower(),
+        )  # fmt: skip
         out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
@@ -337,6 +355,8 @@ def serve_cmd(
         table = _serve_table(model, gpu, gpus, precision, prompt, output, est, cap)
         if "moe" in out:
             f = out["moe"]
+            table.add_row("MoE layout", "experts whole per GPU (ep)" if est.layout == "ep" else
+                          "experts sliced across the GPUs (tp)")  # fmt: skip
             table.add_row(
                 "experts touched per layer (decode)",
                 f"{f['experts_touched_per_layer']:.1f} of {f['experts_per_layer']}",
@@ -346,6 +366,31 @@ def serve_cmd(
             )
         Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
+
+
+def _best_layout(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None,
+    calib: Calibration,
+    layout: str,
+) -> Any:
+    """The estimate in ``layout`` (``auto``: the faster of tp and ep where both apply)."""
+    if layout != "auto":
+        return estimate_serve(
+            model, gpu, gpus, precision, prompt, output, batch, with_layout(calib, layout)
+        )
+    tp = estimate_serve(model, gpu, gpus, precision, prompt, output, batch, calib)
+    if not ep_possible(model, gpus):
+        return tp
+    ep = estimate_serve(
+        model, gpu, gpus, precision, prompt, output, batch, with_layout(calib, "ep")
+    )
+    return ep if ep.fits and (not tp.fits or ep.tokens_per_s > tp.tokens_per_s) else tp
 
 
 def _moe_facts(
@@ -358,6 +403,12 @@ def _moe_facts(
     assert model.moe is not None
     m = model.moe
     read = weight_params_read(model, batch) * weight_bytes_per_param(precision, calib) / gpus
+    if calib.moe_layout == "ep" and ep_possible(model, gpus):
+        from planner.physics.moe import ep_routed_params_read, routed_params_read
+
+        rest = weight_params_read(model, batch) - routed_params_read(model, batch)
+        busiest = rest / gpus + ep_routed_params_read(model, batch, gpus)
+        read = busiest * weight_bytes_per_param(precision, calib)
     return {
         "active_params": model.active_params or model.computed_active_params,
         "experts_touched_per_layer": experts_touched(m.experts, m.experts_per_token, batch),

@@ -1,8 +1,9 @@
 """Mixture-of-experts serving calibration: published measurements, the fit, leave-one-out.
 
-Two factors are fitted (``catalogs/calibration.yaml`` serve: ``moe_expert_bw_eff``,
-``moe_layer_overhead_us``); every other factor is the dense calibration's. The fit minimises
-the mean squared log error over the measurements below by a grid search; leave-one-out refits
+Three factors are fitted (``catalogs/calibration.yaml`` serve: ``moe_expert_bw_eff``,
+``moe_layer_overhead_us`` on the measurements with experts sliced across the GPUs, then
+``moe_ep_bw_eff`` on those with whole experts per GPU); every other factor is the dense
+calibration's. The fit minimises the mean squared log error by a grid search; leave-one-out refits
 without each measurement (and without each *source*, whose points share a software stack) and
 predicts it. ``python -m planner.physics.calibration_moe`` prints the table NOTES.md quotes.
 """
@@ -10,13 +11,14 @@ predicts it. ``python -m planner.physics.calibration_moe`` prints the table NOTE
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import statistics
 from dataclasses import dataclass
 
 from planner.inputs.catalog import Sourced, load_gpus, load_models
 from planner.physics.calibration_values import Calibration, default_calibration
-from planner.physics.serve import decode_step_s, estimate_serve
+from planner.physics.serve import decode_step_s, estimate_serve, with_layout
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class MoePoint:
     metric: str
     value: float
     source: str
+    layout: str = "tp"  # experts sliced across the GPUs (tp) or whole per GPU (ep)
 
 
 _IX870 = (
@@ -65,7 +68,7 @@ _IX870B = (
 )
 _TRT5929 = (
     "github.com/NVIDIA/TensorRT-LLM issue 5929 (2025-07-10): DeepSeek-R1 FP8 on 8xH200 and FP4 "
-    "on 8xB200, TRT-LLM 0.21, TP8 without EP, LLMPerf against trtllm-serve, ITL p50"
+    "on 8xB200, TRT-LLM 0.21, TP8 without EP and with EP8, LLMPerf against trtllm-serve, ITL p50"
 )
 
 POINTS: tuple[MoePoint, ...] = (
@@ -90,7 +93,7 @@ POINTS: tuple[MoePoint, ...] = (
              "tokens_per_s", 2765.4, _ACB183),
     *(
         MoePoint(f"dsr1-fp4-b200-c{b}", "deepseek-r1", "b200", 8, "fp4", 1024, 1024, b,
-                 "tokens_per_s", 8 * v, _IX870B)
+                 "tokens_per_s", 8 * v, _IX870B, "ep")
         for b, v in ((4, 59.7), (8, 104.8), (16, 169.3), (32, 282.4))
     ),
     *(
@@ -100,6 +103,15 @@ POINTS: tuple[MoePoint, ...] = (
             ("h200-sxm", "fp8", 1600, 1, 13.78), ("h200-sxm", "fp8", 8192, 1, 14.53),
             ("h200-sxm", "fp8", 1600, 8, 18.18),
             ("b200", "fp4", 1600, 1, 6.78), ("b200", "fp4", 8192, 1, 7.14),
+        )
+    ),
+    *(
+        MoePoint(f"dsr1-trt-ep8-{g}-{p}-b{b}", "deepseek-r1", g, 8, pr, p, 600, b, "tpot_ms", v,
+                 _TRT5929, "ep")
+        for g, pr, p, b, v in (
+            ("h200-sxm", "fp8", 1600, 1, 11.0), ("h200-sxm", "fp8", 8192, 1, 11.78),
+            ("h200-sxm", "fp8", 1600, 8, 16.42),
+            ("b200", "fp4", 1600, 1, 6.81), ("b200", "fp4", 8192, 1, 7.17),
         )
     ),
 )  # fmt: skip
@@ -113,6 +125,7 @@ def _catalogs() -> tuple[dict, dict]:
 def predict(p: MoePoint, calib: Calibration) -> float:
     """The planner's figure for measurement ``p`` (same unit as ``p.value``)."""
     gpus, models = _catalogs()
+    calib = with_layout(calib, p.layout)
     e = estimate_serve(
         models[p.model], gpus[p.gpu], p.tp, p.precision, p.prompt, p.output, p.batch, calib
     )
@@ -130,36 +143,50 @@ def predict(p: MoePoint, calib: Calibration) -> float:
     return e.tokens_per_s
 
 
-def with_moe(calib: Calibration, eff: float, overhead_us: float, source: str) -> Calibration:
-    """``calib`` with the two MoE factors set."""
+Factors = tuple[float, float, float]  # moe_expert_bw_eff, moe_layer_overhead_us, moe_ep_bw_eff
+
+
+def with_moe(calib: Calibration, f: Factors, source: str) -> Calibration:
+    """``calib`` with the three MoE factors set."""
 
     def s(v: float) -> Sourced:
         return Sourced(value=v, source=source, as_of="2026-11")
 
-    serve = calib.serve.model_copy(
-        update={"moe_expert_bw_eff": s(eff), "moe_layer_overhead_us": s(overhead_us)}
-    )
-    return calib.model_copy(update={"serve": serve})
+    update = {
+        "moe_expert_bw_eff": s(f[0]),
+        "moe_layer_overhead_us": s(f[1]),
+        "moe_ep_bw_eff": s(f[2]),
+    }
+    return calib.model_copy(update={"serve": calib.serve.model_copy(update=update)})
 
 
 EFF_GRID = tuple(round(0.2 + 0.05 * i, 2) for i in range(17))  # 0.20 .. 1.00
 OVER_GRID = tuple(float(x) for x in range(0, 201, 10))  # 0 .. 200 us per MoE layer
+EP_GRID = tuple(round(0.3 + 0.05 * i, 2) for i in range(15))  # 0.30 .. 1.00
 
 
 def _log_err(p: MoePoint, calib: Calibration) -> float:
     return math.log(predict(p, calib) / p.value)
 
 
-def fit(points: tuple[MoePoint, ...], base: Calibration) -> tuple[float, float]:
-    """(moe_expert_bw_eff, moe_layer_overhead_us) minimising the mean squared log error."""
-    best, arg = math.inf, (1.0, 0.0)
-    for eff in EFF_GRID:
-        for over in OVER_GRID:
-            c = with_moe(base, eff, over, "fit")
-            sse = sum(_log_err(p, c) ** 2 for p in points)
-            if sse < best:
-                best, arg = sse, (eff, over)
-    return arg
+def _sse(points: list[MoePoint], calib: Calibration) -> float:
+    return sum(_log_err(p, calib) ** 2 for p in points)
+
+
+def fit(points: tuple[MoePoint, ...], base: Calibration) -> Factors:
+    """The factors minimising the mean squared log error, in two steps: the sliced-expert
+    efficiency and the per-layer time on the ``tp`` measurements (a grid), then the
+    whole-expert efficiency on the ``ep`` ones with those fixed (a line)."""
+    tp = [p for p in points if p.layout == "tp"]
+    ep = [p for p in points if p.layout == "ep"]
+    eff, over = min(
+        itertools.product(EFF_GRID, OVER_GRID),
+        key=lambda a: _sse(tp, with_moe(base, (a[0], a[1], a[0]), "fit")),
+    )
+    if not ep:
+        return eff, over, eff
+    ep_eff = min(EP_GRID, key=lambda e: _sse(ep, with_moe(base, (eff, over, e), "fit")))
+    return eff, over, ep_eff
 
 
 @dataclass(frozen=True)
@@ -173,7 +200,7 @@ class LooRow:
 
 def leave_one_out(
     points: tuple[MoePoint, ...] = POINTS, base: Calibration | None = None
-) -> tuple[tuple[float, float], list[LooRow]]:
+) -> tuple[Factors, list[LooRow]]:
     """The fit on all points and, per point, its prediction in and out of the fit."""
     base = base or default_calibration()
     full = fit(points, base)
@@ -188,9 +215,9 @@ def leave_one_out(
             LooRow(
                 p.id,
                 p.value,
-                predict(p, with_moe(base, *full, "fit")),
-                predict(p, with_moe(base, *fit(rest, base), "loo")),
-                predict(p, with_moe(base, *by_source[p.source], "loso")),
+                predict(p, with_moe(base, full, "fit")),
+                predict(p, with_moe(base, fit(rest, base), "loo")),
+                predict(p, with_moe(base, by_source[p.source], "loso")),
             )
         )
     return full, rows
@@ -202,9 +229,11 @@ def _abs_pct(pred: float, meas: float) -> float:
 
 def main() -> None:
     base = default_calibration()
-    raw = [predict(p, with_moe(base, 1.0, 0.0, "raw")) for p in POINTS]
-    (eff, over), rows = leave_one_out(POINTS, base)
-    print(f"fit: moe_expert_bw_eff {eff:g}, moe_layer_overhead_us {over:g}")
+    raw = [predict(p, with_moe(base, (1.0, 0.0, 1.0), "raw")) for p in POINTS]
+    (eff, over, ep_eff), rows = leave_one_out(POINTS, base)
+    print(
+        f"fit: moe_expert_bw_eff {eff:g}, moe_layer_overhead_us {over:g}, moe_ep_bw_eff {ep_eff:g}"
+    )
     print(f"{'point':24} {'measured':>9} {'no-MoE':>9} {'fitted':>9} {'LOO':>9} {'LOSO':>9}")
     for r, p0 in zip(rows, raw, strict=True):
         print(f"{r.id:24} {r.measured:9.4g} {p0:9.4g} {r.fitted:9.4g} {r.loo:9.4g} {r.loso:9.4g}")

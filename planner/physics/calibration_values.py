@@ -65,6 +65,9 @@ class ServeCalibration(Strict):
     # layer per forward (routing, top-k, token permutation, the grouped-GEMM launches).
     moe_expert_bw_eff: Sourced | None = None
     moe_layer_overhead_us: Sourced | None = None
+    # Expert parallelism inside a replica (attention tensor-parallel, whole experts per GPU):
+    # the share of weight_bw streaming whole experts achieves (absent: moe_expert_bw_eff).
+    moe_ep_bw_eff: Sourced | None = None
     layer_overhead_us: Sourced
     overhead_gb: Sourced
     activation_gb_per_1k_tokens: Sourced
@@ -187,6 +190,10 @@ class Calibration(Strict):
     realized: RealizedCalibration
     serve: ServeCalibration
     links: LinkCalibration
+    # The layout a MoE replica is evaluated in: "tp" (experts sliced across the GPUs) or "ep"
+    # (whole experts per GPU). Not a calibrated figure: serve.with_layout sets it on a copy so
+    # every step function sees the layout without one more argument.
+    moe_layout: str = Field("tp", pattern="^(tp|ep)$")
 
 
 CALIBRATION_PATH = CATALOG_DIR / "calibration.yaml"

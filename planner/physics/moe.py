@@ -59,6 +59,37 @@ def routed_params_read(model: ModelArch, tokens: float) -> float:
     return model.moe_layers * touched * c.expert * model.params / c.total
 
 
+def ep_max_local_experts(experts: int, per_token: int, tokens: float, ep: int) -> float:
+    """Expected distinct experts the busiest of ``ep`` GPUs reads when each holds
+    ``experts / ep`` whole experts (expert parallelism): each expert is touched with
+    probability ``q = 1 - (1 - k/E)^B``; a GPU's count is Binomial(E/ep, q), and the expected
+    maximum of ``ep`` of them is about ``mean + sd x sqrt(2 ln ep)``, at most E/ep.
+
+    >>> round(ep_max_local_experts(256, 8, 1, 8), 2)  # batch 1: 8 experts, ~3 on one GPU
+    3.01
+    >>> ep_max_local_experts(256, 8, 10_000, 8)  # every expert touched: 32 per GPU
+    32.0
+    """
+    if tokens <= 0:
+        return 0.0
+    local = experts / ep
+    q = 1.0 - (1.0 - per_token / experts) ** tokens
+    mean = local * q
+    spread = math.sqrt(local * q * (1.0 - q) * 2.0 * math.log(ep)) if ep > 1 else 0.0
+    return min(local, mean + spread)
+
+
+def ep_routed_params_read(model: ModelArch, tokens: float, ep: int) -> float:
+    """Routed-expert parameters the busiest GPU of an ``ep``-way expert-parallel replica reads
+    in one forward over ``tokens`` tokens (scaled to the published total); 0 if dense."""
+    if model.moe is None:
+        return 0.0
+    c = count_params(model)
+    m = model.moe
+    busiest = ep_max_local_experts(m.experts, m.experts_per_token, tokens, ep)
+    return model.moe_layers * busiest * c.expert * model.params / c.total
+
+
 def expert_params(model: ModelArch) -> float:
     """Every routed expert of every MoE layer (scaled to the published total); 0 if dense.
 

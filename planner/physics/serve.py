@@ -24,8 +24,6 @@ from planner.physics.moe import (
     compute_params,
     kv_share_per_gpu,
     prefill_attn_flops,
-    routed_params_read,
-    weight_params_read,
 )
 from planner.physics.moe import kv_bytes_per_token as _kv_bytes
 from planner.physics.serve_queueing import (
@@ -41,12 +39,17 @@ from planner.physics.serve_queueing import (
 # re-exported: the queueing tails were public names of this module before the split
 from planner.physics.serve_queueing import erlang_c as erlang_c
 from planner.physics.serve_queueing import poisson_quantile as poisson_quantile
+from planner.physics.serve_weights import (
+    FP4_BYTES_PER_PARAM as FP4_BYTES_PER_PARAM,
+)
+from planner.physics.serve_weights import PRECISIONS as PRECISIONS
+from planner.physics.serve_weights import moe_factors as moe_factors
+from planner.physics.serve_weights import weight_bw as weight_bw
+from planner.physics.serve_weights import weight_bytes_per_param as weight_bytes_per_param
+from planner.physics.serve_weights import weight_read_s as weight_read_s
+from planner.physics.serve_weights import with_layout as with_layout
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
 
-PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")
-# NVFP4: 4-bit E2M1 values + one FP8 scale per 16 = 4.5 bits (MXFP4: 4.25); used when the
-# calibration file states no figure of its own.
-FP4_BYTES_PER_PARAM = 0.5625
 TP_SIZES = (1, 2, 4, 8)
 
 
@@ -62,6 +65,7 @@ class ServeEstimate:
     tpot_ms: float
     memory_per_gpu_gb: float
     memory: dict[str, float]
+    layout: str = "tp"  # a MoE's experts sliced across the GPUs (tp) or whole per GPU (ep)
 
 
 @dataclass(frozen=True)
@@ -75,28 +79,10 @@ class ReplicaCapacity:
     p95_ttft_ms: float
     p95_tpot_ms: float
     tokens_per_s: float
+    layout: str = "tp"  # a MoE's experts sliced across the GPUs (tp) or whole per GPU (ep)
 
 
 # ----------------------------------------------------------------------------- bytes
-
-
-def weight_bytes_per_param(precision: str, calib: Calibration) -> float:
-    """Bytes per weight: fp16/bf16 2, fp8/int8 1, int4 ~0.56 (4 bits + group scales + fp16 embeddings).
-
-    >>> c = default_calibration()
-    >>> [weight_bytes_per_param(p, c) for p in ("bf16", "fp8", "int8", "int4")]
-    [2.0, 1.0, 1.0, 0.56]
-    """
-    if precision in ("fp16", "bf16"):
-        return 2.0
-    if precision in ("fp8", "int8"):
-        return 1.0
-    if precision == "int4":
-        return calib.serve.int4_bytes_per_param.value
-    if precision == "fp4":
-        f = calib.serve.fp4_bytes_per_param
-        return FP4_BYTES_PER_PARAM if f is None else f.value
-    raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
 
 
 def kv_bytes_per_token(model: ModelArch, precision: str, context: float | None = None) -> float:
@@ -189,57 +175,6 @@ def peak_flops(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
             raise ValueError(f"{gpu.id} has no FP4 tensor cores")
         return gpu.fp4_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
     return gpu.bf16_dense_tflops.value * 1e12
-
-
-def weight_bw(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
-    """Achieved bytes/s streaming weights: bandwidth x ``weight_bw_eff`` (x ``int4_bw_factor``).
-
-    >>> from planner.physics.train import _toy_gpu
-    >>> c = default_calibration()
-    >>> weight_bw(_toy_gpu(), "bf16", c) / 1e9 == 3350 * c.serve.weight_bw_eff.value
-    True
-    """
-    eff = calib.serve.weight_bw_eff.value
-    if precision == "int4":
-        eff *= calib.serve.int4_bw_factor.value
-    return gpu.memory_bandwidth_gbs.value * GB * eff
-
-
-def moe_factors(calib: Calibration) -> tuple[float, float]:
-    """(expert streaming efficiency, seconds per MoE layer per forward); (1, 0) if uncalibrated.
-
-    >>> e, o = moe_factors(default_calibration())
-    >>> 0 < e <= 1 and o >= 0
-    True
-    """
-    s = calib.serve
-    eff = 1.0 if s.moe_expert_bw_eff is None else s.moe_expert_bw_eff.value
-    over = 0.0 if s.moe_layer_overhead_us is None else s.moe_layer_overhead_us.value * 1e-6
-    return eff, over
-
-
-def weight_read_s(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, tokens: float, calib: Calibration
-) -> float:
-    """Time one GPU streams the weights a forward over ``tokens`` tokens reads (s).
-
-    Dense: ``params x bytes / tp / weight_bw``. MoE: the non-expert weights at ``weight_bw`` and
-    the experts the tokens touch at ``weight_bw x moe_expert_bw_eff``.
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> c = default_calibration()
-    >>> weight_read_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, c) == weight_read_s(
-    ...     _toy_model(), _toy_gpu(), 1, "fp16", 64, c)  # dense: independent of the batch
-    True
-    """
-    if model.moe is None:
-        return (model.params * weight_bytes_per_param(precision, calib) / tp) / weight_bw(
-            gpu, precision, calib
-        )
-    eff, _ = moe_factors(calib)
-    routed = routed_params_read(model, tokens)
-    params = weight_params_read(model, tokens) - routed + routed / eff
-    return params * weight_bytes_per_param(precision, calib) / tp / weight_bw(gpu, precision, calib)
 
 
 def tp_comm_s(model: ModelArch, gpu: GpuSpec, tp: int, tokens: float, calib: Calibration) -> float:
@@ -410,6 +345,8 @@ def _check(
         return f"{gpus} GPUs exceed one {gpu.id} server ({node} GPUs)"
     if model.heads % gpus:
         return f"{model.heads} attention heads are not divisible by tensor-parallel size {gpus}"
+    if calib.moe_layout == "ep" and model.moe is not None and model.moe.experts % gpus:
+        return f"{model.moe.experts} experts do not split evenly over {gpus} GPUs (use tp)"
     if prompt + output > model.max_context:
         return f"prompt+output {prompt + output} tokens > {model.id} context {model.max_context}"
     mem = serve_memory_gb(model, gpus, precision, 0, prompt + output, prompt, calib)
@@ -487,6 +424,7 @@ def estimate_serve(
         tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
         memory_per_gpu_gb=sum(mem.values()),
         memory=mem,
+        layout=_layout(model, gpus, calib),
     )
 
 
@@ -744,6 +682,7 @@ def _capacity(
         p95_ttft_ms=at.p95_ttft_s * 1e3,
         p95_tpot_ms=at.p95_tpot_s * 1e3,
         tokens_per_s=rate * output,
+        layout=_layout(model, gpus, calib),
     )
 
 
@@ -757,6 +696,7 @@ def replica_capacity(
     slo_ttft_ms: float,
     slo_tpot_ms: float,
     calib: Calibration | None = None,
+    layout: str | None = None,
 ) -> ReplicaCapacity:
     """Highest Poisson request rate one replica sustains with p95 TTFT and p95 TPOT within the SLO.
 
@@ -764,6 +704,9 @@ def replica_capacity(
     first at the largest batch cap that fits, then the smallest power-of-two cap that reaches 99%
     of that rate (less KV memory committed for the same capacity). Infeasible replicas (memory,
     FP8 support, SLO unreachable even unloaded) return ``feasible=False`` with the reason.
+    A mixture of experts on several GPUs is also tried with expert parallelism (whole experts
+    per GPU) and the higher rate kept (``layout`` names it; ``layout="tp"`` or ``"ep"`` forces
+    one).
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> r = replica_capacity(_toy_model(), _toy_gpu(), 1, "fp16", 512, 256, 500, 50)
@@ -771,6 +714,28 @@ def replica_capacity(
     (True, True, True)
     """
     calib = calib or default_calibration()
-    return _capacity(
-        model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms), float(slo_tpot_ms), calib
-    )
+    args = (model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms), float(slo_tpot_ms))
+    if layout is not None:
+        return _capacity(*args, with_layout(calib, layout))
+    tp = _capacity(*args, calib)
+    if not ep_possible(model, gpus):
+        return tp
+    # a MoE replica is also tried with whole experts per GPU; the higher rate wins
+    ep = _capacity(*args, with_layout(calib, "ep"))
+    return ep if ep.feasible and (not tp.feasible or ep.rate_rps > tp.rate_rps) else tp
+
+
+def ep_possible(model: ModelArch, gpus: int) -> bool:
+    """Expert parallelism is a distinct layout: a MoE on several GPUs that share its experts
+    evenly.
+
+    >>> from planner.physics.train import _toy_model
+    >>> ep_possible(_toy_model(), 8)
+    False
+    """
+    return model.moe is not None and gpus > 1 and model.moe.experts % gpus == 0
+
+
+def _layout(model: ModelArch, gpus: int, calib: Calibration) -> str:
+    """The layout an estimate was made in (``tp`` unless expert parallelism applies)."""
+    return calib.moe_layout if ep_possible(model, gpus) else "tp"
