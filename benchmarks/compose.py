@@ -7,7 +7,8 @@
 Problem ``i`` is :func:`benchmarks.composed.compose` drawn with ``RandomPick(seed * 1_000_003
 + i)``, so one problem can be drawn again alone (``--only I``). Each is solved as a user would
 (``planner solve`` with ``--json`` and the workbook, then ``planner verify``), and must end with
-exit 0 and a verified plan, or exit 3 with a diagnosis, within ``T x 1.1 + 5`` s.
+exit 0 and a verified plan, or exit 3 with a diagnosis, within ``T x 1.1 + 5`` s (``T`` is
+``--time-limit`` per scenario: a two-stage problem gets it once per scenario).
 
 Prints the endings per feature (problems with that feature on), per number of features, and
 every bad ending with its feature combination; bad problems are kept under ``--out``
@@ -43,7 +44,7 @@ def run_one(args: tuple[int, int, float, str]) -> tuple[int, str, str, float, st
     folder = Path(tempfile.mkdtemp(prefix=f"compose{i}-"))
     try:
         path = write_case(case, folder, f"problem{i}")
-        ending, _ = solve_case(path, limit)
+        ending, _ = solve_case(path, case.time_limit)
         kept = ""
         if not ending.good:
             dest = Path(out) / f"problem{i}"

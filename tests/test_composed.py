@@ -50,7 +50,7 @@ def composed(draw: Any) -> Case:
 def _solve(
     case: Case, folder: Path, stem: str, excel: bool = False
 ) -> tuple[Any, dict[str, Any] | None]:
-    ending, plan = solve_case(write_case(case, folder, stem), LIMIT, excel)
+    ending, plan = solve_case(write_case(case, folder, stem), case.time_limit, excel)
     assert ending.good, f"{ending.label} on {case.key}:\n{ending.message[-2000:]}"
     return ending, plan
 
@@ -133,6 +133,8 @@ def test_a_scenario_split_in_two_identical_halves_changes_nothing(case, tmp_path
     first = split.problem["scenarios"][0]
     first["probability"] /= 2
     split.problem["scenarios"].insert(1, {**copy.deepcopy(first), "name": "twin"})
+    for c in (base, split):  # each scenario brings its limit (Case.time_limit)
+        c.problem["solver"]["time_limit_s"] = LIMIT * len(c.problem["scenarios"])
     _, plan = _solve(base, folder, "base")
     _, plan2 = _solve(split, folder, "split")
     if plan is None or plan2 is None:
