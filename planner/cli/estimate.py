@@ -23,6 +23,7 @@ from rich.table import Table
 from planner.base.errors import ExitCode, InputError
 from planner.base.units import parse_count
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
+from planner.physics import vendor
 from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import (
@@ -199,12 +200,24 @@ def train_cmd(
         "seq_len": seq_len,
         "precision": precision,
         **asdict(est),
+        "vendor_efficiency": vendor.describe(gpu, "train"),
     }
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        Console().print(_train_table(model, gpu, gpus, n_tokens, method, est))
+        table = _train_table(model, gpu, gpus, n_tokens, method, est)
+        table.add_row(*_vendor_row(gpu, "train", "MFU"))
+        Console().print(table)
     _exit_unless(est.fits)
+
+
+def _vendor_row(gpu: GpuSpec, kind: vendor.Kind, what: str) -> tuple[str, str]:
+    """The table row of the vendor's software efficiency, e.g. ``x 0.81 (amd, 0.68-0.99)``."""
+    d = vendor.describe(gpu, kind)
+    return (
+        f"vendor software efficiency (x {what})",
+        f"x {d['value']:g} ({d['vendor']}, {d['low']:g}-{d['high']:g})",
+    )
 
 
 def _exit_unless(fits: bool) -> None:
@@ -339,6 +352,7 @@ def serve_cmd(
         "prompt": prompt,
         "output": output,
         **asdict(est),
+        "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
     if model.moe is not None and est.fits:
         out["moe"] = _moe_facts(model, gpus, precision, est.batch, calib)
@@ -364,6 +378,7 @@ def serve_cmd(
             table.add_row(
                 "weights read per step (GB/GPU)", _fmt(f["weights_read_per_step_gb_per_gpu"])
             )
+        table.add_row(*_vendor_row(gpu, "serve", "tokens/s"))
         Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
 

@@ -114,6 +114,28 @@ def check_range(name: str, value: float) -> float:
     return value
 
 
+# A vendor's software efficiency relative to NVIDIA's lies in (0, 2]: 0 would mean a card that
+# never finishes a step, and no stack is published at twice NVIDIA's speed on equal silicon.
+EFFICIENCY_MAX = 2.0
+
+
+def check_efficiency(value: float) -> float:
+    """``value`` if it is a software efficiency relative to NVIDIA's, in (0, 2]; else ValueError.
+
+    >>> check_efficiency(0.81)
+    0.81
+    >>> check_efficiency(0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: a software efficiency relative to NVIDIA lies in (0, 2], got 0
+    """
+    if not 0.0 < value <= EFFICIENCY_MAX:
+        raise ValueError(
+            f"a software efficiency relative to NVIDIA lies in (0, {EFFICIENCY_MAX:g}], got {value:g}"
+        )
+    return value
+
+
 class ResidualPoint(Strict):
     """What a used card fetches at ``age_months``, as a share of its purchase price."""
 
@@ -233,6 +255,10 @@ class GpuSpec(Strict):
     server: str | None = Field(None, description="server type id (catalogs/servers.yaml)")
     residual: ResidualCurve | None = None
     server_spec: ServerSpec | None = Field(None, description="filled from `server` on load")
+    # The vendor's software efficiency relative to NVIDIA's (catalogs/vendors.yaml), x the
+    # predicted MFU and x the predicted serving tokens/s; filled from `vendor` on load.
+    train_efficiency: SourcedRange | None = Field(None, description="x MFU; filled on load")
+    serve_efficiency: SourcedRange | None = Field(None, description="x tokens/s; filled on load")
 
     model_config = ConfigDict(
         extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True
@@ -244,6 +270,14 @@ class GpuSpec(Strict):
         if v is not None:
             for bound in (v.value, getattr(v, "low", v.value), getattr(v, "high", v.value)):
                 check_range(info.field_name, bound)
+        return v
+
+    @field_validator("train_efficiency", "serve_efficiency", mode="after")
+    @classmethod
+    def _efficiency(cls, v: SourcedRange | None) -> SourcedRange | None:
+        if v is not None:
+            check_efficiency(v.low)
+            check_efficiency(v.high)
         return v
 
     @model_validator(mode="after")
@@ -553,6 +587,7 @@ def load_gpus(
     shipped catalog's."""
     doc = load_yaml(path)
     gpus = _unique(validate(GpuCatalogFile, doc, "GPU catalog").gpus, "gpu", doc.path)
+    gpus = with_vendors(gpus, load_vendors(_beside(path, "vendors.yaml")))
     if not any(g.server for g in gpus.values()):
         return gpus
     if servers_path is None:
@@ -572,6 +607,29 @@ def load_gpus(
         except ValueError as exc:
             line = doc.line_of(("gpus", i, "server"))
             raise InputError(f"{doc.path}:{line}: gpus[{i}].server: {exc}") from None
+    return out
+
+
+def _beside(path: str | Path, name: str) -> Path:
+    """The catalog file ``name`` beside ``path`` if there is one, else the shipped one."""
+    beside = Path(path).with_name(name)
+    return beside if beside.is_file() else CATALOG_DIR / name
+
+
+def with_vendors(gpus: dict[str, GpuSpec], vendors: dict[str, VendorSpec]) -> dict[str, GpuSpec]:
+    """Each GPU with its vendor's training and serving efficiency (catalogs/vendors.yaml)
+    where the GPU entry gives none; a vendor the file does not list is an error."""
+    out = {}
+    for gid, g in gpus.items():
+        v = vendors.get(g.vendor)
+        if v is None:
+            raise InputError(f"gpu {gid!r}: vendor {g.vendor!r} is not in the vendor catalog")
+        update = {
+            k: getattr(v, k)
+            for k in ("train_efficiency", "serve_efficiency")
+            if getattr(g, k) is None
+        }
+        out[gid] = g.model_copy(update=update) if update else g
     return out
 
 

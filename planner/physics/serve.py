@@ -49,6 +49,7 @@ from planner.physics.serve_weights import weight_bytes_per_param as weight_bytes
 from planner.physics.serve_weights import weight_read_s as weight_read_s
 from planner.physics.serve_weights import with_layout as with_layout
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
+from planner.physics.vendor import serve_efficiency, serve_step_s
 
 TP_SIZES = (1, 2, 4, 8)
 
@@ -235,11 +236,8 @@ def decode_step_s(
     t_mem = weight_read_s(model, gpu, tp, precision, batch, calib) + kv / (bw * s.kv_bw_eff.value)
     flops = batch * (2.0 * compute_params(model) + attn_flops_per_token(model, context)) / tp
     t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
-    return (
-        max(t_mem, t_compute)
-        + tp_comm_s(model, gpu, tp, batch, calib)
-        + layer_overhead_s(model, calib)
-    )
+    t = max(t_mem, t_compute) + tp_comm_s(model, gpu, tp, batch, calib)
+    return serve_step_s(t + layer_overhead_s(model, calib), gpu)  # / vendor serve_efficiency
 
 
 def _decode_coeffs(
@@ -306,12 +304,13 @@ def prefill_iter_s(
     True
     """
     # a prompt routes enough tokens to touch (nearly) every expert: one full weight read
-    return (
+    t = (
         prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
         + weight_read_s(model, gpu, tp, precision, max(prompts, 1) * prompt, calib)
         + tp_comm_s(model, gpu, tp, prompts * prompt, calib)
         + layer_overhead_s(model, calib)
     )
+    return serve_step_s(t, gpu)  # / the vendor's serve_efficiency (NVIDIA 1)
 
 
 # ----------------------------------------------------------------------------- feasibility
@@ -502,17 +501,18 @@ def _decode_step_fn(
     The fixed point evaluates it hundreds of times per rate, so the coefficients are computed once.
     """
     cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, tp, precision, context, calib)
+    eff = serve_efficiency(gpu)  # the vendor's: every step takes 1/eff as long (NVIDIA 1)
     if model.moe is not None:
         # the weights read grow with the batch (more experts touched): not a constant
 
         def moe_step(nn: float) -> float:
             w = weight_read_s(model, gpu, tp, precision, nn, calib)
-            return max(w + ckv * nn, cfl * nn) + ccomm * nn + cfix
+            return (max(w + ckv * nn, cfl * nn) + ccomm * nn + cfix) / eff
 
         return moe_step
 
     def step(nn: float) -> float:
-        return max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix
+        return (max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix) / eff
 
     return step
 

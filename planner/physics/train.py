@@ -22,6 +22,7 @@ from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration, gpu_family
 from planner.physics.moe import compute_params, expert_params, train_attn_flops_per_token
 from planner.physics.realized import DEFAULT_STACK, STACKS, hours_band, quantile_factor
+from planner.physics.vendor import train_efficiency
 
 GB = 1e9
 METHODS = ("full", "lora", "qlora")
@@ -138,7 +139,8 @@ def single_gpu_mfu(
     method: str,
     calib: Calibration,
 ) -> float:
-    """MFU of one GPU before communication: base x size x GEMM x recompute x QLoRA factors.
+    """MFU of one GPU before communication: base x size x GEMM x recompute x QLoRA x MoE x the
+    vendor's software efficiency (:func:`planner.physics.vendor.train_efficiency`; NVIDIA 1).
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> c = default_calibration()
@@ -156,7 +158,7 @@ def single_gpu_mfu(
         mfu *= t.qlora_speed_factor.value
     if model.moe is not None and t.moe_mfu_factor is not None:
         mfu *= t.moe_mfu_factor.value  # all-to-all, expert imbalance, token permutation
-    return mfu
+    return mfu * train_efficiency(gpu)
 
 
 # ----------------------------------------------------------------------------- links

@@ -13,6 +13,7 @@ from planner import __version__
 from planner.inputs.catalog import GpuSpec, Sourced, SourcedRange
 from planner.optimize.solve import SolveResult
 from planner.physics.demand import HOURS_PER_MONTH
+from planner.physics.vendor import Kind, describe, serve_efficiency
 from planner.plan.data import Assumption, Rental
 from planner.plan.readout import ReadContext, var_value
 
@@ -48,7 +49,35 @@ def gpu_assumptions(gpu: GpuSpec) -> list[Assumption]:
             )
         )
     out.append(Assumption(group=f"gpu:{gpu.id}", key="class", value=gpu.klass, source=gpu.name))
-    return out + _server_assumptions(gpu)
+    return out + vendor_assumptions(gpu) + _server_assumptions(gpu)
+
+
+# The vendor's software efficiency (catalogs/vendors.yaml, planner/physics/vendor.py): what it
+# multiplies in the physics, as the unit of its row.
+VENDOR_FIELDS: tuple[tuple[Kind, str], ...] = (
+    ("train", "x MFU of the NVIDIA-calibrated physics"),
+    ("serve", "x replica tokens/s of the NVIDIA-calibrated physics"),
+)
+
+
+def vendor_assumptions(gpu: GpuSpec) -> list[Assumption]:
+    """The GPU's vendor software efficiency on training and serving, relative to NVIDIA's
+    (1.0 for NVIDIA, the reference), with its range and source."""
+    out = []
+    for kind, unit in VENDOR_FIELDS:
+        d = describe(gpu, kind)
+        out.append(
+            Assumption(
+                group=f"gpu:{gpu.id}",
+                key=f"{kind}_efficiency",
+                value=d["value"],
+                unit=unit,
+                source=f"{d['vendor']} software, catalogs/vendors.yaml or the problem file: "
+                f"{d['source']} (range {d['low']:g}-{d['high']:g})",
+                as_of=str(d["as_of"]),
+            )
+        )
+    return out
 
 
 def _server_assumptions(gpu: GpuSpec) -> list[Assumption]:
@@ -309,7 +338,7 @@ def _capacity_assumptions(ctx: ReadContext) -> list[Assumption]:
                 if m
                 else f"modeled: planner physics at the bucket's planned shape "
                 f"(batch {b.capacity.batch}, p95 TTFT {b.capacity.p95_ttft_ms:.0f} ms, "
-                f"TPOT {b.capacity.p95_tpot_ms:.1f} ms)"
+                f"TPOT {b.capacity.p95_tpot_ms:.1f} ms)" + _vendor_note(ctx, c.gpu)
             )
             out.append(
                 Assumption(
@@ -322,6 +351,14 @@ def _capacity_assumptions(ctx: ReadContext) -> list[Assumption]:
                 )
             )
     return out
+
+
+def _vendor_note(ctx: ReadContext, gpu_id: str) -> str:
+    """``, x 0.81 amd serve_efficiency`` for a modeled rate on a non-reference vendor's card."""
+    gpu = ctx.inputs.gpus.get(gpu_id)
+    if gpu is None or serve_efficiency(gpu) == 1.0:
+        return ""
+    return f", x {serve_efficiency(gpu):g} {gpu.vendor} serve_efficiency (gpu:{gpu.id})"
 
 
 def read_assumptions(
