@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from planner.base.units import CaseInsensitive, Count, NotBool
 from planner.base.yamlio import LocatedError
 from planner.inputs.catalog import (
+    EFFICIENCY_MAX,
     FABRICS,
     GPU_RANGES,
     MAX_FLEET_GPUS,
@@ -102,6 +103,10 @@ class GpuOverride(Strict):
     tdp_w: float | None = Field(None, gt=0)
     idle_w: float | None = Field(None, ge=0)
     host_w_per_gpu: float | None = Field(None, ge=0)
+    # the vendor's software efficiency on this card, relative to NVIDIA's (catalogs/vendors.yaml;
+    # e.g. a measured run on a newer ROCm): x MFU and x serving tokens/s, in (0, 2]
+    train_efficiency: float | None = Field(None, gt=0, le=EFFICIENCY_MAX)
+    serve_efficiency: float | None = Field(None, gt=0, le=EFFICIENCY_MAX)
     source: str = Field("problem file override", max_length=500)
 
     @field_validator(
