@@ -15,10 +15,12 @@ from planner.cli import cli
 from planner.inputs.catalog import (
     CATALOG_DIR,
     load_gpus,
+    load_models,
     load_servers,
     load_vendors,
     purchase_barrier,
 )
+from planner.physics.serve import estimate_serve
 from planner.reports.plan_facts import unit_word
 
 NEW = ("mi300x", "mi325x", "mi355x", "b300", "gb200", "gb300", "rtx-pro-6000", "rtx-5090")
@@ -203,6 +205,30 @@ def test_vendor_efficiencies_are_sourced_and_reproduce_their_measurements(gpus):
     singles = [m / p / ratio["nvidia"] for w, m, p in MLPERF if w == "amd"]
     assert amd.serve_efficiency.low == pytest.approx(min(singles), abs=0.01)
     assert amd.serve_efficiency.high == pytest.approx(max(singles), abs=0.01)
+
+
+# The planner-predicted column of MLPERF: (gpu, GPUs submitted, precision, predicted tokens/s)
+MLPERF_PREDICTED = [("h100-sxm", 8, "fp8", 20889), ("h200-sxm", 8, "fp8", 23105),
+                    ("gb200", 4, "fp4", 57090), ("mi300x", 8, "fp8", 30689),
+                    ("mi325x", 8, "fp8", 30840), ("mi355x", 8, "fp4", 116901)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("gpu", "n", "precision", "predicted"), MLPERF_PREDICTED)
+def test_the_vendor_figures_rest_on_the_physics_without_the_factor(
+    gpus, gpu, n, precision, predicted
+):
+    """The predictions behind vendors.yaml are the NVIDIA-calibrated physics (the card labelled
+    NVIDIA, factor 1): the best tensor-parallel layout over the submitted GPUs, max batch."""
+    m = load_models()["llama-2-70b"]
+    bare = gpus[gpu].model_copy(
+        update={"vendor": "nvidia", "train_efficiency": None, "serve_efficiency": None}
+    )
+    best = max(
+        e.tokens_per_s * n / tp
+        for tp in (1, 2, 4, 8)
+        if tp <= n and (e := estimate_serve(m, bare, tp, precision, 300, 290)).fits
+    )
+    assert best == pytest.approx(predicted, abs=1.0)
 
 
 def test_a_vendor_listed_twice_is_refused(tmp_path):
