@@ -72,8 +72,8 @@ def vendor_assumptions(gpu: GpuSpec) -> list[Assumption]:
                 key=f"{kind}_efficiency",
                 value=d["value"],
                 unit=unit,
-                source=f"{d['vendor']} software, catalogs/vendors.yaml or the problem file: "
-                f"{d['source']} (range {d['low']:g}-{d['high']:g})",
+                source=f"{d['vendor']} software relative to NVIDIA's: {d['source']} "
+                f"(range {d['low']:g}-{d['high']:g})",
                 as_of=str(d["as_of"]),
             )
         )
