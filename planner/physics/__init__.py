@@ -6,7 +6,9 @@ Core API used by the optimizer::
     estimate_serve(model, gpu, gpus, precision, prompt, output, batch=None, calib=None)
     replica_capacity(model, gpu, gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib=None)
 
-Every efficiency factor comes from ``catalogs/calibration.yaml`` (:func:`default_calibration`).
+Every efficiency factor comes from ``catalogs/calibration.yaml`` (:func:`default_calibration`),
+fitted to NVIDIA runs; a GPU's vendor software efficiency relative to NVIDIA's comes from
+``catalogs/vendors.yaml`` (:mod:`planner.physics.vendor`).
 """
 
 from typing import TYPE_CHECKING, Any

@@ -219,7 +219,8 @@ def decode_step_s(
     """One decode step for ``batch`` sequences of mean ``context`` tokens (s).
 
     ``max(weights/tp / weight_bw + batch x context x kv/tp / (bw x kv_bw_eff),
-    batch (2N + 4 L h ctx) / tp / (peak x decode_compute_eff)) + TP all-reduces + layer overhead``.
+    batch (2N + 4 L h ctx) / tp / (peak x decode_compute_eff)) + TP all-reduces + layer overhead``,
+    all / the vendor's ``serve_efficiency`` (:mod:`planner.physics.vendor`; NVIDIA 1).
     For a MoE, ``weights`` are those the batch reads (attention, dense, shared and the experts
     its tokens touch, :func:`planner.physics.moe.weight_params_read`) and N the active count.
 
@@ -295,7 +296,8 @@ def prefill_iter_s(
 ) -> float:
     """One prefill iteration for ``prompts`` prompts of ``prompt`` tokens (s).
 
-    ``prompts x compute + one weight read + TP all-reduces + layer overhead`` (weight streaming and
+    ``(prompts x compute + one weight read + TP all-reduces + layer overhead) / serve_efficiency``
+    (the vendor's, :mod:`planner.physics.vendor`; NVIDIA 1) (weight streaming and
     GEMMs are not assumed to overlap: this is what makes short prompts cost a decode step).
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
