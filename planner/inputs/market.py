@@ -29,15 +29,31 @@ FIGURES = ("rent_change_per_year", "buy_change_per_year", "lead_months")
 class GpuMarket(Strict):
     """One GPU type's path, overriding the problem's ``market`` and the catalog default."""
 
-    rent_change_per_year: float | None = Field(None, ge=CHANGE_LOW, le=CHANGE_HIGH)
-    buy_change_per_year: float | None = Field(None, ge=CHANGE_LOW, le=CHANGE_HIGH)
-    lead_months: int | None = Field(None, ge=0, le=600, strict=True)
+    rent_change_per_year: float | None = Field(
+        None,
+        ge=CHANGE_LOW,
+        le=CHANGE_HIGH,
+        description="yearly change of every rental price (-0.15: 15 % cheaper a year), compounded monthly",
+    )
+    buy_change_per_year: float | None = Field(
+        None,
+        ge=CHANGE_LOW,
+        le=CHANGE_HIGH,
+        description="yearly change of card and server prices, compounded monthly",
+    )
+    lead_months: int | None = Field(
+        None, ge=0, le=600, strict=True, description="months from order to GPUs in service"
+    )
 
 
 class Market(GpuMarket):
     """The problem file's ``market`` section: every GPU type's path, and per-type overrides."""
 
-    gpus: dict[str, GpuMarket] = Field(default_factory=dict, max_length=1_000)
+    gpus: dict[str, GpuMarket] = Field(
+        default_factory=dict,
+        max_length=1_000,
+        description="paths of single GPU types, by GPU id, overriding these",
+    )
 
 
 class MarketDefault(Strict):

@@ -5,7 +5,7 @@ GPU and offer overrides, the offers a problem trusts (files, providers, inline o
 discounts), finance, solver options, the existing fleet (owned GPUs, signed contracts), custom
 GPUs, demand scenarios and the risk measure that weighs them, and :class:`Problem` holding
 them all. A problem file is a contract: other tools write it. Unknown keys are errors (a typo
-must not be silently ignored), numbers must be finite and within the README's limits table
+must not be silently ignored), numbers must be finite and within the documented limits (docs/reference)
 (fleets and contracts up to a million GPUs, commitments up to the budgets' $1e12), booleans
 are not numbers, text holds nothing a workbook cannot (:func:`planner.base.units.check_text`),
 inline offers set no field only the planner writes, dates are ``YYYY-MM`` months. Loading and
@@ -45,8 +45,8 @@ def _month(v: Any) -> str:
 
 
 class Horizon(Strict):
-    start: Month
-    months: int = Field(ge=1, le=120)
+    start: Month = Field(description="the first month planned, YYYY-MM")
+    months: int = Field(ge=1, le=120, description="how many months are planned")
 
     _v = field_validator("start")(classmethod(lambda cls, v: _month(v)))
 
@@ -66,10 +66,12 @@ class Budget(Strict):
 
 
 class Site(Strict):
-    power_usd_per_kwh: float = Field(ge=0, le=10)
-    pue: float = Field(1.3, ge=1.0, le=3.0)
+    power_usd_per_kwh: float = Field(ge=0, le=10, description="electricity price, $ per kWh")
+    pue: float = Field(1.3, ge=1.0, le=3.0, description="facility power over IT power")
     # Colocation at $150-250 per kW-month is ~$200-300 per GPU-month; $10k is a unit slip.
-    hosting_usd_per_gpu_month: float = Field(0.0, ge=0, le=10_000)
+    hosting_usd_per_gpu_month: float = Field(
+        0.0, ge=0, le=10_000, description="$ per owned GPU a month, on top of colocation"
+    )
     colo_usd_per_kw_month: float | None = Field(
         None,
         ge=0,
@@ -92,22 +94,29 @@ class GpuOverride(Strict):
     """Replace catalog figures for one GPU (a vendor quote, a measured spec); the same ranges
     as the catalog (:data:`planner.inputs.catalog.GPU_RANGES`) and, once applied, idle <= TDP."""
 
-    purchase_usd: float | None = Field(None, gt=0)
+    purchase_usd: float | None = Field(None, gt=0, description="price of one card, $")
     server: str | None = Field(None, description="buy the card in this server type instead")
-    server_overhead_usd_per_gpu: float | None = Field(None, ge=0)
-    memory_gb: float | None = Field(None, gt=0)
-    memory_bandwidth_gbs: float | None = Field(None, gt=0)
-    bf16_dense_tflops: float | None = Field(None, gt=0)
-    fp8_dense_tflops: float | None = Field(None, gt=0)
-    fp4_dense_tflops: float | None = Field(None, gt=0)
-    tdp_w: float | None = Field(None, gt=0)
-    idle_w: float | None = Field(None, ge=0)
-    host_w_per_gpu: float | None = Field(None, ge=0)
-    # the vendor's software efficiency on this card, relative to NVIDIA's (catalogs/vendors.yaml;
-    # e.g. a measured run on a newer ROCm): x MFU and x serving tokens/s, in (0, 2]
-    train_efficiency: float | None = Field(None, gt=0, le=EFFICIENCY_MAX)
-    serve_efficiency: float | None = Field(None, gt=0, le=EFFICIENCY_MAX)
-    source: str = Field("problem file override", max_length=500)
+    server_overhead_usd_per_gpu: float | None = Field(None, ge=0, description="server $ per GPU")
+    memory_gb: float | None = Field(None, gt=0, description="memory per card, GB")
+    memory_bandwidth_gbs: float | None = Field(None, gt=0, description="memory bandwidth, GB/s")
+    bf16_dense_tflops: float | None = Field(None, gt=0, description="dense (not sparse) TFLOPS")
+    fp8_dense_tflops: float | None = Field(None, gt=0, description="dense (not sparse) TFLOPS")
+    fp4_dense_tflops: float | None = Field(None, gt=0, description="dense (not sparse) TFLOPS")
+    tdp_w: float | None = Field(None, gt=0, description="board power at full load, W")
+    idle_w: float | None = Field(None, ge=0, description="board power when idle, W")
+    host_w_per_gpu: float | None = Field(None, ge=0, description="the server's own watts per GPU")
+    train_efficiency: float | None = Field(
+        None, gt=0, le=EFFICIENCY_MAX, description="vendor's training efficiency vs NVIDIA: x MFU"
+    )
+    serve_efficiency: float | None = Field(
+        None,
+        gt=0,
+        le=EFFICIENCY_MAX,
+        description="vendor's serving efficiency vs NVIDIA: x tokens/s",
+    )
+    source: str = Field(
+        "problem file override", max_length=500, description="where the figures come from"
+    )
 
     @field_validator(
         *(k for k in GPU_RANGES if k not in ("node_size", "int8_dense_tops")), mode="after"
@@ -118,16 +127,20 @@ class GpuOverride(Strict):
 
 
 class OfferOverride(Strict):
-    usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
-    max_gpus: int | None = Field(None, ge=1, le=MAX_FLEET_GPUS)
-    fabric: Annotated[Fabric, CaseInsensitive] | None = None
-    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
-    source: str = "problem file override"
+    usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000, description="price per GPU-hour, $")
+    max_gpus: int | None = Field(None, ge=1, le=MAX_FLEET_GPUS, description="most GPUs at once")
+    fabric: Annotated[Fabric, CaseInsensitive] | None = Field(
+        None, description="network between instances"
+    )
+    fabric_gbps_per_gpu: float | None = Field(
+        None, gt=0, le=10_000, description="Gb/s per GPU between instances"
+    )
+    source: str = Field("problem file override", description="where the figures come from")
 
 
 class Overrides(Strict):
-    gpus: dict[str, GpuOverride] = {}
-    offers: dict[str, OfferOverride] = {}
+    gpus: dict[str, GpuOverride] = Field({}, description="catalog figures replaced, by GPU id")
+    offers: dict[str, OfferOverride] = Field({}, description="offer figures replaced, by offer id")
 
 
 class OfferChoice(Strict):
@@ -141,7 +154,7 @@ class OfferChoice(Strict):
     marketplaces: bool = Field(
         False, description="allow marketplace/reseller offers (vast, shadeform, ...)"
     )
-    spot_for_serving: bool = False
+    spot_for_serving: bool = Field(False, description="allow spot offers for serving workloads")
     extra: list[Offer] = Field(default_factory=list, description="offers written inline")
     discounts: dict[str, Annotated[float, NotBool, Field(ge=0, lt=1)]] = Field(
         default_factory=dict, description="negotiated share off every price of a provider"
@@ -154,8 +167,8 @@ class OfferChoice(Strict):
 
 
 class Window(Strict):
-    start: Month
-    deadline: Month
+    start: Month = Field(description="the first month the job may run, YYYY-MM")
+    deadline: Month = Field(description="done by the end of this month, YYYY-MM")
 
     _v = field_validator("start", "deadline")(classmethod(lambda cls, v: _month(v)))
 
@@ -177,7 +190,7 @@ class Window(Strict):
 class Spot(Strict):
     """Spot capacity for a training job: off unless asked for (defaults are safe)."""
 
-    allowed: bool = False
+    allowed: bool = Field(False, description="allow spot offers for this job")
     max_share: float = Field(0.5, ge=0, le=1, description="largest share of the job's work on spot")
     overhead: float | None = Field(
         None,
@@ -189,31 +202,39 @@ class Spot(Strict):
 
 
 class TrainJob(Strict):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    model: str = Field(max_length=NAME_MAX)
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="unique among workloads")
+    model: str = Field(max_length=NAME_MAX, description="model id (catalogs/models.yaml)")
     # Llama 3 pre-trained on ~1.5e13 tokens; 1e15 leaves room and keeps hours finite.
-    tokens: Count = Field(ge=1, le=1e15)
-    method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = "full"
-    window: Window
-    seq_len: int = Field(4096, ge=128, le=1_048_576)
-    spot: Spot = Spot()
+    tokens: Count = Field(ge=1, le=1e15, description="tokens to train on (2T, 300B, 7e9)")
+    method: Annotated[Literal["full", "lora", "qlora"], CaseInsensitive] = Field(
+        "full", description="full training, LoRA or QLoRA"
+    )
+    window: Window = Field(description="the months the job may run in")
+    seq_len: int = Field(4096, ge=128, le=1_048_576, description="sequence length, tokens")
+    spot: Spot = Field(Spot(), description="spot capacity (off unless allowed)")
     # How real runs of this team compare with benchmarks (planner/physics/realized.py).
-    stack: Annotated[Literal["mature", "typical", "first-run"], CaseInsensitive] = "typical"
+    stack: Annotated[Literal["mature", "typical", "first-run"], CaseInsensitive] = Field(
+        "typical", description="this team's runs vs benchmarks: mature, typical or first-run"
+    )
     # Plan the hours of this quantile: the deadline holds with this probability under the model.
-    confidence: float = Field(0.8, gt=0, lt=1)
+    confidence: float = Field(0.8, gt=0, lt=1, description="quantile of real runs' hours planned")
     # Where the run lives: one provider (or the team's own GPUs) for the whole run, since its
     # checkpoints, data and network setup would otherwise move mid-run; `split` allows hops.
-    providers: Annotated[Literal["single", "split"], CaseInsensitive] = "single"
+    providers: Annotated[Literal["single", "split"], CaseInsensitive] = Field(
+        "single", description="single: one provider or owned GPUs for the whole run; split: mix"
+    )
     # Multi-node runs need a training fabric (InfiniBand, RoCE, EFA, TCPX); `true` also allows
     # plain Ethernet and offers whose fabric is not stated, at Ethernet bandwidth.
-    ethernet: bool = False
+    ethernet: bool = Field(False, description="allow multi-node runs over plain Ethernet")
 
 
 class Traffic(Strict):
     daily_active_users: float = Field(gt=0, le=1e10, description="at most 10 billion people")
     requests_per_user_per_day: float = Field(gt=0, le=100_000, description="about one a second")
     utilization: float = Field(0.5, ge=0.1, le=1.0, description="mean load / peak load over a day")
-    growth_per_month: float = Field(0.0, ge=-0.5, le=2.0)
+    growth_per_month: float = Field(
+        0.0, ge=-0.5, le=2.0, description="users' monthly growth, compounded"
+    )
 
     @model_validator(mode="after")
     def _some_requests(self) -> Traffic:
@@ -233,8 +254,8 @@ class Traffic(Strict):
 
 
 class TokenShape(Strict):
-    prompt: int = Field(gt=0, le=1_000_000)
-    output: int = Field(gt=0, le=1_000_000)
+    prompt: int = Field(gt=0, le=1_000_000, description="prompt tokens per request")
+    output: int = Field(gt=0, le=1_000_000, description="output tokens per request")
 
 
 TokenSize = int | tuple[int, int]
@@ -248,9 +269,9 @@ class RequestBucket(Strict):
     its p95 latencies are not understated) unless a measured profile inside the range applies.
     """
 
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    prompt: TokenSize
-    output: TokenSize
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="unique in the mix")
+    prompt: TokenSize = Field(description="tokens: a size or [low, high], planned at its upper end")
+    output: TokenSize = Field(description="tokens: a size or [low, high], planned at its upper end")
     share: float = Field(gt=0, le=1, description="share of the service's requests")
 
     @field_validator("prompt", "output", mode="after")
@@ -307,19 +328,21 @@ class Slo(Strict):
 
 
 class ServeWorkload(Strict):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    model: str = Field(max_length=NAME_MAX)
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="unique among workloads")
+    model: str = Field(max_length=NAME_MAX, description="model id (catalogs/models.yaml)")
     precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive] = (
-        "fp16"
+        Field("fp16", description="the precision the model is served at")
     )
-    start: Month
-    end: Month | None = None
-    traffic: Traffic
-    tokens: TokenShape | None = None
+    start: Month = Field(description="the first month of service, YYYY-MM")
+    end: Month | None = Field(
+        None, description="the last month of service; none: the horizon's end"
+    )
+    traffic: Traffic = Field(description="users, requests, daily shape and growth")
+    tokens: TokenShape | None = Field(None, description="one request shape (or requests)")
     requests: list[RequestBucket] | None = Field(
         None, min_length=1, max_length=200, description="a mix of request sizes (buckets)"
     )
-    slo: Slo
+    slo: Slo = Field(description="p95 latency targets and headroom")
     redundancy: int = Field(
         DEFAULT_REDUNDANCY,
         ge=0,
@@ -377,8 +400,8 @@ class ServeWorkload(Strict):
 
 
 class Workloads(Strict):
-    train: list[TrainJob] = []
-    serve: list[ServeWorkload] = []
+    train: list[TrainJob] = Field([], description="training jobs")
+    serve: list[ServeWorkload] = Field([], description="serving workloads")
 
 
 class Finance(Strict):
@@ -392,8 +415,15 @@ class Finance(Strict):
         description="value of owned hardware at the horizon end: the catalog's resale curve "
         "for the cards, none, or book value after straight-line depreciation",
     )
-    depreciation_years: float | None = Field(None, ge=1, le=50)
-    currency_label: str = Field("USD", min_length=1, max_length=10)
+    depreciation_years: float | None = Field(
+        None, ge=1, le=50, description="straight line, for the P&L view"
+    )
+    currency_label: str = Field(
+        "USD",
+        min_length=1,
+        max_length=10,
+        description="a label only: every figure is in US dollars (nothing is converted)",
+    )
     capex_at: Annotated[Literal["order", "delivery"], CaseInsensitive] = Field(
         "order", description="a purchase's capex is paid when it is ordered or on delivery"
     )
@@ -407,11 +437,13 @@ class SolverOptions(Strict):
 class OwnedGpus(Strict):
     """GPUs the team has before the plan: in service (``bought``) or on order (``arrives``)."""
 
-    gpu: str
-    count: int = Field(ge=1, le=MAX_FLEET_GPUS)
+    gpu: str = Field(description="GPU id")
+    count: int = Field(ge=1, le=MAX_FLEET_GPUS, description="number of cards")
     bought: Month | None = Field(None, description="in service before the horizon, since")
     arrives: Month | None = Field(None, description="already paid; in service from this month")
-    sell: Annotated[Literal["never", "allowed"], CaseInsensitive] = "never"
+    sell: Annotated[Literal["never", "allowed"], CaseInsensitive] = Field(
+        "never", description="allowed: the plan may sell whole nodes at the used-market price"
+    )
 
     _v = field_validator("bought", "arrives")(
         classmethod(lambda cls, v: v if v is None else _month(v))
@@ -430,15 +462,19 @@ class OwnedGpus(Strict):
 class Contract(Strict):
     """Rented capacity signed before the plan: paid whatever the plan does."""
 
-    provider: str = Field(min_length=1)
-    gpu: str
-    count: int = Field(ge=1, le=MAX_FLEET_GPUS)
-    start: Month
-    end: Month
-    usd_per_gpu_hour: float = Field(gt=0, le=1000)
+    provider: str = Field(min_length=1, description="provider id")
+    gpu: str = Field(description="GPU id")
+    count: int = Field(ge=1, le=MAX_FLEET_GPUS, description="GPUs under contract")
+    start: Month = Field(description="the first month of the term")
+    end: Month = Field(description="the last month of the term")
+    usd_per_gpu_hour: float = Field(gt=0, le=1000, description="paid for every hour of the term")
     gpus_per_instance: int | None = Field(None, ge=1, le=576, description="default: node size")
-    fabric: Annotated[Fabric, CaseInsensitive] | None = None
-    fabric_gbps_per_gpu: float | None = Field(None, gt=0, le=10_000)
+    fabric: Annotated[Fabric, CaseInsensitive] | None = Field(
+        None, description="network between instances"
+    )
+    fabric_gbps_per_gpu: float | None = Field(
+        None, gt=0, le=10_000, description="Gb/s per GPU between instances"
+    )
 
     _v = field_validator("start", "end")(classmethod(lambda cls, v: _month(v)))
 
@@ -473,8 +509,10 @@ HOURS_PER_MONTH = 730.0  # as planner.physics.demand (a contract's hours inside 
 
 
 class Fleet(Strict):
-    owned: list[OwnedGpus] = Field(default_factory=list)
-    contracts: list[Contract] = Field(default_factory=list)
+    owned: list[OwnedGpus] = Field(default_factory=list, description="GPUs in service or on order")
+    contracts: list[Contract] = Field(
+        default_factory=list, description="rentals signed before the plan"
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Fleet:
@@ -499,7 +537,7 @@ class CustomGpu(GpuOverride):
     replacing them, e.g. for a card measured in a profile and rented at a quoted price."""
 
     like: str = Field(min_length=1, description="catalog GPU whose figures are the default")
-    name: str | None = Field(None, max_length=200)
+    name: str | None = Field(None, max_length=200, description="a display name")
 
 
 def _scenario_number(v: Any) -> Any:
@@ -535,20 +573,23 @@ class ScenarioSpec(Strict):
     """One demand forecast: its probability, and the values (``set``, by the keys of
     ``planner whatif --vary``) and multipliers (``scale``) that differ from the file."""
 
-    name: str = Field(min_length=1, max_length=NAME_MAX)
-    probability: float = Field(gt=0, le=1)
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="unique among scenarios")
+    probability: float = Field(gt=0, le=1, description="all probabilities sum to 1")
     set: dict[str, Annotated[float, BeforeValidator(_scenario_number)]] = Field(
         default_factory=dict,
         max_length=1_000,
         description="KEY: number, KEY a path or alias as in planner whatif --vary",
     )
-    scale: ScenarioScale | None = None
+    scale: ScenarioScale | None = Field(None, description="multipliers of the scenario")
 
 
 class Risk(Strict):
     """How a two-stage plan weighs its scenarios' costs."""
 
-    measure: Annotated[Literal["expected", "cvar", "worst_case"], CaseInsensitive] = "expected"
+    measure: Annotated[Literal["expected", "cvar", "worst_case"], CaseInsensitive] = Field(
+        "expected",
+        description="expected cost; cvar: plus weight x CVaR at alpha; worst_case: the largest",
+    )
     alpha: float = Field(
         0.9, gt=0, lt=1, description="cvar: the share of outcomes it averages above"
     )
@@ -576,18 +617,20 @@ class Risk(Strict):
 
 
 class Problem(Strict):
-    name: str = Field(min_length=1, max_length=500)
-    horizon: Horizon
-    budget: Budget
-    site: Site
-    gpus: list[str] | None = None
-    overrides: Overrides = Overrides()
-    offers: OfferChoice = OfferChoice()
-    workloads: Workloads
-    fleet: Fleet = Fleet()
-    finance: Finance = Finance()
-    market: Market = Market()
-    solver: SolverOptions = SolverOptions()
+    name: str = Field(
+        min_length=1, max_length=500, description="what the plan is for (the workbook's title)"
+    )
+    horizon: Horizon = Field(description="the months planned")
+    budget: Budget = Field(description="caps on cash: purchases, all spend")
+    site: Site = Field(description="power, colocation, hosting, power cap")
+    gpus: list[str] | None = Field(None, description="GPU ids the plan may use; none: all")
+    overrides: Overrides = Field(Overrides(), description="catalog figures replaced: GPUs, offers")
+    offers: OfferChoice = Field(OfferChoice(), description="the rental offers the problem trusts")
+    workloads: Workloads = Field(description="training jobs and serving workloads")
+    fleet: Fleet = Field(Fleet(), description="GPUs owned and contracts signed")
+    finance: Finance = Field(Finance(), description="how money is compared over time")
+    market: Market = Field(Market(), description="price paths and lead times")
+    solver: SolverOptions = Field(SolverOptions(), description="the time limit and the gap")
     custom_gpus: dict[str, CustomGpu] = Field(
         default_factory=dict, description="GPUs the catalogs do not list, by id"
     )
