@@ -68,14 +68,26 @@ HIGHS_GRACE_S = 0.5
 INTERRUPT_WAIT_S = 2.0
 
 
+class SolverAbandoned(pulp.PulpSolverError):
+    """A solver that did not stop when cancelled at its time limit: its thread (a daemon) is
+    left to itself and the run has no answer."""
+
+
 class _BulkHiGHS(pulp.HiGHS):
     """PuLP's HiGHS interface, with the model passed in one call (``passModel``) instead of a
     column and a row at a time: ~10x faster to hand over a 100k-variable model; with
-    ``start``, the variables' current values are handed to HiGHS as a MIP start."""
+    ``start``, the variables' current values are handed to HiGHS as a MIP start; with
+    ``abandon_s``, a run still going that long after its cancel raises
+    :class:`SolverAbandoned` (HiGHS checks neither its clock nor its cancel flag inside some
+    presolve loops: a two-stage model's RINS sub-MIP sat in
+    ``HPresolve::strengthenInequalities`` for 20 minutes past a 20 s limit; HiGHS issue 2226)."""
 
-    def __init__(self, *args, start: bool = False, **kwargs) -> None:
+    def __init__(
+        self, *args, start: bool = False, abandon_s: float | None = None, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.start = start
+        self.abandon_s = abandon_s
 
     def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
         # HiGHS prints its banner on stdout when created, before output_flag can be set:
@@ -92,7 +104,7 @@ class _BulkHiGHS(pulp.HiGHS):
         # each run in a thread of its own also keeps HiGHS's thread count per run: in one
         # OS thread, a run asking for another count than that thread's first run can fail
         # at once (HiGHS 1.16: kError, measured for 1 then 2, and 2 then 1)
-        _run_cancellable("highs", model.run, model.cancelSolve, self.timeLimit)
+        _run_cancellable("highs", model.run, model.cancelSolve, self.timeLimit, self.abandon_s)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 (PuLP's name)
         """PuLP's reading, plus the statuses it does not map (a node or solution limit):
@@ -180,12 +192,25 @@ class _SCIP(pulp.SCIP_PY):
 
 
 def _run_cancellable(
-    name: str, run: Callable[[], object], cancel: Callable[[], object], limit: float | None
+    name: str,
+    run: Callable[[], object],
+    cancel: Callable[[], object],
+    limit: float | None,
+    abandon_s: float | None = None,
 ) -> None:
     """Run a solver's ``run`` in a worker thread (HiGHS and SCIP release the GIL) while this
     thread waits in 0.1 s steps, so Ctrl-C and SIGTERM reach the planner during a solve: the
     solver is cancelled and the interrupt goes on (a plain call would hold it to the limit).
-    Past ``limit`` + :data:`HIGHS_GRACE_S` the solver is cancelled too."""
+    Past ``limit`` + :data:`HIGHS_GRACE_S` the solver is cancelled too, and ``abandon_s`` after
+    that cancel a run that has not stopped is left running and :class:`SolverAbandoned` raised.
+
+    >>> import time
+    >>> _run_cancellable("nap", lambda: time.sleep(0.05), lambda: None, 1.0)
+    >>> _run_cancellable("deaf", lambda: time.sleep(5), lambda: None, 0.1, abandon_s=0.2)
+    Traceback (most recent call last):
+    ...
+    planner.optimize.backends.SolverAbandoned: deaf ignored its cancel at its 0.1 s limit ...
+    """
     import threading
 
     done = threading.Event()
@@ -198,11 +223,21 @@ def _run_cancellable(
 
     threading.Thread(target=work, name=name, daemon=True).start()
     stop_at = time.perf_counter() + (limit or math.inf) + HIGHS_GRACE_S
+    give_up = math.inf
     try:
         while not done.wait(0.1):
-            if time.perf_counter() > stop_at:
+            now = time.perf_counter()
+            if now > stop_at:
                 cancel()
                 stop_at = math.inf
+                give_up = now + (math.inf if abandon_s is None else abandon_s)
+            if now > give_up:
+                raise SolverAbandoned(
+                    f"{name} ignored its cancel at its {limit:g} s limit for {abandon_s:g} s "
+                    "more: left running, no answer taken"
+                )
+    except SolverAbandoned:
+        raise
     except BaseException:
         cancel()
         done.wait(INTERRUPT_WAIT_S)  # the solver stops at its next check; leave it no time to print

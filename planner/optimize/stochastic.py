@@ -270,8 +270,14 @@ def solve_two_stage(ts: TwoStage, time_limit: float, gap: float, threads: int = 
     """Solve the combined problem with HiGHS from the copies' current values as a start."""
     t0 = time.perf_counter()
     set_risk_start(ts)
+    limit = max(0.5, time_limit)
     cmd = _BulkHiGHS(
-        msg=False, timeLimit=max(0.5, time_limit), gapRel=gap, threads=threads, start=True
+        msg=False,
+        timeLimit=limit,
+        gapRel=gap,
+        threads=threads,
+        start=True,
+        abandon_s=max(2.0, 0.1 * limit),  # a presolve deaf to its cancel (HiGHS issue 2226)
     )
     try:
         ts.prob.solve(cmd)
