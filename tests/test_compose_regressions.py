@@ -113,3 +113,24 @@ def test_no_first_stage_for_every_scenario_names_them_and_claims_no_proof() -> N
     with pytest.raises(InfeasibleError) as proven:
         _no_first_stage(_Joint(None, None, "HiGHS: no plan", True), base, scen, 7.0)  # type: ignore[arg-type]
     assert any("scenario 'busy'" in line for line in proven.value.diagnosis)
+
+
+def test_a_rounded_lp_point_never_buys_before_a_lead_time_allows(tmp_path: Path) -> None:
+    """An LP stopped at its time limit can own GPUs in a month no order could reach; its
+    rounding bought them and the verifier refused the plan (exit 4 on a 20-workload problem
+    at --time-limit 0.5 under load). Bounds are no rows in PuLP: they are checked too."""
+    from planner.inputs.problem import load_problem
+    from planner.optimize.candidates import build_candidates
+    from planner.optimize.model import build_model
+    from planner.optimize.start import lp_rounded_start
+
+    text = "market: {lead_months: 2, rent_change_per_year: 0, buy_change_per_year: 0}\n"
+    text += ONE_OFFER.format(name="lead", capex=200_000, offers=RENTAL)
+    problem = tmp_path / "p.yaml"
+    problem.write_text(text)
+    inputs = load_problem(problem)
+    m = build_model(inputs, build_candidates(inputs))
+    gpu = inputs.gpus["a100-pcie-80gb"]
+    early = {v.name: 2.0 * gpu.node_gpus for t in range(4) for v in m.own[("a100-pcie-80gb", t)]}
+    assert m.buy[("a100-pcie-80gb", 0)].upBound == 0  # no order reaches the first month
+    assert lp_rounded_start(m, early) is False

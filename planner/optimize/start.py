@@ -394,6 +394,11 @@ def lp_rounded_start(
     _owned_replicas(m, lp, cards)
     if not _rent_training(m, lp) or not _rent_serving(m, memo):
         return False
+    # bounds are no rows in PuLP: an LP stopped at its limit (a dual simplex point) can own
+    # GPUs before a lead time allows, and its rounding then buys them (an l4 in service in
+    # the first month of a 2-month lead: exit 4 under load, tests/test_hostile.py)
+    if not all(_within(v, v.varValue or 0.0) for v in _fleet_vars(m)):
+        return False
     return all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
 
 
