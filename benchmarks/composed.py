@@ -53,6 +53,8 @@ GPUS = ("a100-pcie-80gb", "h100-sxm", "l40s", "rtx-4090")
 # are these +-30 %, so buying and renting both win somewhere.
 RENT = {"a100-pcie-80gb": 1.6, "h100-sxm": 2.6, "l40s": 1.0, "rtx-4090": 0.5}
 SMALL_MODELS = ("llama-2-7b", "llama-3-8b", "llama-2-13b")
+# Served only (a mixture-of-experts model: memory by total, compute by active parameters).
+SERVE_MODELS = (*SMALL_MODELS, "qwen3-30b-a3b")
 
 
 class Pick:
@@ -179,6 +181,8 @@ def _site(pick: Pick, on: set[str], gpus: list[str]) -> dict[str, Any]:
         site["consumer_gpus_allowed"] = pick.flag()
     if "power_cap" in on:
         site["power_cap_kw"] = pick.one([3, 10, 40])
+    if pick.flag(0.25):
+        site["liquid_cooling"] = pick.flag()  # no effect on air-cooled cards: must change nothing
     return site
 
 
@@ -251,7 +255,7 @@ def _serve(pick: Pick, on: set[str], i: int, months: int) -> dict[str, Any]:
     start = pick.int(0, months - 2)
     w: dict[str, Any] = {
         "name": f"svc{i}",
-        "model": pick.one(SMALL_MODELS),
+        "model": pick.one(SERVE_MODELS),
         "precision": pick.one(["fp16", "bf16"]),
         "start": month(start),
         "traffic": {
