@@ -7,7 +7,7 @@ from __future__ import annotations
 import pulp
 import pytest
 
-from benchmarks.generate import generate, load_inputs
+from benchmarks.generate import HOPPER_ERA, generate, load_inputs
 from planner.optimize.bound import cell_bound, separable_bound
 from planner.optimize.candidates import build_candidates
 from planner.optimize.model import build_model
@@ -40,7 +40,7 @@ def test_the_bound_never_exceeds_the_exact_optimum(seed):
 def test_renting_only_the_bound_is_above_the_lp_and_below_the_exact_optimum(seed):
     """With nothing to buy, whole replicas and the spare of the largest type are what the
     LP relaxation misses: the bound sees them."""
-    data = generate(3, "all", 4, seed)
+    data = generate(3, HOPPER_ERA, 4, seed)
     data["budget"]["capex_usd"] = 1.0
     m = _model(data)
     bound = separable_bound(m)

@@ -376,10 +376,10 @@ def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
 
 def test_a_time_limit_without_a_plan_is_named_as_such(tmp_path):
     """CBC stopped by its clock before any plan: not 'infeasible', not a crash."""
-    from benchmarks.generate import generate, to_yaml
+    from benchmarks.generate import HOPPER_ERA, generate, to_yaml
 
     p = tmp_path / "big.yaml"
-    p.write_text(to_yaml(generate(workloads=20, gpus="all", months=36, seed=0)))
+    p.write_text(to_yaml(generate(workloads=20, gpus=HOPPER_ERA, months=36, seed=0)))
     code, out = run("solve", p, "--no-excel", "--time-limit", "0.5")
     # Whether CBC reaches its all-rental start within 0.5 s depends on the machine's load: it
     # either stops with that plan (exit 0, status feasible) or says it ran out of time.

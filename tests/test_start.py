@@ -10,7 +10,7 @@ import math
 import pulp
 import pytest
 
-from benchmarks.generate import generate, load_inputs
+from benchmarks.generate import HOPPER_ERA, generate, load_inputs
 from planner.base import tolerances as tol
 from planner.optimize.bound import separable_bound
 from planner.optimize.candidates import (
@@ -71,7 +71,7 @@ def test_the_lp_rounded_start_is_a_whole_feasible_plan_above_the_lp(seed):
 def test_the_best_rounded_start_beats_every_rounding_and_is_a_local_optimum(seed):
     """Never dearer than any single fleet rounding, whole and feasible, and never dearer than
     the first move of each rounding's search (dropping the first GPU type the LP buys)."""
-    _, m = _model(8, "all", 12, seed)
+    _, m = _model(8, HOPPER_ERA, 12, seed)
     lp_obj, lp = _lp(m)
     singles = []
     for shift in FLEET_SHIFTS:
@@ -91,7 +91,7 @@ def test_the_best_rounded_start_beats_every_rounding_and_is_a_local_optimum(seed
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
-    _, m = _model(6, "all", 12, seed)
+    _, m = _model(6, HOPPER_ERA, 12, seed)
     assert rental_start(m)
     rental = pulp.value(m.prob.objective)
     started, bound, _, _ = mip_start(m, threads=1)
@@ -114,7 +114,7 @@ def test_no_start_when_a_budget_rules_out_every_constructed_plan():
 
 
 def test_a_large_model_solved_from_its_start_passes_verification():
-    inputs, m = _model(10, "all", 36, 0)
+    inputs, m = _model(10, HOPPER_ERA, 36, 0)
     assert sum(v.cat == pulp.LpInteger for v in m.prob.variables()) >= START_FROM_INTEGERS
     res = solve_model(m, time_limit=20, gap=1e-3)
     assert res.has_solution
@@ -128,7 +128,7 @@ def test_a_large_model_solved_from_its_start_passes_verification():
 
 def test_owned_options_never_drop_the_fastest_replica_per_gpu():
     """The pruning keeps, per GPU type, a replica at least as fast as any dropped one."""
-    inputs = load_inputs(generate(8, "all", 12, 7))
+    inputs = load_inputs(generate(8, HOPPER_ERA, 12, 7))
     cands = build_candidates(inputs)
     for cl in cands.serve.values():
         kept = owned_serve_options(cl)
@@ -222,7 +222,7 @@ def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     then no bound at all, so mip_start reports the separable bound instead (planner.optimize.bound),
     and it still hands over a checked plan (rounded from wherever the LP stopped, or
     all-rental), never below that bound."""
-    _, m = _model(6, "all", 12, 0)
+    _, m = _model(6, HOPPER_ERA, 12, 0)
     started, bound, _, _ = mip_start(m, threads=1, lp_seconds=1e-9)
     assert started and bound is not None
     assert bound == pytest.approx(separable_bound(m))
@@ -234,7 +234,7 @@ def test_refixed_keeps_the_fleet_and_is_feasible():
     """The LP re-solved with a plan's whole fleet fixed (HiGHS warm from its last basis): no
     cheaper than the free LP, at that very fleet; the plan rounded from it is whole and
     feasible with the same fleet, and the PuLP model's bounds are untouched."""
-    _, m = _model(8, "all", 12, 0)
+    _, m = _model(8, HOPPER_ERA, 12, 0)
     lp_obj, lp = _lp(m)
     relax = _Relaxation(m, math.inf)
     assert lp_rounded_start(m, lp)
@@ -259,7 +259,7 @@ def test_refixed_keeps_the_fleet_and_is_feasible():
 def test_a_rented_job_runs_on_its_cheapest_rental(seed):
     """In the rent-only rounding, no other (candidate, on-demand offer) that fits the window
     would rent a job for less than the one chosen."""
-    inputs, m = _model(8, "all", 12, seed)
+    inputs, m = _model(8, HOPPER_ERA, 12, seed)
     _, lp = _lp(m)
     assert lp_rounded_start(m, lp, -math.inf)
     specs = {j.name: j for j in inputs.problem.workloads.train}
@@ -292,7 +292,7 @@ def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
     partial type comes full of cards; every move is a fleet of whole servers."""
     from planner.optimize.start import _added, _moved, _units
 
-    _, m = _model(4, "all", 12, 0)
+    _, m = _model(4, HOPPER_ERA, 12, 0)
     partial = next(g for g, gpu in m.inputs.gpus.items() if gpu.partial_fill and (g, 3) in m.buy)
     gpu = m.inputs.gpus[partial]
     values = {v.name: 0.0 for v in m.prob.variables()}
@@ -315,7 +315,8 @@ def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
     assert [n for n in fleet if there[n]] == [m.buy[(full, 7)].name]
 
 
-@pytest.mark.parametrize("seed", [2, 4])
+# seeds whose roundings buy several types (of HOPPER_ERA; 0, 6 and 11 of 0-11 do)
+@pytest.mark.parametrize("seed", [0, 6])
 def test_the_searched_start_is_never_dearer_than_its_roundings(seed):
     """With the LP re-solved for each fleet: the result is whole, feasible and no dearer than
     any rounding; the one-type cuts of a fleet that buys several types each buy one. (The
@@ -323,7 +324,7 @@ def test_the_searched_start_is_never_dearer_than_its_roundings(seed):
     LP's optima, so its rounding depends on the re-solves before it.)"""
     from planner.optimize.start import _owned_types, _single_types, _try
 
-    _, m = _model(8, "all", 12, seed)
+    _, m = _model(8, HOPPER_ERA, 12, seed)
     _, lp = _lp(m)
     relax = _Relaxation(m, math.inf)
     best = best_rounded_start(m, lp, relax=relax)
@@ -348,7 +349,7 @@ def test_the_search_never_buys_before_a_lead_time_allows():
     search prices: fixing a variable in the LP would set both its bounds and hide the rule."""
     from planner.optimize.start import _added, _buyable
 
-    _, m = _model(4, "all", 12, 0)
+    _, m = _model(4, HOPPER_ERA, 12, 0)
     early = [
         (g, t)
         for (g, t), v in m.buy.items()
