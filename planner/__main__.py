@@ -89,7 +89,25 @@ def main() -> None:
         # click turns a closed pipe into exit 1 on some paths (--help, whatever the timing
         # of the write); a writer whose reader left exits as a shell reports it, 141
         code = _closed_pipe()
+    _exit_past_solver_threads(code)
     sys.exit(code)
+
+
+def _exit_past_solver_threads(code: object) -> None:
+    """A solver thread still running (HiGHS deaf to its cancel after Ctrl-C, or a run left
+    past its time limit) would meet C++'s static destructors at a normal exit: 'terminate
+    called without an active exception', SIGABRT instead of the exit code. End at once then,
+    after flushing what was printed."""
+    import threading
+
+    if not any(t.name in ("highs", "scip") and t.is_alive() for t in threading.enumerate()):
+        return
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 def _reader_left(stream: object) -> bool:
