@@ -2,17 +2,22 @@
 
 The reference (problems/2m_budget.yaml) takes ~17 s to solve; nine modules read its plan.
 Each caller gets its own deep copy, so a test that tampers with a plan changes no other
-test's. With pytest-xdist each worker process solves at most once per problem.
+test's. With pytest-xdist the workers share each plan through a file: one solves, the others
+read its JSON (a round trip that changes nothing: tests/test_problems.py checks it).
 """
 
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
+import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 from planner.inputs.problem import Inputs
-from planner.plan.data import Plan
+from planner.plan.data import Plan, load_plan, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "problems" / "2m_budget.yaml"
@@ -21,14 +26,42 @@ REFERENCE = ROOT / "problems" / "2m_budget.yaml"
 @functools.cache
 def _solve(path: str) -> tuple[Inputs, Plan]:
     from planner.inputs.problem import load_problem
-    from planner.plan.make import plan_problem
 
     inputs = load_problem(path)
+    shared = _shared_file(path)
+    if shared is None:
+        return inputs, _plan(inputs)
+    # xdist workers share one solve per problem: the first solves and writes its plan's JSON
+    # (temporary file, then rename) under an exclusive lock; the others wait for the lock and
+    # read it. Waiting never takes longer than solving, and it saves a whole solve's CPU.
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            tmp = shared.with_suffix(".tmp")
+            write_json(_plan(inputs), tmp)
+            os.replace(tmp, shared)
+    return inputs, load_plan(shared)
+
+
+def _plan(inputs: Inputs) -> Plan:
+    from planner.plan.make import plan_problem
+
     if inputs.scenarios:
         # a two-stage problem spends its whole limit (180 s for problems/uncertain_demand.yaml)
         # improving on a verified plan; the tests check that plan, in a fraction of that
-        return inputs, plan_problem(inputs, time_limit=min(TWO_STAGE_S, _limit(inputs)))
-    return inputs, plan_problem(inputs)  # the file's own solver options (default 60 s)
+        return plan_problem(inputs, time_limit=min(TWO_STAGE_S, _limit(inputs)))
+    return plan_problem(inputs)  # the file's own solver options (default 60 s)
+
+
+def _shared_file(path: str) -> Path | None:
+    """Where this test run's workers keep the plan of ``path``; None outside pytest-xdist."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    d = Path(tempfile.gettempdir()) / f"planner-tests-{run}"
+    d.mkdir(exist_ok=True)
+    key = hashlib.sha256(f"{path}:{TWO_STAGE_S}".encode()).hexdigest()[:16]
+    return d / f"{Path(path).stem}-{key}.json"
 
 
 # Seconds the shared solve gives a two-stage problem (benchmarks/scenarios.py measures them

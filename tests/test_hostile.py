@@ -283,7 +283,8 @@ def test_markup_in_names_is_printed_as_text(tmp_path):
         d["name"] = "x [/bold] y [red]z"
         d["workloads"]["serve"][0]["name"] = "[/red]chat"
 
-    code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel")
+    # any plan prints the names: a 5 % gap finds one in ~3 s
+    code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel", "--gap", "0.05")
     assert code == 0 and "x [/bold] y [red]z" in out and "[/red]chat" in out
 
 

@@ -37,7 +37,7 @@ def test_spot_is_off_unless_asked_for():
 
 def test_spot_when_allowed_pays_the_restart_model_overhead(tmp_path):
     inputs = load_problem(_with_spot(tmp_path, {"allowed": True, "max_share": 0.5}))
-    plan = plan_problem(inputs)
+    plan = plan_problem(inputs, gap=0.03)  # any good plan trains on spot; the proof is not needed
     assert verify_plan(inputs, plan) == []
     job = inputs.problem.workloads.train[0]
     spot_rows = [a for a in plan.train_allocations if inputs.offers[a.source].kind == "spot"]
