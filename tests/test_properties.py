@@ -182,13 +182,16 @@ def _brute_serving(case) -> float | None:
         return best
 
     max_nodes = {g: math.ceil(max(demand) / rate[g] / spec[g]["node"]) for g in g_ids}
-    per_slot = [range(0, max_nodes[g] + 1) for g in g_ids for _ in range(T)]
+    # per GPU type, every schedule of node purchases over the months; more in total than
+    # enough for the peak never helps
+    schedules = [
+        [b for b in itertools.product(range(max_nodes[g] + 1), repeat=T) if sum(b) <= max_nodes[g]]
+        for g in g_ids
+    ]
     cache: dict = {}
     best = None
-    for buys in itertools.product(*per_slot):
-        nodes = {g: buys[i * T : (i + 1) * T] for i, g in enumerate(g_ids)}
-        if any(sum(nodes[g]) > max_nodes[g] for g in g_ids):
-            continue  # more than enough for the peak never helps
+    for buys in itertools.product(*schedules):
+        nodes = dict(zip(g_ids, buys, strict=True))
         if any(spec[g]["consumer"] and not s["consumer_ok"] and sum(nodes[g]) for g in g_ids):
             continue
         capex = sum(
