@@ -306,11 +306,11 @@ def serve_candidates(
     keep = SERVE_KEEP_PER_GPU if len(w.buckets()) == 1 else len(TP_SIZES) + 8
     for gid in inputs.gpus:
         found: list[ServeCandidate] = []
-        reasons = []
+        reasons: list[tuple[int, str]] = []
         for tp in serve_tp_sizes(w, inputs, gid):
             c = serve_candidate(w, inputs, gid, tp, calib)
             if isinstance(c, str):
-                reasons.append(f"tp{tp}: {c}")
+                reasons.append((tp, c))
             else:
                 found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
@@ -318,9 +318,22 @@ def serve_candidates(
         out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
         if not found:
             dropped.append(
-                Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason="; ".join(reasons))
+                Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason=grouped_reasons(reasons))
             )
     return out, dropped
+
+
+def grouped_reasons(reasons: list[tuple[int, str]]) -> str:
+    """Why no replica size of a GPU serves a workload: each reason once, after the sizes it
+    stops (an FP4 model on a card without FP4 said it four times, once per size).
+
+    >>> grouped_reasons([(1, "too big"), (2, "too big"), (4, "too slow")])
+    'tp1/tp2: too big; tp4: too slow'
+    """
+    sizes: dict[str, list[int]] = {}
+    for tp, why in reasons:
+        sizes.setdefault(why, []).append(tp)
+    return "; ".join(f"{'/'.join(f'tp{t}' for t in tps)}: {why}" for why, tps in sizes.items())
 
 
 def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
