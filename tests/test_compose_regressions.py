@@ -134,3 +134,47 @@ def test_a_rounded_lp_point_never_buys_before_a_lead_time_allows(tmp_path: Path)
     early = {v.name: 2.0 * gpu.node_gpus for t in range(4) for v in m.own[("a100-pcie-80gb", t)]}
     assert m.buy[("a100-pcie-80gb", 0)].upBound == 0  # no order reaches the first month
     assert lp_rounded_start(m, early) is False
+
+
+FP4 = """
+name: fp4
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 0}
+site: {power_usd_per_kwh: 0.12}
+gpus: [h100-sxm]
+offers:
+  files: []
+  extra:
+    - {id: cloud-h100-od, provider: cloud, gpu: h100-sxm, kind: on_demand,
+       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}
+PROFILES
+workloads:
+  serve:
+    - name: chat
+      model: qwen3-30b-a3b
+      precision: fp4
+      start: 2027-01
+      traffic: {daily_active_users: 20000, requests_per_user_per_day: 20, utilization: 0.5}
+      tokens: {prompt: 500, output: 250}
+      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
+"""
+
+
+def test_fp4_serving_on_a_card_without_fp4_is_a_diagnosis_unless_measured(tmp_path: Path) -> None:
+    """FP4 (a precision of today) with measured profiles: the profiles file refused fp4
+    (exit 2) while the problem accepted it. Unmeasured, H100 has no FP4 tensor cores: exit 3,
+    the reason said once per card; measured (vLLM serves MXFP4 weights on H100), the run
+    is trusted and plans."""
+    problem = tmp_path / "p.yaml"
+    problem.write_text(FP4.replace("PROFILES\n", ""))
+    r = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel"])
+    assert r.exit_code == 3, r.output
+    assert r.output.count("no FP4 tensor cores") == 1 and "tp1/tp2/tp4/tp8" in r.output
+    (tmp_path / "prof.yaml").write_text(
+        "serve:\n  - {model: qwen3-30b-a3b, gpu: h100-sxm, tp: 1, precision: fp4, prompt: 500,"
+        " output: 250, max_rps: 2.0, source: test, as_of: 2026-11}\n"
+    )
+    problem.write_text(FP4.replace("PROFILES", "profiles: [prof.yaml]"))
+    plan = _solve_and_verify(tmp_path, problem.read_text())
+    chat = next(w for w in plan["workloads"] if w["name"] == "chat")
+    assert chat["gpu"] == ["h100-sxm"] and chat["meets_target"]

@@ -27,7 +27,7 @@ from planner.inputs.importers.profiles import (
 )
 from planner.inputs.profiles import ProfileFile
 
-PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4")
+PRECISIONS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")
 MAX_EDGES = 64  # request-length buckets per axis (Mélange profiles 6)
 MAX_EDGE_TOKENS = 1_000_000  # as a request shape in the problem file (prompt, output)
 

@@ -38,7 +38,9 @@ from planner.base.yamlevents import load_plain_yaml, locate
 from planner.base.yamlio import Loc, YamlDoc, require_mapping, validation_message
 from planner.inputs.catalog import MAX_FLEET_GPUS, Strict
 
-Precision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4"], CaseInsensitive]
+# fp4 too: a run measured at FP4 is trusted like any other (vLLM serves MXFP4 weights on cards
+# without FP4 tensor cores, gpt-oss on H100 among them), where the physics alone refuses it
+Precision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive]
 
 
 class MeasuredSlo(Strict):
