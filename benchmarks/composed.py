@@ -12,7 +12,9 @@ features below, through a chooser, so the same code serves two drivers:
 Features (``FEATURES``): owned fleets (keep or sell, arriving later), contracts, discounts,
 reserved offers, spot (training and serving), price paths (problem-wide and per GPU), lead
 times, ``capex_at``, scenarios and each risk measure, request mixes, measured profiles,
-budgets (capex and total) and power caps. A problem is written as YAML beside its files (a
+budgets (capex and total), power caps, and today's accelerators (``today``: an H200, B200,
+GB200 or MI300X beside the older cards, services at FP8 or FP4, a vendor quote or a vendor
+efficiency as a per-GPU override). A problem is written as YAML beside its files (a
 profiles file when profiles are drawn) by :func:`write_case`; every draw is a valid problem:
 the planner must end it in a verified plan (exit 0) or an infeasibility diagnosis (exit 3).
 """
@@ -45,13 +47,28 @@ FEATURES = (
     "budget",
     "power_cap",
     "catalog_offers",
+    "today",
 )
 START_YEAR = 2027
 # Cards with catalog specs, prices and resale curves; the consumer card only where allowed.
 GPUS = ("a100-pcie-80gb", "h100-sxm", "l40s", "rtx-4090")
+# Today's accelerators (feature "today"): one joins the list. GB200 is bought only as a
+# liquid-cooled 72-GPU rack; FP4 runs on B200 and GB200 only.
+TODAY = ("h200-sxm", "b200", "gb200", "mi300x")
 # Rough list prices per GPU-hour of each card (SkyPilot catalogs, 2026): the inline offers
-# are these +-30 %, so buying and renting both win somewhere.
-RENT = {"a100-pcie-80gb": 1.6, "h100-sxm": 2.6, "l40s": 1.0, "rtx-4090": 0.5}
+# are these +-30 %, so buying and renting both win somewhere. Today's: the median on-demand
+# row of catalogs/offers.yaml (H200 24 rows, B200 12), GB200 Spheron's and MI300X Vultr's
+# listing (catalogs/offers-manual.yaml).
+RENT = {
+    "a100-pcie-80gb": 1.6,
+    "h100-sxm": 2.6,
+    "l40s": 1.0,
+    "rtx-4090": 0.5,
+    "h200-sxm": 3.0,
+    "b200": 5.6,
+    "gb200": 4.5,
+    "mi300x": 1.85,
+}
 SMALL_MODELS = ("llama-2-7b", "llama-3-8b", "llama-2-13b")
 # Served only (a mixture-of-experts model: memory by total, compute by active parameters).
 SERVE_MODELS = (*SMALL_MODELS, "qwen3-30b-a3b")
@@ -135,6 +152,8 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
     gpus = pick.subset(GPUS)
     if gpus == ["rtx-4090"]:
         gpus.insert(0, "a100-pcie-80gb")  # owned fleets and profiles need a datacenter card
+    if "today" in on:
+        gpus.append(pick.one(TODAY))
     lead = pick.int(1, 3) if "lead" in on else 0
     problem: dict[str, Any] = {
         "name": "composed",
@@ -149,6 +168,8 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
     }
     if "capex_at" in on:
         problem["finance"] = {"capex_at": pick.one(["order", "delivery"])}
+    if "today" in on and pick.flag():
+        problem["overrides"] = {"gpus": {gpus[-1]: _override(pick, gpus[-1])}}
     fleet = _fleet(pick, on, gpus, months)
     if fleet:
         problem["fleet"] = fleet
@@ -161,6 +182,16 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
         problem["risk"] = risk
         problem["solver"]["time_limit_s"] = time_limit * len(problem["scenarios"])
     return Case(problem, frozenset(on), files)
+
+
+def _override(pick: Pick, gpu: str) -> dict[str, Any]:
+    """A per-GPU override of today's card: a vendor quote, or (AMD) its software efficiency
+    at either end of the range catalogs/vendors.yaml gives (0.68-0.99 serving)."""
+    if gpu == "mi300x" and pick.flag():
+        return {"serve_efficiency": pick.one([0.68, 0.99]), "source": "composed test"}
+    listed = {"h200-sxm": 30_000, "b200": 40_000, "gb200": 35_000, "mi300x": 12_500}[gpu]
+    # a quote below the catalog's default price (catalogs/gpus.yaml), as vendors give
+    return {"purchase_usd": round(listed * pick.one([0.7, 0.9])), "source": "composed quote"}
 
 
 def _budget(pick: Pick, on: set[str]) -> dict[str, float]:
@@ -256,7 +287,7 @@ def _serve(pick: Pick, on: set[str], i: int, months: int) -> dict[str, Any]:
     w: dict[str, Any] = {
         "name": f"svc{i}",
         "model": pick.one(SERVE_MODELS),
-        "precision": pick.one(["fp16", "bf16"]),
+        "precision": pick.one(["fp16", "bf16", *(["fp8", "fp4"] if "today" in on else [])]),
         "start": month(start),
         "traffic": {
             "daily_active_users": pick.one([300, 3_000, 20_000]),

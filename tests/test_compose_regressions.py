@@ -178,3 +178,18 @@ def test_fp4_serving_on_a_card_without_fp4_is_a_diagnosis_unless_measured(tmp_pa
     plan = _solve_and_verify(tmp_path, problem.read_text())
     chat = next(w for w in plan["workloads"] if w["name"] == "chat")
     assert chat["gpu"] == ["h100-sxm"] and chat["meets_target"]
+
+
+def test_owned_liquid_cooled_racks_on_an_air_cooled_site_plan_with_a_warning(tmp_path: Path):
+    """Owned fleets with today's racks: GB200s the team has run (they are planned, and the
+    plan verifies), but the site says it has no liquid cooling, so the loader says so."""
+    text = FP4.replace("PROFILES\n", "").replace("[h100-sxm]", "[gb200]")
+    text = text.replace("site: {power_usd_per_kwh: 0.12}", "site: {power_usd_per_kwh: 0.12}\n"
+                        "fleet: {owned: [{gpu: gb200, count: 8, bought: 2026-01}]}")  # fmt: skip
+    problem = tmp_path / "p.yaml"
+    problem.write_text(text)
+    r = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "fleet.owned[0]: gb200 runs in nvl72-gb200, which needs liquid cooling" in r.output
+    plan = _solve_and_verify(tmp_path, text)
+    assert not plan["purchases"] and any(f["owned"] for f in plan["fleet"])

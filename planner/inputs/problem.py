@@ -558,6 +558,14 @@ def _check_fleet(
                 (*where, "arrives"),
                 f"arrives {o.arrives} is outside the horizon {start} + {T} months",
             )
+        spec = gpus.get(o.gpu)
+        if spec is not None and spec.liquid_cooled and not problem.site.liquid_cooling:
+            # the team has them, so they run somewhere: planned, but the contradiction is said
+            warnings.append(
+                f"fleet.owned[{i}]: {o.gpu} runs in {spec.server}, which needs liquid cooling, "
+                "but site.liquid_cooling is false; planned as owned all the same (no more can "
+                "be bought on this site)"
+            )
     known = {o.provider for o in offers.values()}
     for i, c in enumerate(problem.fleet.contracts):
         where = ("fleet", "contracts", i)
