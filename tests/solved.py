@@ -2,8 +2,9 @@
 
 The reference (problems/2m_budget.yaml) takes ~17 s to solve; nine modules read its plan.
 Each caller gets its own deep copy, so a test that tampers with a plan changes no other
-test's. With pytest-xdist the workers share each plan through a file: one solves, the others
-read its JSON (a round trip that changes nothing: tests/test_problems.py checks it).
+test's. With pytest-xdist the workers share each plan through a file: one solves, checks
+that its JSON reads back as the same plan, and the others read that JSON (files under
+$TMPDIR/planner-tests-<run id>, a few hundred KB per run).
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ def _solve(path: str) -> tuple[Inputs, Plan]:
     with open(shared.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not shared.exists():
+            plan = _plan(inputs)
             tmp = shared.with_suffix(".tmp")
-            write_json(_plan(inputs), tmp)
+            write_json(plan, tmp)
+            if load_plan(tmp) != plan:  # the other workers must test the plan solved here
+                raise AssertionError(f"{path}: the plan read back from its JSON is not the plan")
             os.replace(tmp, shared)
+            return inputs, plan
     return inputs, load_plan(shared)
 
 
@@ -60,7 +65,10 @@ def _shared_file(path: str) -> Path | None:
         return None
     d = Path(tempfile.gettempdir()) / f"planner-tests-{run}"
     d.mkdir(exist_ok=True)
-    key = hashlib.sha256(f"{path}:{TWO_STAGE_S}".encode()).hexdigest()[:16]
+    # the file's text in the key too: a run id given again (--testrunuid) never reads a plan of
+    # an edited problem
+    text = Path(path).read_bytes()
+    key = hashlib.sha256(f"{path}:{TWO_STAGE_S}:".encode() + text).hexdigest()[:16]
     return d / f"{Path(path).stem}-{key}.json"
 
 

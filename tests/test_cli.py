@@ -26,6 +26,7 @@ def test_solve_writes_workbook_and_json(tmp_path):
     assert r.exit_code == 0, r.output
     data = json.loads(js.read_text())
     assert data["status"] in ("optimal", "feasible")
+    assert data["purchases"] and data["rentals"]  # the reference's plan buys and rents
     for key in ("objective_usd", "gap", "solve_seconds"):
         assert key in data
     assert set(data["totals"]) >= {
@@ -127,6 +128,7 @@ def test_solve_fits_80_columns_without_cut_cells(tmp_path):
     assert max(len(ln) for ln in lines) <= 80
     assert "…" not in r.output and "..." not in r.output
     plan = json.loads(js.read_text())
+    assert plan["purchases"], "a plan that buys nothing leaves the Purchases table untested"
     total = f"${plan['totals']['total_usd']:,.0f}"
     names = {w["name"] for w in plan["workloads"]} | {p["gpu"] for p in plan["purchases"]}
     for name in names | {total}:
