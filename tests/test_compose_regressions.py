@@ -193,3 +193,54 @@ def test_owned_liquid_cooled_racks_on_an_air_cooled_site_plan_with_a_warning(tmp
     assert "fleet.owned[0]: gb200 runs in nvl72-gb200, which needs liquid cooling" in r.output
     plan = _solve_and_verify(tmp_path, text)
     assert not plan["purchases"] and any(f["owned"] for f in plan["fleet"])
+
+
+ROUNDED_OVER_BUDGET = """
+name: rentals rounded up past the total budget
+horizon: {start: 2027-01, months: 9}
+budget: {capex_usd: 40000, total_usd: 20000}
+site: {power_usd_per_kwh: 0.12}
+gpus: [a100-pcie-80gb, h100-sxm, rtx-4090]
+market: {rent_change_per_year: 0, buy_change_per_year: 0, lead_months: 0}
+offers:
+  files: []
+  extra:
+    - {id: alpha-h100-od, provider: alpha, gpu: h100-sxm, kind: on_demand, usd_per_gpu_hour: 3.38,
+       gpus_per_instance: 8, fabric: infiniband, fabric_gbps_per_gpu: 400, source: t, as_of: 2026-11}
+    - {id: beta-a100-od, provider: beta, gpu: a100-pcie-80gb, kind: on_demand,
+       usd_per_gpu_hour: 2.08, source: t, as_of: 2026-11}
+    - {id: beta-4090-od, provider: beta, gpu: rtx-4090, kind: on_demand, usd_per_gpu_hour: 0.5,
+       source: t, as_of: 2026-11}
+    - {id: alpha-a100-3m, provider: alpha, gpu: a100-pcie-80gb, kind: reserved, term_months: 3,
+       usd_per_gpu_hour: 0.96, source: t, as_of: 2026-11}
+workloads:
+  serve:
+    - {name: svc0, model: llama-3-8b, start: 2027-01, redundancy: 0,
+       traffic: {daily_active_users: 6000, requests_per_user_per_day: 20, utilization: 0.3,
+                 growth_per_month: 0.1},
+       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 100}, tokens: {prompt: 200, output: 100}}
+    - {name: svc1, model: llama-2-13b, precision: bf16, start: 2027-05, end: 2027-08,
+       redundancy: 0,
+       traffic: {daily_active_users: 600, requests_per_user_per_day: 5, utilization: 0.5,
+                 growth_per_month: 0.1},
+       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 100}, tokens: {prompt: 500, output: 100}}
+    - {name: svc2, model: llama-2-13b, precision: bf16, start: 2027-04, redundancy: 0,
+       traffic: {daily_active_users: 40000, requests_per_user_per_day: 20, utilization: 0.3},
+       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}, tokens: {prompt: 200, output: 250}}
+"""
+
+
+def test_rentals_made_whole_never_break_the_total_budget(tmp_path: Path) -> None:
+    """benchmarks/compose.py seed 0 problem 1749 (shrunk): the relaxed plan fit the $20,000
+    total budget, its rentals rounded up to whole replicas cost $42,794 and the verifier
+    refused the plan (exit 4). The exact model (whole replicas) has no plan within the
+    budget, so it is a diagnosis: exit 3, naming the budget and what would do."""
+    problem = tmp_path / "p.yaml"
+    problem.write_text(ROUNDED_OVER_BUDGET)
+    r = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel"], env={"COLUMNS": "200"})
+    assert r.exit_code == 3, r.output
+    assert "total budget too small: budget.total_usd = $20,000" in r.output
+    # with room for whole replicas, the plan keeps its budget and verifies
+    roomy = ROUNDED_OVER_BUDGET.replace("total_usd: 20000", "total_usd: 30000")
+    plan = _solve_and_verify(tmp_path, roomy)
+    assert plan["totals"]["total_usd"] <= 30000 + 1e-6

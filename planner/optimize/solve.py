@@ -254,6 +254,8 @@ def solve_model(
     if objective is not None:
         whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads, proof)
         objective, rel_gap = whole.objective, whole.gap
+        if objective is None:  # no whole-replica plan keeps every row (a total budget)
+            status = "infeasible" if whole.proven else "time_limit"
     repair, bound_usd = whole.repair, whole.bound_usd
     dropped = drop_idle(m) if objective is not None else []
     if dropped:  # the bound stands: the plan only got cheaper
@@ -351,6 +353,12 @@ def _message(
         message = (
             "the best plan of a search over rounded fleets of the LP relaxation (too little "
             "time left for HiGHS's MIP to better it), not proven optimal"
+        )
+    if whole.broken:
+        message += (
+            f"; rented replicas made whole break {', '.join(whole.broken)}, and the exact "
+            "model (every rented replica whole) "
+            + ("has no plan" if whole.proven else "found no plan within it in the time left")
         )
     if whole.exact_proof:
         message += (

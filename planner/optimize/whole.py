@@ -93,6 +93,11 @@ class _Whole:
     bound_usd: float = 0.0
     exact_proof: bool = False
     polished: bool = False
+    # the rows every whole-replica plan found breaks (a total budget the rounded-up rentals
+    # overran) when no valid plan was found: then objective is None, and ``proven`` says
+    # whether the exact model proved there is none
+    broken: tuple[str, ...] = ()
+    proven: bool = False
 
 
 def _make_whole(
@@ -118,6 +123,9 @@ def _make_whole(
     # the repair re-chooses rentals: dearer (whole replicas) or, after a time-limited solve,
     # sometimes cheaper; the objective is the repaired plan's either way
     objective = pulp.value(m.prob.objective)
+    broken = broken_rows(m)
+    if broken:
+        return _whole_within(m, relaxed, rel_gap, gap, deadline, threads, bound_usd, broken)
     changed = abs(objective - relaxed) > 1e-9 * max(1.0, abs(relaxed))
     if changed:
         bound = bound_from_gap(relaxed, rel_gap or 0.0)
@@ -133,6 +141,64 @@ def _make_whole(
         exact_proof = two_stage and rel_gap <= gap + 1e-9
     repair = max(0.0, objective - relaxed)
     return _Whole(objective, rel_gap, repair, bound_usd, exact_proof, polished)
+
+
+def broken_rows(m: PlannerModel) -> tuple[str, ...]:
+    """The rows of ``m`` its current plan breaks by more than 1e-6 of their right-hand side
+    (at least 1e-6). A whole-replica plan made by rounding rentals up breaks a total budget
+    when the extra replicas cost more than the budget has left.
+
+    A row ``sum a x + c <= 0`` (pulp's form) is broken when ``sum a x + c`` exceeds the
+    tolerance; ``>=`` rows the other way, ``==`` rows either way.
+    """
+    out = []
+    for name, c in m.prob.constraints.items():
+        value = c.value()
+        if value is None:
+            continue
+        excess = {pulp.LpConstraintLE: value, pulp.LpConstraintGE: -value}.get(c.sense, abs(value))
+        if excess > 1e-6 * max(1.0, abs(c.constant)):
+            out.append(name)
+    return tuple(out)
+
+
+def _whole_within(
+    m: PlannerModel,
+    relaxed: float,
+    rel_gap: float | None,
+    gap: float,
+    deadline: float,
+    threads: int,
+    bound_usd: float,
+    broken: tuple[str, ...],
+) -> _Whole:
+    """The whole-replica plan breaks ``broken``: the exact model (every rented replica whole)
+    is solved from scratch for the time left (at least :data:`MIN_REPAIR_S`). Its plan is kept
+    whatever it costs (the only valid one); without one the result says whether the exact
+    model proved that none exists. The gap is against the better of the relaxed model's bound
+    and the exact run's."""
+    left = max(MIN_REPAIR_S, deadline - time.perf_counter())
+    try:
+        with exact_model(m):
+            m.prob.solve(_BulkHiGHS(msg=False, timeLimit=left, gapRel=gap, threads=threads))
+        found = m.prob.sol_status in (1, 2) and pulp.value(m.prob.objective) is not None
+        proven = m.prob.status == pulp.LpStatusInfeasible and not found
+        exact_bound = float(m.prob.solverModel.getInfo().mip_dual_bound) if found else -math.inf
+    except pulp.PulpSolverError:
+        found, proven, exact_bound = False, False, -math.inf
+    if not found or broken_rows(m):
+        return _Whole(bound_usd=bound_usd, broken=broken, proven=proven, polished=True)
+    round_up_replicas(m)  # snaps integers 1e-9 off
+    objective = pulp.value(m.prob.objective)
+    bound = max(bound_from_gap(relaxed, rel_gap or 0.0), min(exact_bound, 1e30))
+    return _Whole(
+        objective,
+        gap_to_bound(objective, bound),
+        max(0.0, objective - relaxed),
+        bound_usd,
+        exact_proof=False,
+        polished=True,
+    )
 
 
 def repair_bound(m: PlannerModel) -> float:
