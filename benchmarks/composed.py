@@ -127,7 +127,8 @@ class Case:
     def time_limit(self) -> float:
         """The problem's own limit: a two-stage problem is one model copy per scenario, so
         each scenario brings the limit of a one-forecast problem (10 s for 3 scenarios was too
-        short to find any plan in benchmarks/compose.py problem 783; 30 s plans it)."""
+        short to find any plan in benchmarks/compose.py seed 0 problem 783, drawn before the
+        feature ``today`` shifted the draws; 30 s plans it)."""
         return float(self.problem["solver"]["time_limit_s"])
 
     @property
@@ -213,7 +214,8 @@ def _site(pick: Pick, on: set[str], gpus: list[str]) -> dict[str, Any]:
     if "power_cap" in on:
         site["power_cap_kw"] = pick.one([3, 10, 40])
     if pick.flag(0.25):
-        site["liquid_cooling"] = pick.flag()  # no effect on air-cooled cards: must change nothing
+        # no effect on air-cooled cards (must change nothing); GB200 racks need it to be bought
+        site["liquid_cooling"] = pick.flag()
     return site
 
 
@@ -346,7 +348,9 @@ def _fleet(pick: Pick, on: set[str], gpus: list[str], months: int) -> dict[str, 
     fleet: dict[str, Any] = {}
     if "owned" in on:
         gpu = pick.one([g for g in gpus if g != "rtx-4090"])
-        row: dict[str, Any] = {"gpu": gpu, "count": 8, "sell": pick.one(["never", "allowed"])}
+        # a whole server or rack, so that selling it is possible (a GB200 rack holds 72)
+        count = 72 if gpu == "gb200" else 8
+        row: dict[str, Any] = {"gpu": gpu, "count": count, "sell": pick.one(["never", "allowed"])}
         if pick.flag(0.25):
             row["arrives"] = month(pick.int(1, months - 1))
         else:

@@ -3,8 +3,8 @@ features hold on pairs of them.
 
 Problems come from :mod:`benchmarks.composed` (6-12 months, one to three workloads, any subset
 of owned fleets, contracts, discounts, reserved offers, spot, price paths, lead times,
-``capex_at``, scenarios and risk measures, request mixes, measured profiles, budgets and power
-caps), drawn by hypothesis. Each is solved by the command (``planner solve``, a short time
+``capex_at``, scenarios and risk measures, request mixes, measured profiles, budgets, power
+caps, and today's accelerators with FP8/FP4 and per-GPU overrides), drawn by hypothesis. Each is solved by the command (``planner solve``, a short time
 limit) and must end with exit 0 and a plan ``planner verify`` accepts, or exit 3 with a
 diagnosis: never exit 1, 2 or 4, never past its time limit. The draws are derandomized so CI
 runs the same problems; ``python benchmarks/compose.py --n 2000 --seed 0`` draws many more.
