@@ -29,6 +29,10 @@ from planner.inputs.strict import Strict
 # shape (or the published figure) is wrong.
 PARAMS_TOLERANCE = 0.02
 
+# The deepest published transformer has well under 200 layers; 1000 leaves room and keeps
+# every per-layer loop (importers, physics) small.
+MAX_LAYERS = 1000
+
 
 class MoeSpec(Strict):
     """Mixture-of-experts MLP: ``experts`` routed experts of inner size ``expert_intermediate``,
@@ -70,7 +74,7 @@ class ModelArch(Strict):
     active_params: float | None = Field(
         None, gt=1e6, le=1e14, description="parameters used per token (published; MoE)"
     )
-    layers: int = Field(gt=0, le=1000)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
     hidden: int = Field(gt=0, le=1_000_000)
     heads: int = Field(gt=0, le=10_000)
     kv_heads: int = Field(gt=0, le=10_000)

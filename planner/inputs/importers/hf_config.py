@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from planner.base.errors import InputError
 from planner.base.files import read_json
-from planner.inputs.model_arch import ModelArch, count_params
+from planner.inputs.model_arch import MAX_LAYERS, ModelArch, count_params
 
 Config = dict[str, Any]
 
@@ -37,7 +37,7 @@ class _Reader:
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise InputError(
-                        f"{self.path}: {self.model_type}: field {name!r} is {value!r}; "
+                        f"{self.path}: {self.model_type}: field {name!r} is {_short(value)}; "
                         "expected a non-negative integer"
                     )
                 return value
@@ -52,12 +52,24 @@ class _Reader:
         return self.cfg.get(name, default)
 
 
+def _layers(r: _Reader) -> int:
+    """``num_hidden_layers``, refused above the catalog's limit before anything is built per
+    layer (1e9 layers would otherwise take minutes and gigabytes before the entry is checked)."""
+    layers = r.int("num_hidden_layers")
+    if not 0 < layers <= MAX_LAYERS:
+        raise InputError(
+            f"{r.path}: {r.model_type}: field 'num_hidden_layers' is {layers:,}; "
+            f"expected 1 to {MAX_LAYERS:,}"
+        )
+    return layers
+
+
 def _base(r: _Reader) -> Config:
     """Fields every family shares (Llama names)."""
     heads = r.int("num_attention_heads")
     hidden = r.int("hidden_size")
     out: Config = {
-        "layers": r.int("num_hidden_layers"),
+        "layers": _layers(r),
         "hidden": hidden,
         "heads": heads,
         "kv_heads": r.int("num_key_value_heads", default=heads),
@@ -94,11 +106,33 @@ def _mixtral(r: _Reader) -> Config:
     return out
 
 
+def _layer_indices(r: _Reader, name: str) -> set[int]:
+    """A list of layer indices (Qwen's ``mlp_only_layers``); absent or null: none."""
+    value = r.get(name)
+    if value is None:
+        return set()
+    ok = isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+    )
+    if not ok:
+        raise InputError(
+            f"{r.path}: {r.model_type}: field {name!r} is {_short(value)}; "
+            "expected a list of layer indices (non-negative integers), e.g. [0, 1]"
+        )
+    return set(value)
+
+
+def _short(value: Any) -> str:
+    """``repr`` cut to a line: a hostile field may be megabytes long."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _qwen_moe(r: _Reader) -> Config:
     out = _base(r)
     layers = out["layers"]
     step = max(1, r.int("decoder_sparse_step", default=1))
-    dense_only = set(r.get("mlp_only_layers") or [])
+    dense_only = _layer_indices(r, "mlp_only_layers")
     moe_layers = [i for i in range(layers) if (i + 1) % step == 0 and i not in dense_only]
     out["moe"] = {
         "experts": r.int("num_experts"),
@@ -226,14 +260,16 @@ def model_entry(
 
     An unknown ``model_type`` or a missing field is an InputError naming both.
     """
-    outer_type = cfg.get("model_type")
+    outer_type = _type_name(cfg)
     inner = _text_config(cfg)
-    model_type = inner.get("model_type", outer_type) if inner is not cfg else outer_type
+    model_type = (_type_name(inner) or outer_type) if inner is not cfg else outer_type
     if model_type not in FAMILIES and outer_type in FAMILIES:
         model_type = outer_type
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
+    if model_type not in FAMILIES:
+        given = repr(model_type) if model_type is not None else _short(cfg.get("model_type"))
         raise InputError(
-            f"{path}: unknown model_type {model_type!r}; known: " + ", ".join(sorted(FAMILIES))
+            f"{path}: unknown model_type {given} (a name, as a string); known: "
+            + ", ".join(sorted(FAMILIES))
         )
     shape = FAMILIES[model_type](_Reader(inner, path, model_type))
     entry: Config = {
@@ -244,19 +280,38 @@ def model_entry(
         "source": source or f"config.json ({path.name}, model_type {model_type})",
         "as_of": as_of or "unknown",
     }
+    counts = count_params(_validated(entry, path, model_type))
+    entry["params"] = int(counts.total)
+    if entry.get("moe") is not None:
+        # active right after params, as in catalogs/models.yaml
+        head = {k: entry[k] for k in ("id", "name", "params")}
+        entry = {**head, "active_params": int(counts.active), **entry}
+    # again with the counts: a shape can compute to a model too small or too large to plan
+    _validated(entry, path, model_type)
+    return entry
+
+
+def _type_name(cfg: Config) -> str | None:
+    """``model_type`` when it is a string (a list or a number is no known family)."""
+    value = cfg.get("model_type")
+    return value if isinstance(value, str) else None
+
+
+def _validated(entry: Config, path: Path, model_type: str) -> ModelArch:
+    """``entry`` as a ModelArch, or an InputError naming the file, the family and the field."""
     try:
-        arch = ModelArch.model_validate(entry)
+        return ModelArch.model_validate(entry)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise InputError(f"{path}: {model_type}: {where}: {first['msg']}") from None
-    counts = count_params(arch)
-    entry["params"] = int(counts.total)
-    if arch.moe is None:
-        return entry
-    # active right after params, as in catalogs/models.yaml
-    head = {k: entry[k] for k in ("id", "name", "params")}
-    return {**head, "active_params": int(counts.active), **entry}
+        msg = first["msg"]
+        if where in ("params", "active_params"):
+            msg = (
+                f"the shape computes to {entry[where]:,} parameters; a model has more than "
+                "1,000,000 and at most 100 trillion (check hidden_size, num_hidden_layers, "
+                "intermediate_size, vocab_size and the expert fields)"
+            )
+        raise InputError(f"{path}: {model_type}: {where}: {msg}") from None
 
 
 def read_hf_config(path: str | Path) -> Config:
