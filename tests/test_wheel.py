@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -38,6 +39,20 @@ def _source_copy(dest: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
     return dest
+
+
+def _see_test_environment(venv: Path) -> None:
+    """Let the new venv import the libraries of the environment running the tests.
+
+    ``--system-site-packages`` would show the *base* interpreter's packages, which are not the
+    test environment's when the tests run inside a venv (pulp missing, issue 43). A ``.pth``
+    line appends the test environment's own site-packages after the new venv's, so the wheel's
+    ``planner`` is still the one imported (``.pth`` files inside an appended folder are not
+    run, so an editable install of the checkout there stays inactive).
+    """
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    ours = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    (site / "test-environment.pth").write_text("\n".join(sorted(ours)) + "\n", encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +85,12 @@ def installed(tmp_path_factory) -> Path:
     }
     assert "planner/_catalogs/gpus.yaml" in shipped and shipped <= names, shipped - names
     venv = base / "venv"
-    made = _run([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=base)
+    made = _run([sys.executable, "-m", "venv", venv], cwd=base)
     assert made.returncode == 0, made.stderr[-3000:]
     pip = [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
     done = _run([*pip, "--force-reinstall", wheel], cwd=base)
     assert done.returncode == 0, done.stderr[-3000:]
+    _see_test_environment(venv)  # after the install: pip must not see the checkout's install
     return venv / "bin"
 
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from planner.base.units import _count_before, _lower
 from planner.inputs.catalog import GPU_RANGES, PLANNER_ONLY_OFFER_FIELDS
 from planner.inputs.schema import Problem, _scenario_number
+from planner.inputs.strict import Strict
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 TEXT_MAX = 10_000  # Strict's str_max_length: every text field
@@ -258,9 +259,30 @@ OFFER_DESCRIPTIONS = {
 }
 
 
+def _state_key_limits(node: object) -> None:
+    """Give every mapping's keys the text limit the planner applies to them
+    (:class:`planner.inputs.strict.Strict`'s ``str_max_length``).
+
+    pydantic 2.14 writes ``propertyNames`` for a mapping's keys and earlier releases do not;
+    stating the limit here makes the schema the same whichever release built it (issue 43),
+    and it is what the planner enforces either way.
+    """
+    if isinstance(node, list):
+        for item in node:
+            _state_key_limits(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "object" and "additionalProperties" in node and "properties" not in node:
+        node.setdefault("propertyNames", {"maxLength": Strict.model_config["str_max_length"]})
+    for value in node.values():
+        _state_key_limits(value)
+
+
 def problem_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a problem file."""
     raw = Problem.model_json_schema(mode="validation")
+    _state_key_limits(raw)
     defs = raw.pop("$defs", {})
     models = _models(Problem)
     for name, sub in defs.items():
