@@ -9,9 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
+from planner.base.errors import InputError
 from planner.cli import cli
+from planner.inputs.catalog import load_models
+from planner.inputs.problem import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 HF = ROOT / "tests" / "fixtures" / "hf"
@@ -66,3 +70,50 @@ def test_a_billion_layers_is_refused_before_anything_is_built(tmp_path, fixture)
     )
     assert code == 2 and "num_hidden_layers" in out and "1,000,000,000" in out
     assert time.perf_counter() - t0 < 2  # was 50 s and ~3.9 GB (a list over range(layers))
+
+
+# ------------------------------------------------------------------ model files
+
+
+def _problem_with_model_files(tmp_path: Path, *files: str) -> Path:
+    text = (ROOT / "problems" / "inference_startup.yaml").read_text()
+    listed = ", ".join(files)
+    p = tmp_path / "p.yaml"
+    p.write_text(text.replace("workloads:", f"model_files: [{listed}]\nworkloads:", 1))
+    return p
+
+
+def _model_file(tmp_path: Path, name: str, model_id: str, **changes: object) -> None:
+    entry = {**load_models()[model_id].model_dump(exclude_none=True), **changes}
+    (tmp_path / name).write_text(yaml.safe_dump({"models": [entry]}))
+
+
+def test_a_directory_given_as_a_model_file_says_so(tmp_path):
+    (tmp_path / "models.yaml").mkdir()
+    with pytest.raises(InputError, match=r"model_files\[0\].*'models.yaml' is a directory"):
+        load_problem(_problem_with_model_files(tmp_path, "models.yaml"))
+
+
+def test_a_model_file_redefining_a_catalog_id_is_used_with_a_warning(tmp_path):
+    _model_file(tmp_path, "same.yaml", "llama-2-7b", source="my copy")
+    inputs = load_problem(_problem_with_model_files(tmp_path, "same.yaml"))
+    assert inputs.warnings == []  # the same definition: nothing to say
+    _model_file(tmp_path, "long.yaml", "llama-2-7b", max_context=16384)
+    inputs = load_problem(_problem_with_model_files(tmp_path, "long.yaml"))
+    assert inputs.models["llama-2-7b"].max_context == 16384
+    (warning,) = inputs.warnings
+    assert "'long.yaml' redefines model 'llama-2-7b'" in warning
+    assert "max_context 4096 -> 16384" in warning
+
+
+def test_two_model_files_defining_one_id_differently_are_refused(tmp_path):
+    _model_file(tmp_path, "a.yaml", "llama-2-7b", id="mine")
+    _model_file(tmp_path, "b.yaml", "llama-2-7b", id="mine", max_context=16384)
+    _model_file(tmp_path, "c.yaml", "llama-2-7b", id="mine", source="another copy")
+    assert "mine" in load_problem(_problem_with_model_files(tmp_path, "a.yaml", "c.yaml")).models
+    with pytest.raises(
+        InputError,
+        match=r"model_files\[1\].*'b.yaml' defines model 'mine' "
+        r"differently from model file 'a.yaml' \(max_context 4096 -> 16384\)",
+    ):
+        load_problem(_problem_with_model_files(tmp_path, "a.yaml", "b.yaml"))

@@ -245,6 +245,20 @@ def _allowed_gpus(
     return gpus
 
 
+def _check_serve_gpus(problem: Problem, gpus: dict[str, GpuSpec], errors: _Errors) -> None:
+    """A serving workload's ``gpus`` name GPU types the problem allows, each once."""
+    for i, w in enumerate(problem.workloads.serve):
+        for j, g in enumerate(w.gpus or []):
+            loc = ("workloads", "serve", i, "gpus", j)
+            if g not in gpus:
+                errors.add(
+                    loc,
+                    f"unknown or not allowed gpu {g!r}; allowed: {', '.join(sorted(gpus))}",
+                )
+            elif g in w.gpus[:j]:
+                errors.add(loc, f"gpu {g!r} is listed twice (also gpus[{w.gpus.index(g)}])")
+
+
 def _rehouse(gpu: GpuSpec, server_id: str) -> GpuSpec:
     """``gpu`` bought in another server type of catalogs/servers.yaml."""
     servers = load_servers()
@@ -630,15 +644,18 @@ def _resolve(
     all_gpus = gpu_catalog if gpu_catalog is not None else load_gpus()
     all_gpus = _custom_gpus(problem, all_gpus, errors)
     models = model_catalog if model_catalog is not None else load_models()
-    models = with_model_files(problem.model_files, base_dir or Path.cwd(), models, errors.add)
+    warnings: list[str] = []
+    models = with_model_files(
+        problem.model_files, base_dir or Path.cwd(), models, errors.add, warnings.append
+    )
     gpus = _allowed_gpus(problem, all_gpus, errors)
     _check_models(problem, models, errors)
+    _check_serve_gpus(problem, gpus, errors)
     profiles = _read_profiles(problem, base_dir or Path.cwd(), all_gpus, models, errors)
     offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
     _add_inline_offers(problem, all_gpus, offers, errors)
     _override_offers(problem, offers, errors)
     _check_providers(problem, offers, errors)
-    warnings: list[str] = []
     _check_fleet(problem, gpus, offers, errors, warnings)
     errors.raise_if_any()
     inputs = Inputs(
