@@ -13,9 +13,10 @@ import yaml
 from click.testing import CliRunner
 
 from planner.base.errors import InputError
+from planner.base.units import count_value, money_value
 from planner.cli import cli
 from planner.inputs.catalog import load_models
-from planner.inputs.problem import load_problem
+from planner.inputs.problem import load_problem, load_problem_text
 
 ROOT = Path(__file__).resolve().parent.parent
 HF = ROOT / "tests" / "fixtures" / "hf"
@@ -117,3 +118,40 @@ def test_two_model_files_defining_one_id_differently_are_refused(tmp_path):
         r"differently from model file 'a.yaml' \(max_context 4096 -> 16384\)",
     ):
         load_problem(_problem_with_model_files(tmp_path, "a.yaml", "b.yaml"))
+
+
+# ------------------------------------------------------------------ commas in numbers
+
+
+def _lab(capex: str = "400000", power: str = "0.10") -> str:
+    text = (ROOT / "problems" / "finetune_lab.yaml").read_text()
+    text = text.replace("capex_usd: 400000", f"capex_usd: {capex!r}")
+    return text.replace("power_usd_per_kwh: 0.10", f"power_usd_per_kwh: {power!r}")
+
+
+@pytest.mark.parametrize(
+    ("capex", "power", "says"),
+    [
+        ("2,5M", "0.10", r"budget.capex_usd.*'2,5M'.*did you mean '2.5M'"),
+        ("400000", "0,9", r"site.power_usd_per_kwh.*'0,9'.*did you mean '0.9'"),
+        ("$1,23,000", "0.10", r"budget.capex_usd.*'1,23,000'.*separates thousands"),
+        ("400000", "0,100", r"site.power_usd_per_kwh.*'0,100'.*did you mean '0.100'"),
+    ],
+)
+def test_a_comma_that_is_no_thousands_separator_is_refused(capex, power, says):
+    with pytest.raises(InputError, match=says):
+        load_problem_text(_lab(capex, power), "lab.yaml", ROOT / "problems")
+
+
+def test_thousands_separators_are_read_as_such():
+    inputs = load_problem_text(_lab("$2,500,000", "0.10"), "lab.yaml", ROOT / "problems")
+    assert inputs.problem.budget.capex_usd == 2_500_000
+    assert count_value("1,234.5k") == 1_234_500 and money_value("$ 2,500k") == 2_500_000
+
+
+def test_tokens_with_a_decimal_comma_exit_2_suggesting_the_point():
+    code, out = run(
+        "estimate", "train", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", 8,
+        "--tokens", "1,5T",
+    )  # fmt: skip
+    assert code == 2 and "--tokens" in out and "1.5T" in out

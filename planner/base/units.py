@@ -17,12 +17,43 @@ from planner.base.errors import InputError
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _COUNT = re.compile(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)", re.IGNORECASE)
+# Commas only as thousands separators: 1 to 3 digits (no leading zero), then groups of three,
+# then an optional fraction, exponent and suffix (2,500,000; 1,234.5; 2,500k). "2,5M" is a
+# decimal comma and "1,5T" is not 15T: deleting every comma would read them 10x too large.
+_GROUPED = re.compile(
+    r"[1-9][0-9]{0,2}(?:,[0-9]{3})+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?\s*[kmbgt]?", re.IGNORECASE
+)
+
+
+class CommaError(ValueError):
+    """A comma that is not a thousands separator (a decimal comma, or groups not of three)."""
+
+
+def _without_commas(s: str, text: object) -> str:
+    """``s`` with its thousands separators removed; a :class:`CommaError` for any other comma.
+
+    >>> _without_commas("2,500,000", "2,500,000"), _without_commas("1,234.5k", "1,234.5k")
+    ('2500000', '1234.5k')
+    >>> _without_commas("2,5M", "2,5M")
+    Traceback (most recent call last):
+    ...
+    planner.base.units.CommaError: '2,5M': a comma only separates thousands (2,500,000 or 1,234.5); a decimal is written with a point: did you mean '2.5M'?
+    """
+    if "," not in s:
+        return s
+    if "_" not in s and _GROUPED.fullmatch(s):
+        return s.replace(",", "")
+    hint = "a decimal is written with a point"
+    if s.count(",") == 1 and "." not in s:
+        hint += f": did you mean {s.replace(',', '.')!r}?"
+    raise CommaError(f"{text!r}: a comma only separates thousands (2,500,000 or 1,234.5); {hint}")
 
 
 def count_value(text: str | float | int) -> float:
     """A count written as a number or with a suffix: ``7e9``, ``7B``, ``1.5T``, ``300M``,
-    ``2_000_000`` (k = 1e3, M = 1e6, B/G = 1e9, T = 1e12). Raises ``ValueError`` otherwise,
-    including for booleans (YAML's ``yes``/``true`` are not counts).
+    ``2_000_000``, ``2,000,000`` (k = 1e3, M = 1e6, B/G = 1e9, T = 1e12). Raises
+    ``ValueError`` otherwise, including for booleans (YAML's ``yes``/``true`` are not counts)
+    and for a comma that does not separate thousands (:func:`_without_commas`).
 
     >>> count_value("7B"), count_value("1.5t"), count_value("2e6"), count_value(300)
     (7000000000.0, 1500000000000.0, 2000000.0, 300.0)
@@ -31,7 +62,7 @@ def count_value(text: str | float | int) -> float:
         raise ValueError("expected a number like 7e9, 7B or 1.5T, got a boolean")
     if isinstance(text, int | float):
         return float(text)
-    s = str(text).strip().replace("_", "").replace(",", "")
+    s = _without_commas(str(text).strip(), text).replace("_", "")
     m = _COUNT.fullmatch(s)
     if not m:
         raise ValueError(f"expected a number like 7e9, 7B or 1.5T, got {text!r}")
@@ -49,6 +80,8 @@ def money_value(text: str | float | int) -> float:
     s = text.strip().removeprefix("$").strip() if isinstance(text, str) else text
     try:
         return count_value(s)
+    except CommaError:
+        raise  # it says what is wrong and what was meant
     except ValueError:
         raise ValueError(
             f"expected an amount like 3000000, 3M, $250k or 1.5B, got {text!r}"

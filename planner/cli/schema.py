@@ -46,7 +46,10 @@ TEXT_MAX = 10_000  # Strict's str_max_length: every text field
 _D = r"[0-9]+(_[0-9]+)*"  # digits, single underscores between them
 FLOAT_TEXT = rf"^\s*[+-]?({_D}(\.({_D})?)?|\.{_D})([eE][+-]?{_D})?\s*$"  # pydantic's lax float
 INT_TEXT = rf"^\s*[+-]?{_D}(\.0+)?\s*$"  # pydantic's lax int
-_DIGITS = r"[0-9_,]*\.?[0-9_,]*[0-9][0-9_,]*([eE][+-]?[0-9_,]*[0-9][0-9_,]*)?"
+_PLAIN = r"[0-9_]*\.?[0-9_]*[0-9][0-9_]*([eE][+-]?[0-9_]*[0-9][0-9_]*)?"
+# commas only between groups of three digits (planner.base.units._GROUPED)
+_GROUPED = r"[1-9][0-9]{0,2}(,[0-9]{3})+(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+_DIGITS = rf"({_PLAIN}|{_GROUPED})"
 COUNT_TEXT = rf"^\s*{_DIGITS}\s*[kKmMbBgGtT]?\s*$"  # planner.base.units.count_value
 MONEY_TEXT = rf"^\s*\$?\s*{_DIGITS}\s*[kKmMbBgGtT]?\s*$"  # planner.base.units.money_value
 MONTH_TEXT = r"^(19[0-9]{2}|2[01][0-9]{2}|2200)-(0[1-9]|1[0-2])$"  # planner.inputs.months
