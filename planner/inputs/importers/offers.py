@@ -72,6 +72,38 @@ PriceStat = Literal["min", "median"]
 #: Providers that are marketplaces or resellers (prices vary by host, availability not assured).
 MARKETPLACES = frozenset({"vast", "shadeform", "primeintellect"})
 
+#: On-demand availability of today's accelerators: the most GPUs one customer rents at once
+#: from one on-demand offer without a sales contract (``max_gpus``). An assumption, stated in
+#: catalogs/NOTES.md ("On-demand as it is"): self-serve on-demand capacity is a few nodes
+#: (Lambda sells 1-8 GPU on-demand instances, multi-node 1-Click Clusters only as weekly
+#: reservations, docs.lambda.ai/public-cloud/billing; AWS Capacity Blocks, the way to get many
+#: p5en/p6-b200 nodes at once, are reserved, docs.aws.amazon.com capacity-blocks-how); larger
+#: fleets of these GPUs are sold on commitments (catalogs/offers-market.yaml).
+ON_DEMAND_CAP_GPUS = 64
+ON_DEMAND_CAPPED = frozenset(
+    {"h200-sxm", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x"}
+)
+ON_DEMAND_CAP_NOTE = (
+    f"max_gpus {ON_DEMAND_CAP_GPUS} on every on-demand offer of "
+    + ", ".join(sorted(ON_DEMAND_CAPPED))
+    + " (assumption: self-serve on-demand capacity of one provider is a few nodes; "
+    "catalogs/NOTES.md, 'On-demand as it is')"
+)
+
+
+def on_demand_cap(gpu: str, kind: str, gpus_per_instance: int) -> int | None:
+    """The availability cap of an imported offer: today's accelerators on demand are capped at
+    :data:`ON_DEMAND_CAP_GPUS` (at least one instance); spot and older GPUs are not.
+
+    >>> on_demand_cap("b200", "on_demand", 8), on_demand_cap("b200", "spot", 8)
+    (64, None)
+    >>> on_demand_cap("h100-sxm", "on_demand", 8) is None
+    True
+    """
+    if kind != "on_demand" or gpu not in ON_DEMAND_CAPPED:
+        return None
+    return max(ON_DEMAND_CAP_GPUS, gpus_per_instance)
+
 
 # --------------------------------------------------------------------------- drafts to offers
 
@@ -144,6 +176,10 @@ def _assign_ids(drafts: list[dict]) -> list[dict]:
 def _build_offers(drafts: list[dict], result: ImportResult, where: str) -> None:
     for d in _assign_ids(drafts):
         data = {k: v for k, v in d.items() if not k.startswith("_")}
+        cap = on_demand_cap(data["gpu"], data["kind"], data["gpus_per_instance"])
+        if cap is not None:
+            data["max_gpus"] = cap
+            result.assumptions[ON_DEMAND_CAP_NOTE] += 1
         try:
             result.offers.append(Offer.model_validate(data))
         except ValidationError as exc:  # a price or a GPU count beyond any real offer
