@@ -150,10 +150,11 @@ def test_the_readme_is_short_and_its_two_commands_come_first():
     lines = README.splitlines()
     assert len(lines) <= 160, f"README.md has {len(lines)} lines; move detail into docs/"
     assert lines[2] == "```bash"
-    assert lines[3].startswith("pip install -e . && planner solve problems/")
+    assert lines[3].startswith("pip install -c constraints.txt -e . && planner solve problems/")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert lines[4].split("  #")[0].rstrip() == ci.replace("pip install -q ", "pip install ")
     assert '".[test,cluster,docs]"' in ci  # CI builds the docs (this file's first test)
+    assert "-c constraints.txt" in ci  # CI installs the locked versions (issue 43)
 
 
 def test_the_readme_links_into_the_docs():
