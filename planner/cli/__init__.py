@@ -158,6 +158,7 @@ def cli() -> None:
 def _register() -> None:
     for module, attr in COMMANDS:
         cli.add_command(getattr(importlib.import_module(module), attr))
+    cli.commands["estimate"].add_command(importlib.import_module("planner.cli.frontier").frontier)  # type: ignore[attr-defined]
 
 
 _register()
