@@ -92,6 +92,13 @@ class ModelArch(Strict):
     full_attention_every: int = Field(
         0, ge=0, le=1000, description="with sliding_window: every k-th layer full; 0: none"
     )
+    num_nextn_predict_layers: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="multi-token-prediction modules (config.json num_nextn_predict_layers; "
+        "DeepSeek-V3/R1: 1), usable as a speculative draft",
+    )
     source: str
     as_of: str
 

@@ -1,0 +1,405 @@
+"""The physics of one worker: G GPUs in mode tp, ep or dep, within the scale-up domain or across
+servers (:mod:`planner.physics.serving.deployment`).
+
+A decode step of ``n`` sequences (each verifying ``1 + draft`` tokens with MTP) on one worker::
+
+    step = (max(weights_read / weight_bw + kv_read / (bw x kv_bw_eff), flops / (peak x eff))
+            + communication + layer overheads) / vendor serve_efficiency
+
+per GPU, where by mode
+
+* ``tp``: weights / G (experts sliced), the KV cache of all n sequences x the GPU's share
+  (MLA: whole), flops / G, 2 all-reduces per layer;
+* ``ep``: attention and dense weights / G, the whole experts of the busiest GPU
+  (:func:`planner.physics.moe.ep_max_local_experts`), the KV cache and flops as tp, 2
+  all-reduces per layer;
+* ``dep``: attention and dense weights *replicated*, whole experts of the busiest GPU; the KV
+  cache and attention flops of the busiest attention rank (``n/G + dp_imbalance x
+  sqrt(n/G x 2 ln G)`` sequences: the data-parallel imbalance); the expert flops / G; one
+  dispatch (FP8) and one combine (BF16) all-to-all per MoE layer, ``(1 - a2a_overlap)`` of it
+  exposed (two-batch overlap), over NVLink inside the scale-up domain and at the scale-out
+  fabric's per-GPU bandwidth for the share of peers outside it.
+
+A worker of G <= one server in tp or ep is exactly today's replica (:mod:`planner.physics.serve`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.inputs.catalog import GpuSpec, ModelArch
+from planner.physics import serve as legacy
+from planner.physics.calibration_values import Calibration
+from planner.physics.moe import (
+    attn_flops_per_token,
+    compute_params,
+    ep_max_local_experts,
+    ep_routed_params_read,
+    expert_params,
+    kv_share_per_gpu,
+    prefill_attn_flops,
+    routed_params_read,
+    weight_params_read,
+)
+from planner.physics.serve_weights import (
+    PRECISIONS,
+    moe_factors,
+    weight_bw,
+    weight_bytes_per_param,
+    with_layout,
+)
+from planner.physics.serving.constants import const
+from planner.physics.serving.deployment import MAX_WORKER_GPUS, Worker
+from planner.physics.train import GB, allreduce_s, inter_node_link, intra_node_link, node_gpus
+from planner.physics.vendor import serve_efficiency
+
+
+def scaleup_domain(gpu: GpuSpec, calib: Calibration) -> int:
+    """GPUs joined by the scale-up link (NVLink/xGMI): 72 on an NVL72 rack, 8 on an HGX server.
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> from planner.physics.calibration_values import default_calibration
+    >>> scaleup_domain(_toy_gpu(), default_calibration())
+    8
+    """
+    d = gpu.interconnect.domain_gpus
+    return int(d) if d else node_gpus(gpu, calib)
+
+
+def allowed_gpus(gpu: GpuSpec, calib: Calibration) -> str:
+    """What G a worker on ``gpu`` may have, in words."""
+    dom = scaleup_domain(gpu, calib)
+    inside = "1, 2, 4 or 8" if dom <= 8 else f"1, 2 or a multiple of 4 up to {dom}"
+    if gpu.consumer:
+        return f"{inside} (one server: consumer cards have no scale-out fabric)"
+    return f"{inside}, or a multiple of {dom} (whole servers over the scale-out fabric) up to " + (
+        f"{MAX_WORKER_GPUS - MAX_WORKER_GPUS % dom}"
+    )
+
+
+def gpus_error(gpu: GpuSpec, g: int, calib: Calibration) -> str | None:
+    """Why a worker of ``g`` GPUs cannot be built from ``gpu`` (None: it can).
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> from planner.physics.calibration_values import default_calibration
+    >>> gpus_error(_toy_gpu(), 16, default_calibration()) is None
+    True
+    >>> gpus_error(_toy_gpu(), 3, default_calibration())[:20]
+    'a worker of 3 x h100'
+    """
+    dom = scaleup_domain(gpu, calib)
+    ok = False
+    if g <= dom:
+        ok = g in (1, 2, 4, 8) if dom <= 8 else (g in (1, 2) or g % 4 == 0)
+        ok = ok and dom % g == 0 if dom <= 8 else ok
+    elif not gpu.consumer and g % dom == 0 and g <= MAX_WORKER_GPUS:
+        ok = True
+    if ok:
+        return None
+    return f"a worker of {g} x {gpu.id} cannot be built: G must be {allowed_gpus(gpu, calib)}"
+
+
+def accepted_tokens(draft: int, acceptance: float) -> float:
+    """Expected tokens one MTP step emits with ``draft`` draft tokens, each accepted with
+    probability ``acceptance`` given the previous: ``1 + a + a^2 + ... + a^draft``.
+
+    >>> accepted_tokens(0, 0.8), round(accepted_tokens(3, 0.8), 3)
+    (1.0, 2.952)
+    """
+    return sum(acceptance**i for i in range(draft + 1))
+
+
+def mtp_params(model: ModelArch) -> float:
+    """Parameters of the model's multi-token-prediction modules (0 without): one transformer
+    layer each (a MoE layer for DeepSeek-V3/R1, ~11B of the 14B module with the shared
+    embedding and head), ``num_nextn_predict_layers x params / layers``."""
+    return model.num_nextn_predict_layers * model.params / model.layers
+
+
+@dataclass(frozen=True)
+class WorkerPhysics:
+    """Step times and memory of one worker (``worker.count`` is ignored here)."""
+
+    model: ModelArch
+    gpu: GpuSpec
+    worker: Worker
+    precision: str
+    calib: Calibration
+    mtp: bool = False
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def g(self) -> int:
+        return self.worker.gpus
+
+    @property
+    def mode(self) -> str:
+        """The effective mode: ep/dep on one GPU is tp; a dense model is tp."""
+        if self.g == 1 or self.model.moe is None:
+            return "tp"
+        return self.worker.mode
+
+    @property
+    def is_legacy(self) -> bool:
+        """tp/ep within one server at a size today's replicas have: today's physics, exactly."""
+        return (
+            self.mode in ("tp", "ep")
+            and self.g in legacy.TP_SIZES
+            and self.g <= node_gpus(self.gpu, self.calib)
+            and (self.mode == "tp" or legacy.ep_possible(self.model, self.g))
+        )
+
+    @property
+    def legacy_calib(self) -> Calibration:
+        return with_layout(self.calib, "ep" if self.mode == "ep" else "tp")
+
+    def link(self) -> tuple[float, float]:
+        """(GB/s per direction, latency s) of the worker's collectives."""
+        if self.g <= scaleup_domain(self.gpu, self.calib):
+            return intra_node_link(self.gpu, min(self.g, 8), self.calib)
+        return inter_node_link(self.gpu, self.calib)
+
+    # ------------------------------------------------------------------ memory
+    def ranks_busiest(self, n: float) -> float:
+        """Sequences on the busiest attention rank: n (tp/ep), or with data-parallel attention
+        ``n/G + dp_imbalance x sqrt(n/G x 2 ln G)`` (at least one while any runs, at most n)."""
+        if self.mode != "dep" or n <= 0:
+            return n
+        per = n / self.g
+        spread = const(self.calib, "dp_imbalance") * math.sqrt(per * 2 * math.log(self.g))
+        return min(n, max(min(n, 1.0), per + spread))
+
+    def _weights_per_gpu_params(self) -> float:
+        m, g = self.model, self.g
+        extra = mtp_params(m) if self.mtp else 0.0
+        total = m.params + extra
+        if self.mode != "dep" or m.moe is None:
+            return total / g
+        exp = expert_params(m) * total / m.params
+        slots = math.ceil(m.moe.experts / g) / m.moe.experts  # whole experts, redundant slots
+        return (total - exp) + exp * slots
+
+    def memory_gb(self, batch: float, context: int, prompt: int) -> dict[str, float]:
+        """Memory per GPU (GB) with ``batch`` sequences of ``context`` tokens on the worker."""
+        c = self.calib
+        if self.is_legacy and not self.mtp:
+            return legacy.serve_memory_gb(
+                self.model, self.g, self.precision, int(batch), context, prompt, c
+            )
+        b = weight_bytes_per_param(self.precision, c)
+        weights = self._weights_per_gpu_params() * b
+        kvb = legacy.kv_bytes_per_token(self.model, self.precision, context)
+        if self.mode == "dep":
+            kv = batch / self.g * context * kvb
+            act_share = 1
+        else:
+            kv = batch * context * kvb * kv_share_per_gpu(self.model, self.g)
+            act_share = self.g
+        s = c.serve
+        overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / (
+            act_share
+        )
+        return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
+
+    def usable_gb(self) -> float:
+        return self.gpu.memory_gb.value * self.calib.serve.usable_memory_fraction.value
+
+    def max_batch(self, prompt: int, output: int) -> int:
+        """Most sequences of ``prompt + output`` tokens whose KV cache fits beside the weights."""
+        if self.is_legacy and not self.mtp:
+            return legacy.max_batch(
+                self.model, self.gpu, self.g, self.precision, prompt, output, self.legacy_calib
+            )
+        ctx = prompt + output
+        base = self.memory_gb(0, ctx, prompt)
+        free = self.usable_gb() - base["weights"] - base["overhead"]
+        if free <= 0:
+            return 0
+        one = self.memory_gb(1, ctx, prompt)["kv_cache"]
+        return int(free // one) if one > 0 else 0
+
+    def check(self, prompt: int, output: int) -> str | None:
+        """Why this worker cannot serve at all (None: it can, memory permitting)."""
+        m, gpu, g, c = self.model, self.gpu, self.g, self.calib
+        p = self.precision
+        if p not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {p!r}")
+        if prompt < 1 or output < 1:
+            raise ValueError("prompt and output must be at least 1 token")
+        if p == "fp8" and gpu.fp8_dense_tflops is None:
+            return f"{gpu.id} has no FP8 tensor cores (use bf16, int8 or int4)"
+        if p == "fp4" and gpu.fp4_dense_tflops is None:
+            return (
+                f"{gpu.id} has no FP4 tensor cores (NVFP4/MXFP4 need Blackwell or MI355X; "
+                "use fp8, int4 or bf16)"
+            )
+        why = gpus_error(gpu, g, c)
+        if why is not None:
+            return why
+        if self.worker.mode in ("ep", "dep") and m.moe is None:
+            return (
+                f"mode {self.worker.mode} places whole experts per GPU; {m.id} is dense "
+                "(use tp workers)"
+            )
+        if self.mode in ("tp", "ep") and m.heads % g:
+            return (
+                f"{m.heads} attention heads are not divisible by {g} tensor-parallel GPUs "
+                "(use dep: data-parallel attention)"
+            )
+        if self.mtp and m.num_nextn_predict_layers < 1:
+            return f"{m.id} has no multi-token-prediction layers (mtp needs them)"
+        if prompt + output > m.max_context:
+            return f"prompt+output {prompt + output} tokens > {m.id} context {m.max_context}"
+        mem = self.memory_gb(0, prompt + output, prompt)
+        cap = self.usable_gb()
+        if mem["weights"] + mem["overhead"] > cap:
+            total = mem["weights"] * g
+            return (
+                f"{p} weights {total:.1f} GB + overhead > {g}x{gpu.memory_gb.value:g} GB "
+                f"({c.serve.usable_memory_fraction.value:.0%} usable)"
+            )
+        if self.max_batch(prompt, output) < 1:
+            return (
+                f"no room for the KV cache of one {prompt + output}-token context after "
+                f"{mem['weights']:.1f} GB of weights per GPU"
+            )
+        return None
+
+    # ------------------------------------------------------------------ time
+    def _weights_read_s(self, tokens: float) -> float:
+        m, g, c = self.model, self.g, self.calib
+        b = weight_bytes_per_param(self.precision, c)
+        wbw = weight_bw(self.gpu, self.precision, c)
+        if m.moe is None:
+            return m.params * b / g / wbw
+        eff, _ = moe_factors(c)
+        routed = routed_params_read(m, tokens)
+        ne = weight_params_read(m, tokens) - routed
+        if self.mode == "tp":
+            return (ne + routed / eff) * b / g / wbw
+        ep_eff = c.serve.moe_ep_bw_eff.value if c.serve.moe_ep_bw_eff else eff
+        busiest = ep_routed_params_read(m, tokens, g) / ep_eff
+        return ((ne / g if self.mode == "ep" else ne) + busiest) * b / wbw
+
+    def a2a_s(self, tokens_per_gpu: float) -> float:
+        """Dispatch (FP8) + combine (BF16) of one MoE layer for ``tokens_per_gpu`` tokens on the
+        busiest GPU, each to ``k`` experts spread over the G GPUs (s)."""
+        m, g, c = self.model, self.g, self.calib
+        if m.moe is None or g <= 1 or tokens_per_gpu <= 0:
+            return 0.0
+        lat = 2 * const(c, "a2a_latency_us") * 1e-6
+        nbytes = tokens_per_gpu * m.moe.experts_per_token * m.hidden * 3.0 * (g - 1) / g
+        dom = scaleup_domain(self.gpu, c)
+        nv = self.gpu.interconnect.nvlink_gbs / 2 * const(c, "a2a_eff") * GB
+        if nv <= 0:
+            nv = intra_node_link(self.gpu, min(g, 8), c)[0] * GB
+        if g <= dom:
+            return lat + nbytes / nv
+        ib = inter_node_link(self.gpu, c)[0] * const(c, "a2a_eff") * GB
+        inside = nbytes * (dom - 1) / (g - 1)
+        outside = nbytes - inside
+        lat += 2 * const(c, "a2a_scaleout_latency_us") * 1e-6
+        return lat + max(inside / nv, outside / ib)
+
+    def _comm_s(self, tokens: float, busiest_tokens: float, prefill: bool) -> float:
+        m, g = self.model, self.g
+        if g <= 1:
+            return 0.0
+        if self.mode == "dep":
+            return m.moe_layers * self.a2a_s(busiest_tokens) * (1 - const(self.calib, "a2a_overlap"))
+        bw, lat = self.link()
+        return 2 * m.layers * allreduce_s(tokens * m.hidden * 2.0, g, bw, lat)
+
+    def _peak(self) -> float:
+        return legacy.peak_flops(self.gpu, self.precision, self.calib)
+
+    def decode_step_s(self, n: float, context: float, draft: int = 0) -> float:
+        """One decode step of ``n`` sequences of mean ``context`` tokens, each verifying
+        ``1 + draft`` tokens (MTP), including the ``draft`` draft steps (s)."""
+        if self.is_legacy and draft == 0:
+            return legacy.decode_step_s(
+                self.model, self.gpu, self.g, self.precision, n, context, self.legacy_calib
+            )
+        main = self._step(n, context, 1 + draft)
+        if draft == 0:
+            return main
+        one = self._step(n, context, 1) if not self.is_legacy else legacy.decode_step_s(
+            self.model, self.gpu, self.g, self.precision, n, context, self.legacy_calib
+        )
+        return main + draft * const(self.calib, "mtp_draft_layers") / self.model.layers * one
+
+    def _step(self, n: float, context: float, t: int) -> float:
+        m, g, c, s = self.model, self.g, self.calib, self.calib.serve
+        tokens = n * t
+        busy = self.ranks_busiest(n)
+        kvb = legacy.kv_bytes_per_token(m, self.precision, context)
+        share = 1.0 / 1.0 if self.mode == "dep" else kv_share_per_gpu(m, g)
+        kv_seq = busy if self.mode == "dep" else n
+        kv = kv_seq * context * kvb * share
+        bw = self.gpu.memory_bandwidth_gbs.value * GB
+        t_mem = self._weights_read_s(tokens) + kv / (bw * s.kv_bw_eff.value)
+        cp = compute_params(m)
+        attn = attn_flops_per_token(m, context)
+        if self.mode == "dep":
+            ne = m.params - expert_params(m)
+            flops = busy * t * (2 * ne + attn) + tokens * 2 * (cp - ne) / g
+        else:
+            flops = tokens * (2 * cp + attn) / g
+        t_comp = flops / (self._peak() * s.decode_compute_eff.value)
+        comm = self._comm_s(tokens, busy * t, prefill=False)
+        t = max(t_mem, t_comp) + comm + legacy.layer_overhead_s(m, c)
+        return t / serve_efficiency(self.gpu)
+
+    def prefill_iter_s(self, prompts: float, prompt: int) -> float:
+        """One prefill iteration of ``prompts`` prompts of ``prompt`` tokens (s)."""
+        if self.is_legacy:
+            return legacy.prefill_iter_s(
+                self.model, self.gpu, self.g, self.precision, prompts, prompt, self.legacy_calib
+            )
+        m, g, c = self.model, self.g, self.calib
+        tokens = prompts * prompt
+        flops = prompts * (2.0 * compute_params(m) * prompt + prefill_attn_flops(m, prompt)) / g
+        comp = flops / (self._peak() * c.serve.prefill_compute_eff.value)
+        busiest = tokens / g if self.mode == "dep" else tokens
+        if self.mode == "dep" and prompts > 0:
+            busiest = max(busiest, float(prompt) if prompts < g else busiest)
+        t = (
+            comp
+            + self._weights_read_s(max(prompts, 1) * prompt)
+            + self._comm_s(tokens, busiest, prefill=True)
+            + legacy.layer_overhead_s(m, c)
+        )
+        return t / serve_efficiency(self.gpu)
+
+    def prefill_rate(self, prompt: int) -> tuple[float, float]:
+        """(prompts/s, seconds per iteration) of this worker prefilling full chunks
+        (``prefill_chunk_tokens`` per attention rank)."""
+        ranks = self.g if self.mode == "dep" else 1
+        k = max(1.0, math.floor(const(self.calib, "prefill_chunk_tokens") * ranks / prompt))
+        t = self.prefill_iter_s(k, prompt)
+        return k / t, t
+
+    def best_draft(self, n: float, context: float) -> tuple[int, float, float]:
+        """(draft tokens, tokens per step, step s) that maximise tokens/s at ``n`` sequences."""
+        alpha = const(self.calib, "mtp_acceptance")
+        best = (0, 1.0, self.decode_step_s(n, context, 0))
+        if not self.mtp:
+            return best
+        for d in range(1, int(const(self.calib, "mtp_max_draft")) + 1):
+            a = accepted_tokens(d, alpha)
+            st = self.decode_step_s(n, context, d)
+            if a / st > best[1] / best[2]:
+                best = (d, a, st)
+        return best
+
+
+__all__ = [
+    "WorkerPhysics",
+    "accepted_tokens",
+    "allowed_gpus",
+    "ep_max_local_experts",
+    "gpus_error",
+    "mtp_params",
+    "scaleup_domain",
+]
