@@ -1,4 +1,5 @@
-"""``planner offers``: import rental offers from SkyPilot price catalogs.
+"""``planner offers``: list the rental offers the planner would use (``list``), and import
+rental offers from SkyPilot price catalogs.
 
 Regenerate the default offers file with::
 
@@ -8,15 +9,19 @@ Regenerate the default offers file with::
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from planner.base.errors import OutputError
+from planner.base.errors import InputError, OutputError
 from planner.base.files import same_file
+from planner.cli.options import wide_option
+from planner.inputs.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
 from planner.inputs.importers.offers import (
     ImportResult,
     parse_providers,
@@ -62,7 +67,196 @@ def _invocation(args: list[str]) -> str:
 
 @click.group("offers")
 def offers() -> None:
-    """Import GPU rental offers (SkyPilot price catalogs) into the planner's offers format."""
+    """List the rental offers the planner would use; import SkyPilot price catalogs."""
+
+
+# ----------------------------------------------------------------------------- offers list
+
+#: The shipped offers files, in the order a problem lists them to use them all (a later
+#: file's offer of the same id wins, as in a problem): SkyPilot's public catalogs, the
+#: hand-entered offers, and the committed capacity and capped on-demand offers of today's GPUs.
+SHIPPED_OFFER_FILES = ("offers.yaml", "offers-manual.yaml", "offers-market.yaml")
+
+#: ``--kind`` values: the offer kinds, with "on-demand" for on_demand.
+KINDS = ("on_demand", "spot", "reserved")
+
+#: The fields of one row of ``offers list`` (``--json`` is a list of these objects).
+ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "term_months", "max_gpus",
+              "gpus_per_instance", "marketplace", "estimate", "source", "as_of", "file")  # fmt: skip
+
+_KIND_ORDER = {"on_demand": 0, "reserved": 1, "spot": 2}
+
+
+def is_estimate(o: Offer) -> bool:
+    """The catalog's rule: a figure that is not a published price says so at the start of its
+    source ("estimate: ...", "illustrative, ...").
+
+    >>> o = Offer(id="x", provider="p", gpu="b200", kind="on_demand", usd_per_gpu_hour=5.0,
+    ...           source="estimate: on-demand less 40 %", as_of="2026")
+    >>> is_estimate(o), is_estimate(o.model_copy(update={"source": "https://x (2026)"}))
+    (True, False)
+    """
+    head = o.source.strip().lower()
+    return head.startswith(("estimate", "illustrative"))
+
+
+def parse_kind(kind: str | None) -> str | None:
+    """``--kind`` as an offer kind (``on-demand`` -> ``on_demand``), or an InputError saying
+    which kinds there are.
+
+    >>> parse_kind("On-Demand"), parse_kind(None)
+    ('on_demand', None)
+    """
+    if kind is None:
+        return None
+    k = kind.strip().lower().replace("-", "_")
+    if k not in KINDS:
+        raise InputError(
+            f"--kind {kind!r} is not an offer kind; allowed: on-demand (on_demand), spot, reserved"
+        )
+    return k
+
+
+def check_gpu(gpu: str | None, known: list[str]) -> None:
+    """``--gpu`` must be a GPU id of the catalog; the error lists them."""
+    if gpu is not None and gpu not in known:
+        from planner.base.yamlio import did_you_mean
+
+        hint = did_you_mean(gpu, known)
+        hint = "" if hint.startswith("known") else f" ({hint})"
+        raise InputError(f"--gpu {gpu!r} is not a GPU id{hint}; allowed: {', '.join(known)}")
+
+
+def offer_row(o: Offer, file: str | None) -> dict[str, Any]:
+    """One row of ``offers list``: what a buyer compares quotes by."""
+    return {
+        "id": o.id,
+        "provider": o.provider,
+        "gpu": o.gpu,
+        "kind": o.kind,
+        "usd_per_gpu_hour": o.usd_per_gpu_hour,
+        "term_months": o.term_months,
+        "max_gpus": o.max_gpus,
+        "gpus_per_instance": o.gpus_per_instance,
+        "marketplace": o.marketplace,
+        "estimate": is_estimate(o),
+        "source": o.source,
+        "as_of": o.as_of,
+        "file": file,
+    }
+
+
+def _sort_key(row: dict[str, Any]) -> tuple:
+    return (row["gpu"], _KIND_ORDER.get(row["kind"], 9), row["usd_per_gpu_hour"], row["id"])
+
+
+def catalog_rows(
+    files: tuple[str, ...] = SHIPPED_OFFER_FILES, marketplaces: bool = False
+) -> list[dict[str, Any]]:
+    """The offers of ``files`` (names in catalogs/, or paths), a later file's id winning as in a
+    problem, marketplaces only when asked for (a problem's default leaves them out)."""
+    gpus = load_gpus()
+    merged: dict[str, tuple[Offer, str]] = {}
+    for name in files:
+        path = Path(name)
+        if not path.is_file() and (CATALOG_DIR / name).is_file():
+            path = CATALOG_DIR / name
+        if not path.is_file():
+            raise InputError(f"offers file {name!r} not found (looked in . and {CATALOG_DIR})")
+        for oid, o in load_offers(path, gpus).items():
+            merged[oid] = (o, path.name)
+    rows = [offer_row(o, f) for o, f in merged.values() if marketplaces or not o.marketplace]
+    return sorted(rows, key=_sort_key)
+
+
+def problem_rows(problem: Path) -> list[dict[str, Any]]:
+    """The offers a problem's plan may use: its files, providers, marketplaces, discounts,
+    overrides and contracts applied (:class:`~planner.inputs.problem.Inputs`)."""
+    from planner.inputs.problem import load_problem
+
+    inputs = load_problem(problem)
+    files: dict[str, str] = {}
+    for f in inputs.offer_files:
+        for oid in load_offers(f):
+            files[oid] = Path(f).name
+    rows = [offer_row(o, files.get(oid, "problem file")) for oid, o in inputs.offers.items()]
+    return sorted(rows, key=_sort_key)
+
+
+def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
+    """The rows as a table that fits the terminal: the source (shortened unless ``wide``) and
+    the less important columns go first."""
+    from planner.reports.terminal import Col, fit_table, show_table
+
+    console = Console(soft_wrap=True, emoji=False, highlight=False)
+    cols = [Col("id"), Col("provider", drop=3), Col("gpu"), Col("kind"), Col("$/GPU-h", True),
+            Col("term", True), Col("max GPUs", True), Col("unit", True, 6), Col("as of", drop=7),
+            Col("source", drop=8)]  # fmt: skip
+    cells = []
+    for r in rows:
+        flags = [f for f, on in (("marketplace", r["marketplace"]), ("estimate", r["estimate"])) if on]
+        src = r["source"] if wide or len(r["source"]) <= 60 else r["source"][:59] + "…"
+        cells.append([
+            r["id"], r["provider"], r["gpu"],
+            r["kind"].replace("_", "-") + (f" ({', '.join(flags)})" if flags else ""),
+            f"{r['usd_per_gpu_hour']:.4f}",
+            f"{r['term_months']} mo" if r["term_months"] else "",
+            str(r["max_gpus"]) if r["max_gpus"] else "no cap",
+            str(r["gpus_per_instance"]), r["as_of"], src,
+        ])  # fmt: skip
+    show_table(console, fit_table(console, title, cols, cells, wide), wide)
+    console.print("sources in full and the flags as fields: --json")
+
+
+@offers.command("list")
+@click.option("--gpu", help="Only this GPU type (an id of catalogs/gpus.yaml).")
+@click.option("--kind", help="Only this kind: on-demand, spot or reserved.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list.")
+@click.option("--problem", type=click.Path(path_type=Path),
+              help="The offers this problem's plan may use (its offers files, providers, "
+                   "marketplaces, discounts and overrides); default: every shipped offers file.")  # fmt: skip
+@click.option("--file", "files", multiple=True,
+              help="Offers file(s) to list instead of the shipped ones (a later file's id wins).")
+@click.option("--marketplaces", is_flag=True,
+              help="Include marketplace/reseller offers (a problem leaves them out by default).")
+@wide_option
+def list_offers(
+    gpu: str | None,
+    kind: str | None,
+    as_json: bool,
+    problem: Path | None,
+    files: tuple[str, ...],
+    marketplaces: bool,
+    wide: bool,
+) -> None:
+    """The rental offers the planner would use, one row each: id, provider, gpu, kind,
+    usd_per_gpu_hour, term_months, max_gpus, source, as_of (and the rental unit, whether the
+    offer is a marketplace's or an estimate, and its file).
+
+    Without --problem: every shipped offers file (catalogs/offers.yaml, offers-manual.yaml,
+    offers-market.yaml) as a problem reads them with `offers: {files: [...]}`, marketplaces
+    left out unless --marketplaces."""
+    k = parse_kind(kind)
+    check_gpu(gpu, sorted(load_gpus()))
+    if problem is not None:
+        if files or marketplaces:
+            raise InputError("--problem takes its offers files and marketplaces from the problem "
+                             "file; drop --file/--marketplaces")  # fmt: skip
+        rows = problem_rows(problem)
+        title = f"offers {problem} may use"
+    else:
+        rows = catalog_rows(tuple(files) or SHIPPED_OFFER_FILES, marketplaces)
+        title = "offers of " + ", ".join(files or SHIPPED_OFFER_FILES)
+        if not marketplaces:
+            title += " (marketplaces left out)"
+    rows = [r for r in rows if (gpu is None or r["gpu"] == gpu) and (k is None or r["kind"] == k)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"{title}: none" + (f" for {gpu}" if gpu else "") + (f" of kind {kind}" if k else ""))
+        return
+    _show(rows, f"{title}: {len(rows)}", wide)
 
 
 @offers.command("import-skypilot")
