@@ -327,11 +327,29 @@ class Slo(Strict):
     )
 
 
+ServePrecision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive]
+Toggle = Literal["auto", True, False]
+
+
+def _toggle(v: Any) -> Any:
+    """``auto``, ``true`` or ``false`` (YAML booleans, or the words in any case).
+
+    >>> _toggle("AUTO"), _toggle("false"), _toggle(True)
+    ('auto', False, True)
+    """
+    if isinstance(v, str):
+        low = v.strip().lower()
+        return {"auto": "auto", "true": True, "false": False}.get(low, v)
+    return v
+
+
 class ServeWorkload(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX, description="unique among workloads")
     model: str = Field(max_length=NAME_MAX, description="model id (catalogs/models.yaml)")
-    precision: Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive] = (
-        Field("fp16", description="the precision the model is served at")
+    precision: ServePrecision | list[ServePrecision] = Field(
+        "fp16",
+        description="the precision the model is served at; a list: the precisions allowed, "
+        "each GPU using the best one it supports (fp4, then fp8, int4, int8, bf16, fp16)",
     )
     start: Month = Field(description="the first month of service, YYYY-MM")
     end: Month | None = Field(
@@ -353,8 +371,29 @@ class ServeWorkload(Strict):
         False,
         description="plan only replica configurations a profile measured (no modeled capacity)",
     )
+    gpus: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="the GPU types this workload may run on (of the problem's gpus); none: all",
+    )
+    disaggregated: Annotated[Toggle, BeforeValidator(_toggle)] = Field(
+        "auto",
+        description="prefill and decode on separate worker pools: auto (the planner chooses), "
+        "true (only disaggregated deployments) or false (aggregated replicas only)",
+    )
+    mtp: Annotated[Toggle, BeforeValidator(_toggle)] = Field(
+        "auto",
+        description="multi-token prediction (the model's MTP head as a speculative draft): "
+        "auto (the planner chooses where the model has MTP layers), true (only with MTP) or false",
+    )
 
     _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
+
+    def precisions(self) -> tuple[str, ...]:
+        """The precisions allowed, as given (one precision: a tuple of one)."""
+        p = self.precision
+        return (p,) if isinstance(p, str) else tuple(dict.fromkeys(p))
 
     @model_validator(mode="after")
     def _mix(self) -> ServeWorkload:
