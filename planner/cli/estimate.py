@@ -34,7 +34,7 @@ from planner.physics.serve import (
     replica_capacity,
     with_layout,
 )
-from planner.physics.train import METHODS, derive_model, estimate_train
+from planner.physics.train import METHODS, derive_model, estimate_train, h800_from
 
 
 def _pick_model(model_id: str | None, params: str | None, models_file: Path | None) -> ModelArch:
@@ -178,7 +178,7 @@ def train_cmd(
             f"--tokens: at most 1e15 (the largest published runs used ~1.5e13), got {tokens}"
         )
     model = _pick_model(model_id, params, models_file)
-    gpu = _pick_gpu(gpu_id, gpus_file)
+    gpu = _train_gpu(gpu_id, gpus_file)
     est = estimate_train(
         model,
         gpu,
@@ -209,6 +209,16 @@ def train_cmd(
         table.add_row(*_vendor_row(gpu, "train", "MFU"))
         Console().print(table)
     _exit_unless(est.fits)
+
+
+def _train_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
+    """The catalog's GPU, or for ``h800`` (absent from the purchase catalog) the H100 SXM with
+    400 GB/s NVLink that DeepSeek trained on (:func:`planner.physics.train.h800_from`)."""
+    if gpu_id == "h800":
+        gpus = load_gpus(gpus_file or CATALOG_DIR / "gpus.yaml")
+        if "h800" not in gpus and "h100-sxm" in gpus:
+            return h800_from(gpus["h100-sxm"])
+    return _pick_gpu(gpu_id, gpus_file)
 
 
 def _vendor_row(gpu: GpuSpec, kind: vendor.Kind, what: str) -> tuple[str, str]:
@@ -261,6 +271,7 @@ def _train_table(
             f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
             f"{f' (EP {lay.ep})' if lay.ep > 1 else ''}, ZeRO-{lay.zero_stage}, "
             f"micro-batch {lay.micro_batch}"
+            f"{f', {lay.schedule} pipeline' if lay.pp > 1 else ''}"
             f"{', recompute' if lay.recompute else ''}",
         )
     t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")

@@ -42,8 +42,10 @@ def _train_result(
         gpus=c.gpus,
         config={
             "method": job.method,
-            # expert parallelism (MoE) only when used: dense plans keep their layout keys
-            "layout": {k: v for k, v in est.layout.__dict__.items() if k != "ep" or v != 1}
+            # expert parallelism (MoE) and the pipeline schedule only when used: plans
+            # without them keep their layout keys
+            "layout": {k: v for k, v in est.layout.__dict__.items()
+                       if (k, v) != ("ep", 1) and not (k == "schedule" and est.layout.pp == 1)}
             if est.layout
             else None,
             "mfu": est.mfu,

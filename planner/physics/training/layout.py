@@ -1,0 +1,201 @@
+"""Parallel layouts of a training job: one layout's memory and step time, and the search for
+the fastest one (TP x PP x DP, ZeRO stage, expert parallelism, pipeline schedule, micro-batch,
+recomputation).
+
+Step time = (m + bubble) micro-batch slots x (micro-batch compute on a stage + TP all-reduces +
+the expert all-to-alls the schedule does not hide) + the data-parallel communication not hidden
+under ``dp_overlap`` of the compute.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from planner.inputs.catalog import GpuSpec, ModelArch
+from planner.physics.calibration_values import Calibration
+from planner.physics.moe import expert_params
+from planner.physics.training.compute import flops_per_token, fp8_time_factor, single_gpu_mfu
+from planner.physics.training.links import (
+    all_to_all_s,
+    allreduce_s,
+    bubble_slots,
+    ep_dp_comm_s,
+    inter_node_link,
+    intra_node_link,
+    node_gpus,
+    schedules_for,
+)
+from planner.physics.training.memory import train_memory_gb
+
+# DualPipe pairs a forward and a backward chunk and runs one's all-to-alls under the other's
+# compute; what exceeds the compute stays exposed (DeepSeek-V3 s3.2.1: "both all-to-all and PP
+# communication can be fully hidden", with a computation-to-communication ratio of about 1:1).
+DUALPIPE_A2A_OVERLAP = 1.0
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    recompute: bool
+    micro_batch: int
+    ep: int = 1  # expert parallelism inside the data-parallel group (MoE only)
+    schedule: str = "1f1b"  # pipeline schedule (links.SCHEDULES); 1f1b without a pipeline
+
+
+@dataclass(frozen=True)
+class LayoutEval:
+    fits: bool
+    mem_total: float
+    memory: dict[str, float]
+    tokens_per_s_per_gpu: float
+    mfu: float
+
+
+def _micro_batches(gbs_tokens: float, dp: int, micro_batch: int, seq_len: int) -> int:
+    """Micro-batches per pipeline per optimizer step (at least 1).
+
+    >>> _micro_batches(2**21, 8, 1, 4096)
+    64
+    """
+    return max(1, round(gbs_tokens / (dp * micro_batch * seq_len)))
+
+
+def evaluate_layout(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    lay: TrainLayout,
+    method: str,
+    seq_len: int,
+    gbs_tokens: float,
+    precision: str,
+    calib: Calibration,
+) -> LayoutEval:
+    """Memory and throughput of one layout (see the module docstring)."""
+    m = _micro_batches(gbs_tokens, lay.dp, lay.micro_batch, seq_len)
+    mem = train_memory_gb(model, lay, method, seq_len, m, calib)
+    total = sum(mem.values())
+    cap = gpu.memory_gb.value * calib.train.usable_memory_fraction.value
+    mfu1 = single_gpu_mfu(model, gpu, seq_len, lay.micro_batch, lay.recompute, method, calib)
+    peak = gpu.bf16_dense_tflops.value * 1e12
+    fpt = flops_per_token(model, seq_len, method)
+    mb_tokens = lay.micro_batch * seq_len
+    stage_layers = math.ceil(model.layers / lay.pp)
+    # compute time of one micro-batch on one stage (s)
+    t_mb = mb_tokens * fpt / (lay.tp * lay.pp) / (peak * mfu1)
+    if precision == "fp8":
+        t_mb *= fp8_time_factor(model, gpu, seq_len, method, calib)
+    t_compute = t_mb
+    # tensor parallel: 4 all-reduces per layer (2 fwd, 2 bwd), 6 with recompute, of s*b*h*2 bytes
+    node = node_gpus(gpu, calib)
+    if lay.tp > 1:
+        bw, lat = intra_node_link(gpu, lay.tp, calib)
+        n_ar = 6 if lay.recompute else 4
+        t_mb += stage_layers * n_ar * allreduce_s(mb_tokens * model.hidden * 2, lay.tp, bw, lat)
+    if lay.ep > 1:
+        moe_layers = math.ceil(model.moe_layers / lay.pp)
+        a2a = all_to_all_s(model, gpu, lay.tp, lay.ep, moe_layers, mb_tokens, calib, precision)
+        if lay.schedule == "dualpipe" and lay.pp > 1:
+            a2a = max(0.0, a2a - DUALPIPE_A2A_OVERLAP * t_compute)
+        t_mb += a2a
+    step = t_mb * (m + bubble_slots(lay.schedule, lay.pp, stage_layers))
+    compute_step = t_mb * m
+    # data parallel: gradient all-reduce (ZeRO<=2) or reduce-scatter + 2 all-gathers (ZeRO-3)
+    if lay.dp > 1:
+        params_shard = model.params / (lay.tp * lay.pp)
+        grad_shard = params_shard
+        if method != "full":
+            grad_shard = params_shard * calib.train.lora_param_fraction.value
+        if lay.tp * lay.pp * lay.dp > node:
+            bw, lat = inter_node_link(gpu, calib)
+        else:
+            bw, lat = intra_node_link(gpu, lay.dp, calib)
+        comm = allreduce_s(grad_shard * 2, lay.dp, bw, lat)
+        if lay.zero_stage >= 3:
+            base_b = 2.0 if method != "qlora" else calib.train.qlora_bytes_per_param.value
+            comm += allreduce_s(params_shard * base_b, lay.dp, bw, lat)  # = 2 all-gathers
+        if lay.ep > 1 and method == "full":
+            comm = ep_dp_comm_s(
+                model, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero_stage, bw, lat,
+                expert_params(model),
+            )  # fmt: skip
+        step += max(0.0, comm - calib.train.dp_overlap.value * compute_step)
+    tokens_step = m * lay.micro_batch * seq_len * lay.dp
+    tps_gpu = tokens_step / step / gpus
+    mfu = tps_gpu * fpt / peak
+    return LayoutEval(total <= cap, total, mem, tps_gpu, mfu)
+
+
+def _ep_sizes(model: ModelArch, dp: int) -> tuple[int, ...]:
+    """Expert-parallel sizes to try: 1, and powers of two dividing dp up to the expert count
+    (and 64, the widest EP published runs use: DeepSeek-V3 EP64)."""
+    if model.moe is None:
+        return (1,)
+    out, ep = [1], 2
+    while ep <= min(dp, model.moe.experts, 64) and dp % ep == 0:
+        out.append(ep)
+        ep *= 2
+    return tuple(out)
+
+
+def _layouts(model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration):
+    """Candidate (tp, pp, dp): tp a power of two <= 8 within a node, pp a power of two <= layers."""
+    node = node_gpus(gpu, calib)
+    for tp in (1, 2, 4, 8):
+        if tp > node or gpus % tp:
+            continue
+        pp = 1
+        while pp <= min(model.layers, 64) and tp * pp <= gpus:
+            if gpus % (tp * pp) == 0:
+                yield tp, pp, gpus // (tp * pp)
+            pp *= 2
+
+
+@functools.lru_cache(maxsize=8192)
+def _best_layout(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    method: str,
+    seq_len: int,
+    gbs_tokens: float,
+    precision: str,
+    calib: Calibration,
+) -> tuple[TrainLayout | None, LayoutEval | None, TrainLayout | None, LayoutEval | None]:
+    """(fastest fitting layout, its eval, least-memory layout, its eval)."""
+    best: tuple[TrainLayout, LayoutEval] | None = None
+    smallest: tuple[TrainLayout, LayoutEval] | None = None
+
+    def run(lay: TrainLayout) -> LayoutEval:
+        return evaluate_layout(model, gpu, gpus, lay, method, seq_len, gbs_tokens, precision, calib)
+
+    for tp, pp, dp in _layouts(model, gpu, gpus, calib):
+        stage_layers = math.ceil(model.layers / pp)
+        for zero, ep in (
+            ((z, e) for z in (2, 3) for e in _ep_sizes(model, dp)) if dp > 1 else ((0, 1),)
+        ):
+            for sched in schedules_for(pp, stage_layers):
+                leanest = TrainLayout(tp, pp, dp, zero, True, 1, ep, sched)
+                ev = run(leanest)
+                if not ev.fits:  # not even the leanest variant fits: skip the others
+                    if smallest is None or ev.mem_total < smallest[1].mem_total:
+                        smallest = (leanest, ev)
+                    continue
+                for recompute in (False, True):
+                    for mbs in (1, 2, 4, 8):
+                        lay = TrainLayout(tp, pp, dp, zero, recompute, mbs, ep, sched)
+                        ev = run(lay)
+                        if smallest is None or ev.mem_total < smallest[1].mem_total:
+                            smallest = (lay, ev)
+                        if not ev.fits:
+                            break  # larger micro-batches need more memory
+                        if best is None or ev.tokens_per_s_per_gpu > best[1].tokens_per_s_per_gpu:
+                            best = (lay, ev)
+    if best is None:
+        return None, None, *(smallest or (None, None))
+    return best[0], best[1], *(smallest or (None, None))
