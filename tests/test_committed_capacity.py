@@ -1,0 +1,74 @@
+"""Committed capacity (issue 45): a flat three-year B200 serving load with no capex budget is
+carried mostly by commitments (problems/b200_committed.yaml), on-demand offers stay within
+their availability caps, and the plan verifies."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from planner.inputs.problem import load_problem_text
+from planner.plan.make import plan_problem
+from planner.verify import verify_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = ROOT / "problems" / "b200_committed.yaml"
+
+
+def _gpu_hours(inputs, plan) -> dict[str, float]:
+    """GPU-hours the serving load used, by kind of the offer (owned: 'owned')."""
+    hours = {s.name: s.hours_per_month for s in plan.slices}
+    out: dict[str, float] = defaultdict(float)
+    for a in plan.serve_allocations:
+        o = inputs.offers.get(a.source)
+        kind = "owned" if o is None else o.kind
+        out[kind] += a.replicas * a.gpus_per_replica * hours[a.slice]
+    return dict(out)
+
+
+def _within_caps(inputs, plan) -> None:
+    used: dict[tuple[str, str, str], float] = defaultdict(float)
+    for a in plan.serve_allocations:
+        used[(a.source, a.month, a.slice)] += a.replicas * a.gpus_per_replica
+    for (oid, month, sl), n in used.items():
+        o = inputs.offers.get(oid)
+        if o is not None and o.max_gpus is not None:
+            assert n <= o.max_gpus + 1e-6, f"{oid} {month} {sl}: {n} GPUs > cap {o.max_gpus}"
+
+
+def test_flat_b200_load_is_carried_by_commitments():
+    from tests.solved import solved
+
+    inputs, plan = solved(PROBLEM)
+    assert plan.status in ("optimal", "feasible")
+    assert verify_plan(inputs, plan) == []
+    assert plan.totals.capex_usd == 0 and not plan.purchases
+    h = _gpu_hours(inputs, plan)
+    total = sum(h.values())
+    assert total > 0
+    share = h.get("on_demand", 0.0) / total
+    assert share <= 0.25, f"on-demand {share:.1%} of {total:,.0f} GPU-h ({h})"
+    assert plan.reservations and all(r.term_months >= 12 for r in plan.reservations)
+    assert plan.totals.reserved_usd > 0
+    _within_caps(inputs, plan)
+
+
+def test_without_commitments_the_same_load_is_all_on_demand_within_caps():
+    """The issue's "today": only the default offers; every on-demand offer capped at 64 GPUs,
+    so a load of more than 64 GPUs spreads over providers."""
+    text = PROBLEM.read_text()
+    text = text.replace("offers: {files: [offers.yaml, offers-market.yaml]}", "offers: {files: [offers.yaml]}")
+    text = text.replace("daily_active_users: 240000", "daily_active_users: 1000000")
+    assert "offers-market" not in text.split("name:")[1]
+    inputs = load_problem_text(text, base_dir=PROBLEM.parent)
+    plan = plan_problem(inputs)
+    assert verify_plan(inputs, plan) == []
+    h = _gpu_hours(inputs, plan)
+    assert set(h) == {"on_demand"}
+    _within_caps(inputs, plan)
+    per_month: dict[str, set[str]] = defaultdict(set)
+    gpus: dict[str, float] = defaultdict(float)
+    for a in plan.serve_allocations:
+        per_month[a.month].add(a.source)
+        gpus[a.month] += a.replicas * a.gpus_per_replica
+    assert max(gpus.values()) > 64 and all(len(s) >= 2 for s in per_month.values())
