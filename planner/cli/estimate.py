@@ -34,6 +34,16 @@ from planner.physics.serve import (
     replica_capacity,
     with_layout,
 )
+from planner.physics.serving import (
+    Deployment,
+    Worker,
+    WorkerPhysics,
+    deployment_capacity,
+    estimate_deployment,
+    gpus_error,
+    parse_worker,
+)
+from planner.physics.serving.deployment import MAX_WORKER_GPUS, MODES
 from planner.physics.train import METHODS, derive_model, estimate_train, h800_from
 
 
@@ -83,7 +93,27 @@ def _fmt(value: float, digits: int = 1) -> str:
     return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
 
 
-def _common(f):
+_TRAIN_GPUS = click.option(
+    "--gpus",
+    "gpus",
+    required=True,
+    type=click.IntRange(1, 1_000_000),
+    metavar="K",
+    help="number of GPUs",
+)
+_SERVE_GPUS = click.option(
+    "--gpus",
+    "gpus",
+    default=None,
+    type=click.IntRange(1, MAX_WORKER_GPUS),
+    metavar="N",
+    help="GPUs of one aggregated worker: 1, 2, 4 or 8 within one server; on a rack-scale GPU "
+    "(GB200/GB300 NVL72) 1, 2 or a multiple of 4 up to 72; across servers a multiple of the "
+    "server (or rack) size, at the scale-out fabric's cost. Not with --prefill/--decode.",
+)
+
+
+def _common(f, gpus_option=None):
     opts = [
         click.option("--model", "model_id", metavar="ID", help="model id from the model catalog"),
         click.option(
@@ -92,14 +122,7 @@ def _common(f):
         click.option(
             "--gpu", "gpu_id", required=True, metavar="ID", help="GPU id from the catalog"
         ),
-        click.option(
-            "--gpus",
-            "gpus",
-            required=True,
-            type=click.IntRange(1, 1_000_000),
-            metavar="K",
-            help="number of GPUs",
-        ),
+        gpus_option or _TRAIN_GPUS,
         click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table"),
         click.option(
             "--gpus-file",
@@ -281,7 +304,7 @@ def _train_table(
 
 
 @estimate.command("serve")
-@_common
+@(lambda f: _common(f, _SERVE_GPUS))
 @click.option(
     "--precision",
     type=click.Choice(PRECISIONS, case_sensitive=False),
@@ -303,7 +326,10 @@ def _train_table(
     help="output tokens per request",
 )
 @click.option(
-    "--batch", type=int, default=None, help="concurrent requests (default: most that fit)"
+    "--batch",
+    type=int,
+    default=None,
+    help="concurrent requests of the whole deployment (default: most that fit)",
 )
 @click.option(
     "--slo-ttft-ms",
@@ -314,17 +340,40 @@ def _train_table(
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option(
     "--layout",
-    type=click.Choice(["auto", "tp", "ep"], case_sensitive=False),
+    type=click.Choice(["auto", *MODES], case_sensitive=False),
     default="auto",
     show_default=True,
-    help="a MoE on several GPUs: experts sliced across them (tp) or whole per GPU (ep); "
-    "auto keeps the faster",
+    help="with --gpus, a MoE's worker mode: experts sliced across the GPUs (tp), whole experts "
+    "per GPU with tensor-parallel attention (ep) or data-parallel attention (dep); auto keeps "
+    "the fastest",
+)
+@click.option(
+    "--prefill",
+    "prefill_spec",
+    metavar="WxG:MODE",
+    default=None,
+    help="disaggregated: W prefill workers of G GPUs in MODE (tp|ep|dep), e.g. 4x4:dep; "
+    "needs --decode",
+)
+@click.option(
+    "--decode",
+    "decode_spec",
+    metavar="WxG:MODE",
+    default=None,
+    help="W decode workers of G GPUs in MODE, e.g. 1x32:dep; alone: W aggregated workers "
+    "(each prefills and decodes)",
+)
+@click.option(
+    "--mtp",
+    is_flag=True,
+    help="decode with the model's multi-token-prediction layers as a speculative draft "
+    "(DeepSeek-V3/R1)",
 )
 def serve_cmd(
     model_id: str | None,
     params: str | None,
     gpu_id: str,
-    gpus: int,
+    gpus: int | None,
     as_json: bool,
     gpus_file: Path | None,
     models_file: Path | None,
@@ -336,12 +385,13 @@ def serve_cmd(
     slo_ttft_ms: float | None,
     slo_tpot_ms: float | None,
     layout: str,
+    prefill_spec: str | None,
+    decode_spec: str | None,
+    mtp: bool,
 ) -> None:
-    """Throughput, TTFT, TPOT and memory of one serving replica (gpus = tensor-parallel size)."""
-    if gpus not in TP_SIZES:
-        raise InputError(
-            f"--gpus is the tensor-parallel size of one replica: 1, 2, 4 or 8, got {gpus}"
-        )
+    """Throughput, TTFT, TPOT and memory of one serving deployment: one aggregated worker of
+    --gpus GPUs (--layout), or --decode workers with optional --prefill workers
+    (disaggregated), optionally with --mtp."""
     if prompt < 1 or output < 1:
         raise InputError("--prompt and --output must be at least 1 token")
     if batch is not None and batch < 1:
@@ -354,8 +404,27 @@ def serve_cmd(
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     calib = _calib(calib_file)
-    est = _best_layout(model, gpu, gpus, precision, prompt, output, batch, calib, layout.lower())
-    calib = with_layout(calib, est.layout)
+    precision = precision.lower()
+    layout = layout.lower()
+    dep = _deployment(model, gpu, gpus, layout, prefill_spec, decode_spec, mtp, calib)
+    if dep is None:  # today's replica: 1-8 GPUs of one server, tp or ep, no MTP
+        assert gpus is not None
+        _legacy_serve(model, gpu, gpus, precision, prompt, output, batch, slo_ttft_ms,
+                      slo_tpot_ms, layout, calib, as_json)  # fmt: skip
+        return
+    deps = [dep] if layout == "auto" or dep.disaggregated else [dep]
+    if layout == "auto" and decode_spec is None and model.moe is not None and gpus and gpus > 1:
+        deps = [Deployment(Worker(gpus, m), None, mtp) for m in MODES]
+    best = None
+    for d in deps:
+        c = batch or _most_that_fit(model, gpu, d, precision, prompt, output, calib)
+        e = estimate_deployment(model, gpu, d, precision, prompt, output, max(c, 1), calib)
+        if best is None or (e.fits and (not best[1].fits or e.tokens_per_s > best[1].tokens_per_s)):
+            best = (d, e)
+    assert best is not None
+    dep, est = best
+    if not est.fits and est.reason and "weights" in est.reason:
+        est = _with_released_hint(est, model, precision)
     out: dict[str, Any] = {
         "model": model.id,
         "params": model.params,
@@ -363,6 +432,135 @@ def serve_cmd(
         "prompt": prompt,
         "output": output,
         **asdict(est),
+        "tokens_per_s_per_gpu": est.tokens_per_s / est.gpus,
+        "deployment": dep.to_dict(),
+        "vendor_efficiency": vendor.describe(gpu, "serve"),
+    }
+    cap = None
+    if slo_ttft_ms is not None and slo_tpot_ms is not None:
+        cap = deployment_capacity(
+            model, gpu, dep, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib
+        )
+        out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
+    if as_json:
+        click.echo(json.dumps(_finite(out), indent=2))
+    else:
+        table = _serve_table(model, gpu, dep.label(), precision, prompt, output, est, cap)
+        table.add_row("output tokens/s per GPU", _fmt(est.tokens_per_s / est.gpus, 0))
+        table.add_row(*_vendor_row(gpu, "serve", "tokens/s"))
+        Console().print(table)
+    _exit_unless(est.fits and (cap is None or cap.feasible))
+
+
+def _deployment(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int | None,
+    layout: str,
+    prefill_spec: str | None,
+    decode_spec: str | None,
+    mtp: bool,
+    calib: Calibration,
+) -> Deployment | None:
+    """The deployment the options name (None: today's replica, served by the legacy path);
+    a spec that cannot be built is an InputError (exit 2) saying what is allowed."""
+    if prefill_spec is not None and decode_spec is None:
+        raise InputError("--prefill needs --decode (the decode workers it hands the KV cache to)")
+    if decode_spec is not None:
+        if gpus is not None:
+            raise InputError("give --gpus (one aggregated worker) or --decode/--prefill, not both")
+        try:
+            dec = parse_worker(decode_spec, "--decode")
+            pre = None if prefill_spec is None else parse_worker(prefill_spec, "--prefill")
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        dep = Deployment(dec, pre, mtp)
+    else:
+        if gpus is None:
+            raise InputError(
+                "give --gpus N (one aggregated worker) or --decode WxG:MODE "
+                "[--prefill WxG:MODE] (a deployment)"
+            )
+        mode = "tp" if layout == "auto" else layout
+        legacy_ok = gpus in TP_SIZES and gpus <= gpu.node_gpus and mode in ("tp", "ep")
+        if not mtp and legacy_ok and (layout != "auto" or gpus <= 8):
+            if mode == "ep" and model.moe is None:
+                raise InputError(
+                    f"--layout ep places whole experts per GPU; {model.id} is dense (use tp)"
+                )
+            return None
+        dep = Deployment(Worker(gpus, mode), None, mtp)
+    for name, w in (("--prefill", dep.prefill), ("--decode" if decode_spec else "--gpus", dep.decode)):
+        if w is None:
+            continue
+        why = gpus_error(gpu, w.gpus, calib)
+        if why is not None:
+            raise InputError(f"{name}: {why}")
+        if w.mode in ("ep", "dep") and model.moe is None:
+            raise InputError(
+                f"{name}: mode {w.mode} places whole experts per GPU; {model.id} is dense "
+                "(use tp)"
+            )
+        if w.mode in ("tp", "ep") and w.gpus > 1 and model.heads % w.gpus:
+            raise InputError(
+                f"{name}: {model.heads} attention heads do not split over {w.gpus} "
+                "tensor-parallel GPUs (use dep, or G dividing the heads)"
+            )
+    if mtp and model.num_nextn_predict_layers < 1:
+        raise InputError(f"--mtp: {model.id} has no multi-token-prediction layers")
+    return dep
+
+
+def _most_that_fit(model, gpu, dep: Deployment, precision, prompt, output, calib) -> int:
+    w = WorkerPhysics(model, gpu, dep.decode, precision, calib, dep.mtp)
+    if w.check(prompt, output) is not None:
+        return 1
+    return max(1, w.max_batch(prompt, output) * dep.decode.count)
+
+
+def _with_released_hint(est: Any, model: ModelArch, precision: str) -> Any:
+    """The estimate with the model's released precision suggested when it is smaller."""
+    from dataclasses import replace
+
+    rel = model.released_precision or "bf16"
+    if rel == precision or (est.reason or "").endswith("--precision " + rel):
+        return est
+    bytes_of = {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.56, "fp4": 0.56}
+    if bytes_of.get(rel, 2) >= bytes_of.get(precision, 2):
+        return est
+    return replace(
+        est, reason=f"{est.reason}; {model.name} is released in {rel}; try --precision {rel}"
+    )
+
+
+def _legacy_serve(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None,
+    slo_ttft_ms: float | None,
+    slo_tpot_ms: float | None,
+    layout: str,
+    calib: Calibration,
+    as_json: bool,
+) -> None:
+    """One replica of 1-8 GPUs of one server in tp or ep (today's physics, unchanged)."""
+    est = _best_layout(model, gpu, gpus, precision, prompt, output, batch, calib, layout)
+    calib = with_layout(calib, est.layout)
+    if not est.fits and est.reason and "weights" in est.reason:
+        est = _with_released_hint(est, model, precision)
+    out: dict[str, Any] = {
+        "model": model.id,
+        "params": model.params,
+        "gpu": gpu.id,
+        "prompt": prompt,
+        "output": output,
+        **asdict(est),
+        "tokens_per_s_per_gpu": est.tokens_per_s / gpus,
+        "deployment": Deployment(Worker(gpus, est.layout)).to_dict(),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
     if model.moe is not None and est.fits:
@@ -371,13 +569,13 @@ def serve_cmd(
     if slo_ttft_ms is not None and slo_tpot_ms is not None:
         cap = replica_capacity(
             model, gpu, gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib,
-            layout=None if layout.lower() == "auto" else layout.lower(),
+            layout=None if layout == "auto" else layout,
         )  # fmt: skip
         out["capacity"] = {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms, **asdict(cap)}
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        table = _serve_table(model, gpu, gpus, precision, prompt, output, est, cap)
+        table = _serve_table(model, gpu, f"{gpus}x", precision, prompt, output, est, cap)
         if "moe" in out:
             f = out["moe"]
             table.add_row("MoE layout", "experts whole per GPU (ep)" if est.layout == "ep" else
@@ -446,7 +644,7 @@ def _moe_facts(
 def _serve_table(
     model: ModelArch,
     gpu: GpuSpec,
-    gpus: int,
+    gpus: str,
     precision: str,
     prompt: int,
     output: int,
@@ -454,7 +652,7 @@ def _serve_table(
     cap: Any,
 ) -> Table:
     t = Table(
-        title=f"serve {model.id} on {gpus}x {gpu.id}, {precision}, {prompt} in / {output} out"
+        title=f"serve {model.id} on {gpus} {gpu.id}, {precision}, {prompt} in / {output} out"
     )
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -462,7 +660,7 @@ def _serve_table(
     if est.reason:
         t.add_row("reason", est.reason)
     t.add_row("batch", str(est.batch))
-    t.add_row("output tokens/s (replica)", _fmt(est.tokens_per_s, 0))
+    t.add_row("output tokens/s (deployment)", _fmt(est.tokens_per_s, 0))
     t.add_row("TTFT ms (unloaded)", _fmt(est.ttft_ms))
     t.add_row("TPOT ms (at this batch)", _fmt(est.tpot_ms, 2))
     t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")

@@ -99,6 +99,11 @@ class ModelArch(Strict):
         description="multi-token-prediction modules (config.json num_nextn_predict_layers; "
         "DeepSeek-V3/R1: 1), usable as a speculative draft",
     )
+    released_precision: Literal["bf16", "fp16", "fp8", "fp4"] | None = Field(
+        None,
+        description="precision the checkpoint is published in (DeepSeek-V3/R1: fp8, gpt-oss: "
+        "fp4); None: 16-bit",
+    )
     source: str
     as_of: str
 

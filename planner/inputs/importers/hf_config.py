@@ -174,6 +174,9 @@ def _deepseek(r: _Reader) -> Config:
     # nope + rope wide (192 in DeepSeek-V3), not hidden / heads
     out["kv_heads"] = out["heads"]
     out["head_dim"] = out["mla"]["qk_nope_head_dim"] + out["mla"]["qk_rope_head_dim"]
+    nextn = r.int("num_nextn_predict_layers", default=0)
+    if nextn > 0:  # multi-token-prediction modules (DeepSeek-V3/R1: 1), a speculative draft
+        out["num_nextn_predict_layers"] = nextn
     return out
 
 
@@ -272,6 +275,9 @@ def model_entry(
             + ", ".join(sorted(FAMILIES))
         )
     shape = FAMILIES[model_type](_Reader(inner, path, model_type))
+    released = _released_precision(cfg)
+    if released is not None:
+        shape["released_precision"] = released
     entry: Config = {
         "id": model_id,
         "name": model_id,
@@ -289,6 +295,21 @@ def model_entry(
     # again with the counts: a shape can compute to a model too small or too large to plan
     _validated(entry, path, model_type)
     return entry
+
+
+def _released_precision(cfg: Config) -> str | None:
+    """The precision the checkpoint is published in: ``quantization_config.quant_method``
+    fp8 -> fp8, mxfp4/nvfp4 -> fp4; else None (16-bit)."""
+    q = cfg.get("quantization_config")
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if not isinstance(method, str):
+        return None
+    method = method.lower()
+    if method == "fp8":
+        return "fp8"
+    if method in ("mxfp4", "nvfp4", "modelopt_fp4"):
+        return "fp4"
+    return None
 
 
 def _type_name(cfg: Config) -> str | None:
