@@ -18,8 +18,8 @@ terms and the rental (``planner estimate frontier`` and the workbook's Frontier 
   full load (a point is a steady operating state): owned = straight-line depreciation of the
   card and its share of server/rack over ``depreciation_years`` + power at full TDP with the
   host's share, at the meter (PUE) + hosting (per-GPU fee, colocation by the kW), all from
-  :mod:`planner.physics.economics`; rental = the cheapest on-demand or reserved offer
-  (:func:`cheapest_rental`).
+  :mod:`planner.physics.economics`; rental = the cheapest on-demand or reserved offer that can
+  hold the deployment's widest worker (:func:`cheapest_rental`).
 """
 
 from __future__ import annotations
@@ -122,11 +122,13 @@ class Rental:
 
 
 def cheapest_rental(
-    gpu_id: str, offers: Iterable[Offer], marketplaces: bool = False
+    gpu_id: str, offers: Iterable[Offer], marketplaces: bool = False, worker_gpus: int = 1
 ) -> Rental | None:
     """The lowest on-demand or reserved $/GPU-hour for ``gpu_id`` a plan would use by default:
     no spot (serving does not take it by default), no marketplace unless ``marketplaces``, no
-    training-only cluster product, no contract already signed. None: no such offer."""
+    training-only cluster product, no contract already signed; and one that can hold a worker
+    of ``worker_gpus`` GPUs: in one instance, or across instances joined by a multi-node
+    fabric (InfiniBand, RoCE, EFA, TCPX). None: no such offer."""
     best: Offer | None = None
     for o in offers:
         if (
@@ -135,6 +137,7 @@ def cheapest_rental(
             and not o.cluster
             and not o.committed
             and (marketplaces or not o.marketplace)
+            and (worker_gpus <= o.gpus_per_instance or o.multi_node)
             and (best is None or (o.usd_per_gpu_hour, o.id) < (best.usd_per_gpu_hour, best.id))
         ):
             best = o
@@ -185,6 +188,7 @@ class Operating:
     ttft_ms: float
     mtp: bool = False
     disaggregated: bool = False
+    worker_gpus: int = 1  # GPUs of its widest worker (what a rental must hold in one piece)
 
     @property
     def per_gpu(self) -> float:
@@ -195,19 +199,76 @@ class Operating:
         return 1000.0 / self.tpot_ms if self.tpot_ms > 0 else math.inf
 
 
-def _serving_api() -> Any:
-    """:mod:`planner.physics.serving` (deployments of any size) if it is there, else None."""
-    try:
-        from planner.physics import serving
-    except ImportError:
-        return None
-    if hasattr(serving, "candidate_deployments") and hasattr(serving, "estimate_deployment"):
-        return serving
-    return None
+def worker_sizes(gpu: GpuSpec, calib: Calibration) -> list[int]:
+    """The worker sizes swept: powers of two up to the scale-up domain, the whole domain, and
+    16 and 32 GPUs over the scale-out fabric where the domain is one HGX server (each size one
+    a worker can have, :func:`planner.physics.serving.gpus_error`)."""
+    from planner.physics.serving import gpus_error, scaleup_domain
+
+    dom = scaleup_domain(gpu, calib)
+    top = max(dom, 32)
+    sizes = {g for g in (1, 2, 4, 8, 16, 32, 64) if g <= top} | {dom}
+    return sorted(g for g in sizes if gpus_error(gpu, g, calib) is None)
+
+
+def frontier_deployments(
+    model: ModelArch,
+    gpu: GpuSpec,
+    precision: str,
+    prompt: int,
+    output: int,
+    calib: Calibration,
+    disaggregated: bool | None = None,
+    mtp: bool | None = None,
+) -> tuple[list[Any], list[str]]:
+    """Every deployment the frontier tries, and why the workers that cannot serve cannot.
+
+    Aggregated: one worker of each size of :func:`worker_sizes` in each mode (tp; ep and dep for
+    a mixture of experts) that fits. Disaggregated: the planner's own candidates
+    (:func:`planner.physics.serving.candidate_deployments`: decode pools of 8, 16, 32 GPUs and
+    the whole domain, the prefill pool sized to match), each also with half and twice the
+    prefill workers (the best ratio moves with the batch). With MTP where the model has it
+    (``mtp``: None = with and without). At most a few dozen deployments.
+    """
+    from planner.physics.serving import Deployment, Worker, WorkerPhysics, candidate_deployments
+
+    has_mtp = model.num_nextn_predict_layers > 0
+    mtps = [m for m in (False, True) if mtp is None or m == mtp]
+    mtps = [m for m in mtps if has_mtp or not m]
+    modes = ("tp", "ep", "dep") if model.moe is not None else ("tp",)
+    out: list[Any] = []
+    reasons: list[str] = []
+    if disaggregated is not True:
+        for g in worker_sizes(gpu, calib):
+            for mode in modes:
+                if mode != "tp" and g == 1:
+                    continue  # ep/dep on one GPU is tp
+                for m in mtps:
+                    why = WorkerPhysics(model, gpu, Worker(g, mode), precision, calib, m).check(
+                        prompt, output
+                    )
+                    if why is None:
+                        out.append(Deployment(Worker(g, mode), None, m))
+                    elif mode == "tp" and not m and why not in reasons:
+                        reasons.append(why)  # the plain worker's, by size: the last the largest
+    if disaggregated is not False:
+        base = candidate_deployments(
+            model, gpu, precision, prompt, output, disaggregated=True, mtp=mtp, calib=calib
+        )
+        for d in base:
+            assert d.prefill is not None
+            p = d.prefill
+            for count in sorted({max(1, p.count // 2), p.count, p.count * 2}):
+                out.append(Deployment(d.decode, Worker(p.gpus, p.mode, count), d.mtp))
+    seen: list[Any] = []
+    for d in out:
+        if d not in seen:
+            seen.append(d)
+    return seen, reasons
 
 
 def _sweep(
-    estimate: Any, label: str, gpus: int, flags: tuple[bool, bool]
+    estimate: Any, label: str, gpus: int, flags: tuple[bool, bool, int]
 ) -> tuple[list[Operating], str | None]:
     """The deployment ``estimate(batch)`` at every batch of :data:`BATCHES` until one does not
     fit (after one did) or stops paying; the first reason it could not serve if none fit."""
@@ -248,77 +309,29 @@ def operating_points(
     disaggregated: bool | None = None,
     mtp: bool | None = None,
 ) -> tuple[tuple[Operating, ...], tuple[str, ...], int]:
-    """Every (deployment, batch) point that serves, the distinct reasons deployments could
-    not, and the number of deployments tried. ``disaggregated`` / ``mtp``: None = both."""
+    """Every (deployment, batch) point that serves (:func:`frontier_deployments` x
+    :data:`BATCHES`, :func:`planner.physics.serving.estimate_deployment`), the distinct reasons
+    deployments could not, and the number of deployments tried. ``disaggregated`` / ``mtp``:
+    None = with and without."""
+    from planner.physics.serving import estimate_deployment
+
     calib = calib or default_calibration()
-    api = _serving_api()
+    deployments, reasons = frontier_deployments(
+        model, gpu, precision, prompt, output, calib, disaggregated, mtp
+    )
     points: list[Operating] = []
-    reasons: list[str] = []
-    tried = 0
-    if api is not None:
-        deployments = api.candidate_deployments(
-            model, gpu, precision, prompt, output, disaggregated=disaggregated, mtp=mtp
-        )
-        for d in deployments:
-            tried += 1
+    for d in deployments:
 
-            def est(b: int, d: Any = d) -> Any:
-                return api.estimate_deployment(model, gpu, d, precision, prompt, output, b, calib)
+        def est(b: int, d: Any = d) -> Any:
+            return estimate_deployment(model, gpu, d, precision, prompt, output, b, calib)
 
-            flags = (bool(d.mtp), bool(d.disaggregated))
-            got, why = _sweep(est, d.label(), d.total_gpus, flags)
-            points += got
-            if why and why not in reasons:
-                reasons.append(why)
-    else:
-        for n, layout in _aggregated_shapes(model, gpu, calib, disaggregated, mtp):
-            tried += 1
-            got, why = _sweep(_estimate_serve(model, gpu, n, layout, precision, prompt, output,
-                                              calib), f"1x{n}:{layout}", n, (False, False))  # fmt: skip
-            points += got
-            if why and why not in reasons:
-                reasons.append(why)
-    return tuple(points), tuple(reasons), tried
-
-
-def _aggregated_shapes(
-    model: ModelArch,
-    gpu: GpuSpec,
-    calib: Calibration,
-    disaggregated: bool | None,
-    mtp: bool | None,
-) -> list[tuple[int, str]]:
-    """(GPUs, layout) of the one-server replicas :mod:`planner.physics.serve` knows."""
-    from planner.physics.serve import TP_SIZES, ep_possible
-    from planner.physics.train import node_gpus
-
-    if disaggregated or mtp:  # the aggregated physics has neither
-        return []
-    node = node_gpus(gpu, calib)
-    out = []
-    for n in TP_SIZES:
-        if n > node:
-            continue
-        out.append((n, "tp"))
-        if ep_possible(model, n):
-            out.append((n, "ep"))
-    return out
-
-
-def _estimate_serve(
-    model: ModelArch,
-    gpu: GpuSpec,
-    n: int,
-    layout: str,
-    precision: str,
-    prompt: int,
-    output: int,
-    calib: Calibration,
-) -> Any:
-    from planner.physics.serve import estimate_serve, with_layout
-
-    c = with_layout(calib, layout)
-    return lambda b: estimate_serve(model, gpu, n, precision, prompt, output, b, c)
+        widest = max(d.decode.gpus, d.prefill.gpus if d.prefill is not None else 0)
+        flags = (bool(d.mtp), bool(d.disaggregated), widest)
+        got, why = _sweep(est, d.label(), d.total_gpus, flags)
+        points += got
+        if why and why not in reasons:
+            reasons.append(why)
+    return tuple(points), tuple(reasons), len(deployments)
 
 
 # ----------------------------------------------------------------------------- frontier
@@ -342,6 +355,7 @@ class FrontierPoint:
     rental_offer: str | None
     mtp: bool = False
     disaggregated: bool = False
+    worker_gpus: int = 1  # its widest worker: a rental must hold it (one instance, or a fabric)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -356,7 +370,7 @@ class GpuFrontier:
     points: tuple[FrontierPoint, ...]
     reasons: tuple[str, ...]  # why deployments could not serve (all of them, when no points)
     owned: OwnedRate
-    rental: Rental | None
+    rental: Rental | None  # the cheapest for a one-GPU worker (wider ones may cost more)
     deployments: int  # deployments tried
     evaluated: int  # (deployment, batch) points that served, before the frontier
 
@@ -405,25 +419,34 @@ def gpu_frontier(
     prompt: int,
     output: int,
     terms: OwnedTerms,
-    rental: Rental | None,
+    offers: Sequence[Offer] = (),
+    marketplaces: bool = False,
     calib: Calibration | None = None,
     disaggregated: bool | None = None,
     mtp: bool | None = None,
 ) -> GpuFrontier:
     """``gpu``'s frontier for ``model`` at ``precision`` (None: the GPU supports none of the
-    precisions asked for; ``reasons`` then says so) and ``prompt``/``output`` tokens."""
+    precisions asked for; ``reasons`` then says so) and ``prompt``/``output`` tokens, each point
+    rented at the cheapest of ``offers`` that holds its widest worker (:func:`cheapest_rental`)."""
     owned = owned_rate(gpu, terms)
+    rentals: dict[int, Rental | None] = {}
+
+    def rental(width: int) -> Rental | None:
+        if width not in rentals:
+            rentals[width] = cheapest_rental(gpu.id, offers, marketplaces, width)
+        return rentals[width]
+
     if precision is None:
         why = f"{gpu.id} supports none of the precisions asked for"
-        return GpuFrontier(gpu.id, None, (), (why,), owned, rental, 0, 0)
+        return GpuFrontier(gpu.id, None, (), (why,), owned, rental(1), 0, 0)
     ops, reasons, tried = operating_points(
         model, gpu, precision, prompt, output, calib, disaggregated, mtp
     )
-    if not tried:
+    if not tried and not reasons:
         reasons = ("no deployment of this kind for this GPU and model",)
-    points = tuple(_priced(p, owned, rental) for p in pareto(ops))
+    points = tuple(_priced(p, owned, rental(p.worker_gpus)) for p in pareto(ops))
     return GpuFrontier(
-        gpu.id, precision, points, () if points else reasons, owned, rental, tried, len(ops)
+        gpu.id, precision, points, () if points else reasons, owned, rental(1), tried, len(ops)
     )
 
 
@@ -444,6 +467,7 @@ def _priced(p: Operating, owned: OwnedRate, rental: Rental | None) -> FrontierPo
         rental_offer=None if rental is None else rental.offer,
         mtp=p.mtp,
         disaggregated=p.disaggregated,
+        worker_gpus=p.worker_gpus,
     )
 
 
@@ -472,7 +496,8 @@ def frontiers(
             prompt,
             output,
             terms,
-            cheapest_rental(g.id, offers, marketplaces),
+            offers,
+            marketplaces,
             calib,
             disaggregated,
             mtp,

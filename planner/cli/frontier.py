@@ -115,7 +115,8 @@ def _head(f: GpuFrontier) -> str:
     )
     r = f.rental
     rent = "no rental offer" if r is None else (
-        f"rented ${r.usd_per_gpu_hour:.2f}/GPU-h ({r.offer}, {r.kind.replace('_', '-')})"
+        f"rented from ${r.usd_per_gpu_hour:.2f}/GPU-h ({r.offer}, {r.kind.replace('_', '-')}; "
+        "a point's rental is the cheapest offer that holds its widest worker)"
     )  # fmt: skip
     return f"{owned}; {rent}"
 
@@ -145,9 +146,9 @@ def _table(f: GpuFrontier, model: ModelArch, prompt: int, output: int) -> Table:
 
 
 def _cannot(f: GpuFrontier, model: ModelArch) -> str:
-    why = f.reasons[-1] if f.reasons else "no deployment serves"
-    if len(f.reasons) > 1:  # the same kind of reason for each size: the last (largest) says it
-        why += f" (the last of {f.deployments} deployments tried; none serves)"
+    why = f.reasons[-1] if f.reasons else "no deployment serves"  # the largest worker's
+    if f.deployments:
+        why += f" ({f.deployments} deployments tried; none serves)"
     at = f" at {f.precision}" if f.precision else ""
     return f"{f.gpu}: cannot serve {model.id}{at}: {why}"
 

@@ -1,0 +1,280 @@
+"""``planner estimate frontier`` and :mod:`planner.analysis.frontier`: every point reported is
+on the Pareto frontier, sorted, priced at $/GPU-hour / (3600 x tokens/s per GPU) x 1e6 (owned
+from the catalog's economics, rented at the cheapest default offer); the JSON shape; bad inputs
+exit 2; a GPU that cannot serve is said, not fatal."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.analysis.frontier import (
+    BATCHES,
+    Operating,
+    OwnedTerms,
+    cheapest_rental,
+    frontiers,
+    owned_rate,
+    pareto,
+    pick_precision,
+    supported_precisions,
+)
+from planner.cli import cli
+from planner.inputs.catalog import CATALOG_DIR, Offer, load_gpus, load_models, load_offers
+from planner.inputs.finance import load_finance_defaults
+from planner.physics.demand import HOURS_PER_MONTH
+
+POINT_KEYS = {
+    "layout", "batch", "gpus", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "tpot_ms",
+    "ttft_ms", "owned_usd_per_gpu_hour", "owned_usd_per_mtok", "rental_usd_per_gpu_hour",
+    "rental_usd_per_mtok", "rental_offer", "mtp", "disaggregated", "worker_gpus",
+}  # fmt: skip
+DONE_WHEN = ["--model", "deepseek-r1", "--gpu", "b200,gb200,mi355x", "--precision", "fp4",
+             "--prompt", "1024", "--output", "1024"]  # fmt: skip
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["estimate", "frontier", *args])
+
+
+def dominated(p: dict, others: list[dict]) -> bool:
+    x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
+    return any(
+        q is not p
+        and q["tokens_per_s_per_user"] >= x
+        and q["tokens_per_s_per_gpu"] >= y
+        and (q["tokens_per_s_per_user"] > x or q["tokens_per_s_per_gpu"] > y)
+        for q in others
+    )
+
+
+@pytest.fixture(scope="module")
+def done_when() -> dict:
+    t = time.perf_counter()
+    r = run(*DONE_WHEN, "--json")
+    seconds = time.perf_counter() - t
+    assert r.exit_code == 0, r.output + r.stderr
+    return {"json": json.loads(r.stdout), "seconds": seconds}
+
+
+# ----------------------------------------------------------------------------- the frontier
+
+
+def test_the_json_is_gpu_to_points(done_when):
+    out = done_when["json"]
+    assert list(out) == ["b200", "gb200", "mi355x"]
+    for gid, points in out.items():
+        assert points, f"{gid} has no frontier"
+        for p in points:
+            assert set(p) == POINT_KEYS
+            assert isinstance(p["layout"], str) and p["layout"]
+            assert p["gpus"] >= 1 and p["batch"] >= 1
+            assert p["tokens_per_s_per_user"] == pytest.approx(1000 / p["tpot_ms"])
+
+
+def test_every_point_is_on_the_frontier_and_sorted(done_when):
+    for gid, points in done_when["json"].items():
+        assert not [p for p in points if dominated(p, points)], gid
+        xs = [p["tokens_per_s_per_user"] for p in points]
+        ys = [p["tokens_per_s_per_gpu"] for p in points]
+        assert xs == sorted(xs) and len(set(xs)) == len(xs), gid
+        assert ys == sorted(ys, reverse=True), gid
+
+
+def test_costs_are_the_hourly_rate_over_the_tokens(done_when):
+    for points in done_when["json"].values():
+        for p in points:
+            per_hour = 3600 * p["tokens_per_s_per_gpu"]
+            owned = p["owned_usd_per_gpu_hour"] / per_hour * 1e6
+            assert p["owned_usd_per_mtok"] == pytest.approx(owned, rel=1e-12)
+            if p["rental_usd_per_gpu_hour"] is None:
+                assert p["rental_usd_per_mtok"] is None and p["rental_offer"] is None
+            else:
+                rent = p["rental_usd_per_gpu_hour"] / per_hour * 1e6
+                assert p["rental_usd_per_mtok"] == pytest.approx(rent, rel=1e-12)
+
+
+def test_the_hourly_rates_come_from_the_catalogs(done_when):
+    gpus = load_gpus()
+    offers = list(load_offers(CATALOG_DIR / "offers.yaml", gpus).values())
+    fin = load_finance_defaults()
+    for gid, points in done_when["json"].items():
+        g = gpus[gid]
+        # card + server/rack share over the life; TDP + host share at $0.12 x PUE 1.3; colo
+        capex = g.unit_capex_usd / (fin.depreciation_years.value * 12 * HOURS_PER_MONTH)
+        kw = (g.tdp_w.value + g.host_w_per_gpu.value) / 1000
+        power = kw * 0.12 * 1.3
+        hosting = kw * fin.colo_usd_per_kw_month.value / HOURS_PER_MONTH
+        assert points[0]["owned_usd_per_gpu_hour"] == pytest.approx(capex + power + hosting)
+        for p in points:
+            usable = [
+                o.usd_per_gpu_hour
+                for o in offers
+                if o.gpu == gid and o.kind in ("on_demand", "reserved") and not o.marketplace
+                and not o.cluster
+                and (p["worker_gpus"] <= o.gpus_per_instance or o.multi_node)
+            ]  # fmt: skip
+            assert p["rental_usd_per_gpu_hour"] == (min(usable) if usable else None)
+
+
+def test_three_gpus_in_reasonable_time(done_when):
+    assert done_when["seconds"] < 30
+
+
+def test_the_frontier_spans_interactivity_and_throughput(done_when):
+    for gid, points in done_when["json"].items():
+        ys = [p["tokens_per_s_per_gpu"] for p in points]
+        assert max(ys) > 10 * min(ys), gid  # from batch 1 to the memory-bound end
+
+
+# ----------------------------------------------------------------------------- pieces
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 72),
+            st.floats(0.1, 1e5, allow_nan=False),
+            st.floats(1, 500, allow_nan=False),
+        ),
+        max_size=40,
+    )
+)
+def test_pareto_keeps_exactly_the_undominated(raw):
+    ops = [Operating(f"d{i}", n, 1, tps * n, tpot, 1.0) for i, (n, tps, tpot) in enumerate(raw)]
+    front = pareto(ops)
+    as_dicts = [
+        {"tokens_per_s_per_user": p.per_user, "tokens_per_s_per_gpu": p.per_gpu} for p in ops
+    ]
+    undominated = {
+        (d["tokens_per_s_per_user"], d["tokens_per_s_per_gpu"])
+        for d in as_dicts
+        if not dominated(d, as_dicts)
+    }
+    assert {(p.per_user, p.per_gpu) for p in front} == undominated
+    assert [p.per_user for p in front] == sorted(p.per_user for p in front)
+
+
+def test_batches_are_bounded_and_rising():
+    assert list(BATCHES) == sorted(set(BATCHES)) and BATCHES[0] == 1 and BATCHES[-1] <= 65536
+
+
+def test_owned_rate_reuses_the_economics():
+    g = load_gpus()["h100-sxm"]
+    terms = OwnedTerms(0.10, 1.5, 40.0, 200.0, 4.0)
+    r = owned_rate(g, terms)
+    H = HOURS_PER_MONTH
+    assert r.capex == pytest.approx(g.unit_capex_usd / (4 * 12 * H))
+    assert r.power == pytest.approx((g.tdp_w.value + g.host_w_per_gpu.value) * 0.10 * 1.5 / 1000)
+    kw = (g.tdp_w.value + g.host_w_per_gpu.value) / 1000
+    assert r.hosting == pytest.approx((40.0 + 200.0 * kw) / H)
+    assert r.total == pytest.approx(r.capex + r.power + r.hosting)
+
+
+def _offer(oid: str, price: float, **kw) -> Offer:
+    base = {"provider": "p", "gpu": "g", "kind": "on_demand", "source": "test", "as_of": "2026"}
+    return Offer(id=oid, usd_per_gpu_hour=price, **{**base, **kw})
+
+
+def test_the_cheapest_rental_is_what_a_plan_uses_by_default():
+    offers = [
+        _offer("spot", 0.5, kind="spot"),
+        _offer("market", 0.6, marketplace=True),
+        _offer("other-gpu", 0.7, gpu="h"),
+        _offer("reserved", 1.5, kind="reserved", term_months=12),
+        _offer("od", 2.0),
+    ]
+    assert cheapest_rental("g", offers).offer == "reserved"
+    assert cheapest_rental("g", offers, marketplaces=True).offer == "market"
+    assert cheapest_rental("g", offers[:3]) is None
+    # a worker wider than an instance needs offers joined by a multi-node fabric
+    assert cheapest_rental("g", offers, worker_gpus=16) is None
+    ib = _offer("ib", 3.0, gpus_per_instance=8, fabric="infiniband", fabric_gbps_per_gpu=400)
+    assert cheapest_rental("g", [*offers, ib], worker_gpus=16).offer == "ib"
+    assert cheapest_rental("g", [*offers, ib], worker_gpus=1).offer == "reserved"
+
+
+def test_precisions_by_gpu():
+    gpus = load_gpus()
+    assert supported_precisions(gpus["b200"])[0] == "fp4"
+    assert "fp4" not in supported_precisions(gpus["h100-sxm"])
+    assert "fp4" in supported_precisions(gpus["mi355x"])
+    assert pick_precision(gpus["h100-sxm"], ["fp4", "fp8"]) == "fp8"
+    assert pick_precision(gpus["a100-sxm-80gb"], ["fp4", "fp8"]) is None
+
+
+def test_a_gpu_that_cannot_serve_says_why():
+    gpus = load_gpus()
+    model = load_models()["deepseek-r1"]
+    fr = frontiers(model, [gpus["l4"], gpus["b200"]], ["fp8"], 1024, 1024, OwnedTerms())
+    assert not fr["l4"].serves and fr["l4"].reasons
+    assert "GB" in fr["l4"].reasons[-1]
+    assert fr["b200"].serves
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def test_a_gpu_that_cannot_serve_is_reported_not_fatal():
+    r = run("--model", "deepseek-r1", "--gpu", "b200,l4", "--precision", "fp8", "--prompt",
+            "1024", "--output", "1024", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["l4"] == [] and out["b200"]
+    assert "l4: cannot serve deepseek-r1 at fp8" in r.stderr
+    table = run("--model", "deepseek-r1", "--gpu", "b200,l4", "--precision", "fp8", "--prompt",
+                "1024", "--output", "1024")  # fmt: skip
+    assert table.exit_code == 0 and "l4: cannot serve" in table.stdout
+
+
+def test_no_gpu_that_can_serve_exits_3():
+    r = run("--model", "deepseek-r1", "--gpu", "l4", "--precision", "fp8", "--prompt", "1024",
+            "--output", "1024")  # fmt: skip
+    assert r.exit_code == 3, r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--model", "deepseek-r2", "--gpu", "b200"], "unknown model 'deepseek-r2'"),
+        (["--model", "deepseek-r1", "--gpu", "b200,b2000"], "unknown gpu 'b2000'"),
+        (["--model", "deepseek-r1", "--gpu", "b200", "--precision", "fp3"], "fp16, bf16"),
+        (["--model", "deepseek-r1", "--gpu", "b200,h100-sxm", "--precision", "fp4"],
+         "h100-sxm supports none of them (it serves at fp8"),
+    ],
+)  # fmt: skip
+def test_bad_inputs_exit_2_saying_what_is_allowed(args, said):
+    r = run(*args, "--prompt", "1024", "--output", "1024")
+    assert r.exit_code == 2, r.output
+    assert said in r.output + r.stderr
+
+
+def test_chart_without_matplotlib_exits_2_with_the_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = run(*DONE_WHEN, "--chart", str(tmp_path / "f.png"))
+    assert r.exit_code == 2, r.output
+    assert "pip install 'gpu-planner[plot]'" in r.output + r.stderr
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_chart_is_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "f.png"
+    r = run("--model", "llama-2-7b", "--gpu", "h100-sxm,l4", "--precision", "fp8", "--prompt",
+            "512", "--output", "256", "--chart", str(out))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_costs_are_finite_and_positive(done_when):
+    for points in done_when["json"].values():
+        for p in points:
+            assert math.isfinite(p["owned_usd_per_mtok"]) and p["owned_usd_per_mtok"] > 0
