@@ -15,8 +15,11 @@ from click.testing import CliRunner
 from planner.base.errors import InputError
 from planner.base.units import count_value, money_value
 from planner.cli import cli
-from planner.inputs.catalog import load_models
+from planner.inputs.catalog import load_gpus, load_models
+from planner.inputs.model_arch import ModelArch
 from planner.inputs.problem import load_problem, load_problem_text
+from planner.physics.serve import replica_capacity
+from planner.physics.serve_queueing import erlang_c
 
 ROOT = Path(__file__).resolve().parent.parent
 HF = ROOT / "tests" / "fixtures" / "hf"
@@ -155,3 +158,37 @@ def test_tokens_with_a_decimal_comma_exit_2_suggesting_the_point():
         "--tokens", "1,5T",
     )  # fmt: skip
     assert code == 2 and "--tokens" in out and "1.5T" in out
+
+
+# ------------------------------------------------------------------ a tiny model's batch
+
+
+def _tiny_model() -> ModelArch:
+    """2M parameters, one KV head of 8: an H100 holds ~2 million requests' KV cache."""
+    shape = dict(
+        id="tiny", name="tiny", layers=1, hidden=64, heads=1, kv_heads=1, head_dim=8,
+        intermediate=256, vocab=15000, max_context=4096, source="test", as_of="2026-01",
+    )  # fmt: skip
+    return ModelArch.model_validate({**shape, "params": 1_971_392})
+
+
+def test_erlang_c_for_millions_of_slots_is_exact_and_quick():
+    def recursion(c: int, a: float) -> float:
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return b / (1 - a / c + a / c * b)
+
+    for c, a in [(20_000, 19_800.0), (20_000, 19_990.0), (50_000, 49_000.0), (9000, 10.0)]:
+        assert erlang_c(c, a) == pytest.approx(recursion(c, a), rel=1e-9, abs=1e-15)
+    t0 = time.perf_counter()
+    for a in (1_000.0, 1_990_000.0, 1_999_999.0):
+        assert 0 <= erlang_c(2_000_000, a) <= 1
+    assert time.perf_counter() - t0 < 0.5  # the full recursion: 0.23 s a call
+
+
+def test_a_tiny_models_capacity_search_is_bounded():
+    t0 = time.perf_counter()
+    cap = replica_capacity(_tiny_model(), load_gpus()["h100-sxm"], 1, "bf16", 800, 300, 800, 50)
+    assert cap.feasible and cap.batch > 100_000
+    assert time.perf_counter() - t0 < 5  # was 5.9 s (Erlang C over every one of 2M slots)
