@@ -36,6 +36,7 @@ SHEETS = (
     "Fleet",
     "Assumptions",
     "Charts",
+    "Frontier",  # planner.reports.excel.frontier_sheet
     "Solver",
 )
 

@@ -21,6 +21,7 @@ from planner.reports.excel.charts import write_charts
 from planner.reports.excel.context import new_context
 from planner.reports.excel.existing import write_existing
 from planner.reports.excel.fleet import write_fleet
+from planner.reports.excel.frontier_sheet import write_frontier
 from planner.reports.excel.pnl import write_pnl
 from planner.reports.excel.purchases import write_purchases
 from planner.reports.excel.refs import DetailRows, SheetRows
@@ -51,6 +52,7 @@ def build_workbook(plan: Plan, margins: Sequence[str] | None = None) -> Workbook
     rows = SheetRows(details, cash, pnl)
     cost = write_summary(ctx, rows)
     write_charts(ctx, cost)
+    write_frontier(ctx)  # each service's serving frontier (issue 44)
     write_solver(ctx, cost, rows)
     write_scenarios(ctx)  # a two-stage plan only
     write_assumptions(ctx)  # last: the other sheets may add derived rows
