@@ -18,6 +18,8 @@ from planner.cli import cli
 from planner.inputs.catalog import load_gpus, load_models
 from planner.inputs.model_arch import ModelArch
 from planner.inputs.problem import load_problem, load_problem_text
+from planner.optimize.candidates import train_candidates
+from planner.physics.calibration_values import default_calibration
 from planner.physics.serve import replica_capacity
 from planner.physics.serve_queueing import erlang_c
 
@@ -192,3 +194,33 @@ def test_a_tiny_models_capacity_search_is_bounded():
     cap = replica_capacity(_tiny_model(), load_gpus()["h100-sxm"], 1, "bf16", 800, 300, 800, 50)
     assert cap.feasible and cap.batch > 100_000
     assert time.perf_counter() - t0 < 5  # was 5.9 s (Erlang C over every one of 2M slots)
+
+
+# ------------------------------------------------------------------ layouts and scale
+
+
+@pytest.mark.parametrize("gpus", [2, 16])
+def test_ep_on_a_dense_model_is_refused(gpus):
+    code, out = run(
+        "estimate", "serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", gpus,
+        "--layout", "ep", "--prompt", 100, "--output", 100,
+    )  # fmt: skip
+    assert code == 2 and "dense" in out
+
+
+def test_more_data_parallel_replicas_than_sequences_is_refused():
+    args = ("estimate", "train", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus")
+    code, out = run(*args, 1_000_000, "--tokens", "1e6")
+    assert code == 2 and "245 sequences" in out and "never see a token" in out
+    r = CliRunner().invoke(cli, [*args, "4096", "--tokens", "1e11"])
+    assert r.exit_code == 0 and "warning: --gpus: 4,096 data-parallel replicas" in r.output
+    assert "512 sequences" in r.output
+
+
+def test_training_candidates_never_idle_gpus():
+    text = (ROOT / "problems" / "finetune_lab.yaml").read_text()
+    inputs = load_problem_text(text.replace("tokens: 3e10", "tokens: 1e4", 1), "lab.yaml",
+                               ROOT / "problems")  # fmt: skip
+    job = inputs.problem.workloads.train[0]  # 3 sequences of 4,096 tokens
+    cands, _ = train_candidates(job, inputs, default_calibration(), 1e9)
+    assert cands and all(c.estimate.layout.dp <= 3 for c in cands)

@@ -202,17 +202,19 @@ def train_cmd(
         )
     model = _pick_model(model_id, params, models_file)
     gpu = _train_gpu(gpu_id, gpus_file)
+    calib = _calib(calib_file)
     est = estimate_train(
         model,
         gpu,
         gpus,
         n_tokens,
         method,
-        _calib(calib_file),
+        calib,
         seq_len,
         precision=precision,
         stack=stack.lower(),
     )
+    _check_train_scale(est, n_tokens, method, calib, seq_len)
     out = {
         "model": model.id,
         "params": model.params,
@@ -242,6 +244,21 @@ def _train_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
         if "h800" not in gpus and "h100-sxm" in gpus:
             return h800_from(gpus["h100-sxm"])
     return _pick_gpu(gpu_id, gpus_file)
+
+
+def _check_train_scale(
+    est: Any, tokens: float, method: str, calib: Calibration, seq_len: int
+) -> None:
+    """Refuse GPUs that would never see a token (exit 2); warn about a batch thinner than
+    the data-parallel replicas (:mod:`planner.optimize.train_scale`)."""
+    from planner.optimize.train_scale import batch_tokens, idle_replicas, thin_batch
+
+    why = idle_replicas(est, tokens, seq_len)
+    if why is not None:
+        raise InputError(f"--gpus: {why}; use fewer GPUs or more --tokens")
+    note = thin_batch(est, batch_tokens(tokens, method, calib), seq_len)
+    if note is not None:
+        click.echo(f"warning: --gpus: {note}", err=True)
 
 
 def _vendor_row(gpu: GpuSpec, kind: vendor.Kind, what: str) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from planner.inputs.catalog import GpuSpec, Offer
 from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
 from planner.inputs.profiles import Measured
 from planner.optimize.fleet_size import check_fleet_size
+from planner.optimize.train_scale import idle_replicas
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.capacity import (
     BucketCapacity,
@@ -243,6 +244,9 @@ def train_candidates(
             est = scale_train(est, factor)
             if not est.fits:
                 last_reason = est.reason or "does not fit"
+                continue
+            if (idle := idle_replicas(est, job.tokens, job.seq_len)) is not None:
+                last_reason = idle  # GPUs that never see a token are no size to offer
                 continue
             hours = planned_wall_hours(est, job)
             if hours > window_hours:

@@ -1,0 +1,65 @@
+"""Physically meaningless training scale: more data-parallel replicas than sequences.
+
+A data-parallel replica needs at least one sequence of its own per optimizer step. With more
+replicas than sequences in the whole run, some GPUs never see a token: the estimate's
+throughput per GPU (and so its MFU and GPU-hours) describes GPUs with nothing to do
+(``estimate train --gpus 1000000 --tokens 1e6``: 244 sequences, 46 % MFU, 0 GPU-hours). That is
+refused (``estimate train``) or the size is not offered (training candidates). More replicas
+than sequences in one step's global batch is possible only with a larger batch than the
+recipe's, which changes the optimization: ``estimate train`` warns.
+"""
+
+from __future__ import annotations
+
+from planner.physics.calibration_values import Calibration
+from planner.physics.train import TrainEstimate
+from planner.physics.training.estimate import pretrain_batch_tokens
+
+
+def run_sequences(tokens: float, seq_len: int) -> float:
+    """Sequences of ``seq_len`` tokens in a run of ``tokens`` tokens (the last one partial).
+
+    >>> run_sequences(1e6, 4096)
+    245.0
+    """
+    return float(-(-tokens // seq_len))
+
+
+def idle_replicas(est: TrainEstimate, tokens: float, seq_len: int) -> str | None:
+    """Why ``est`` is meaningless (more data-parallel replicas than the run has sequences),
+    or None when every replica has data."""
+    if est.layout is None:
+        return None
+    dp, seqs = est.layout.dp, run_sequences(tokens, seq_len)
+    if dp <= seqs:
+        return None
+    per_replica = est.gpus // dp  # GPUs of one replica (TP x PP)
+    return (
+        f"{est.gpus:,} GPUs train as {dp:,} data-parallel replicas (TP {est.layout.tp} x "
+        f"PP {est.layout.pp} each), but {tokens:,.0f} tokens are only {seqs:,.0f} sequences of "
+        f"{seq_len:,}: {dp - seqs:,.0f} replicas would never see a token. At most "
+        f"{int(seqs) * per_replica:,} GPUs do useful work"
+    )
+
+
+def batch_tokens(tokens: float, method: str, calib: Calibration) -> float:
+    """The global batch (tokens per step) :func:`planner.physics.train.estimate_train` plans."""
+    if method == "full":
+        return pretrain_batch_tokens(tokens, calib)
+    return calib.train.finetune_global_batch_tokens.value
+
+
+def thin_batch(est: TrainEstimate, gbs_tokens: float, seq_len: int) -> str | None:
+    """A warning when a step's global batch has fewer sequences than data-parallel replicas
+    (the run needs a batch of ``dp`` sequences at least, larger than the recipe's)."""
+    if est.layout is None:
+        return None
+    per_step = gbs_tokens / seq_len
+    if est.layout.dp <= per_step:
+        return None
+    return (
+        f"{est.layout.dp:,} data-parallel replicas but a global batch of {gbs_tokens:,.0f} "
+        f"tokens holds {per_step:,.0f} sequences of {seq_len:,}: each step needs at least "
+        f"{est.layout.dp:,} sequences, a {est.layout.dp / per_step:,.1f}x larger batch than "
+        "the recipe's, which training at this scale may not tolerate"
+    )
