@@ -278,3 +278,92 @@ def test_costs_are_finite_and_positive(done_when):
     for points in done_when["json"].values():
         for p in points:
             assert math.isfinite(p["owned_usd_per_mtok"]) and p["owned_usd_per_mtok"] > 0
+
+
+# ----------------------------------------------------------------------------- the workbook
+
+PROBLEM = """\
+name: frontier sheet
+horizon: {start: 2027-01, months: 4}
+budget: {capex_usd: 2000000}
+site: {power_usd_per_kwh: 0.10, pue: 1.2, hosting_usd_per_gpu_month: 50}
+gpus: [l40s, h100-sxm]
+workloads:
+  serve:
+    - name: chat-api
+      model: llama-3-8b
+      precision: fp8
+      start: 2027-01
+      traffic: {daily_active_users: 5000, requests_per_user_per_day: 5, utilization: 0.5}
+      tokens: {prompt: 1000, output: 500}
+      slo: {p95_ttft_ms: 2000, p95_tpot_ms: 50}
+"""
+
+
+def _plan_beside(tmp_path):
+    import hashlib
+
+    from tests.conftest_excel import SERVE_NAME, make_plan
+
+    path = tmp_path / "p.yaml"
+    path.write_text(PROBLEM.replace("chat-api", SERVE_NAME))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return make_plan().model_copy(update={"problem_file": str(path), "problem_sha256": digest})
+
+
+def test_the_workbook_charts_each_services_frontier(tmp_path):
+    from openpyxl import load_workbook
+
+    from planner.reports.excel import write_workbook
+
+    plan = _plan_beside(tmp_path)
+    out = tmp_path / "plan.xlsx"
+    write_workbook(plan, out)
+    ws = load_workbook(out, data_only=True)["Frontier"]
+    head = [c.value for c in ws[4]]
+    rows = [dict(zip(head, r, strict=True)) for r in ws.iter_rows(min_row=5, values_only=True)]
+    rows = [r for r in rows if r["Service"]]
+    assert {r["GPU"] for r in rows} == {"l40s", "h100-sxm"}  # the GPU types the plan serves with
+    assert {r["Tokens in / out"] for r in rows} == {"1,000 / 500"}
+    for gid in ("l40s", "h100-sxm"):
+        pts = [
+            {"tokens_per_s_per_user": r["Tokens/s per user"],
+             "tokens_per_s_per_gpu": r["Output tokens/s per GPU"]}
+            for r in rows if r["GPU"] == gid
+        ]  # fmt: skip
+        assert pts and not [p for p in pts if dominated(p, pts)]
+    for r in rows:  # the stored values of the live formulas
+        per_hour = 3600 * r["Output tokens/s per GPU"]
+        assert r["Owned $ per M tokens"] == pytest.approx(r["Owned $/GPU-h"] / per_hour * 1e6)
+        if r["Rented $/GPU-h"] != "-":
+            want = r["Rented $/GPU-h"] / per_hour * 1e6
+            assert r["Rented $ per M tokens"] == pytest.approx(want)
+    formulas = load_workbook(out)["Frontier"]
+    assert formulas["M5"].value == "=L5/(3600*I5)*1000000"
+
+
+def test_the_frontier_chart_is_native_and_log_scale(tmp_path):
+    from openpyxl.chart import ScatterChart
+
+    from planner.reports.excel import build_workbook
+
+    wb = build_workbook(_plan_beside(tmp_path))
+    (chart,) = wb["Frontier"]._charts
+    assert isinstance(chart, ScatterChart)
+    assert chart.y_axis.scaling.logBase == 10
+    assert len(chart.series) == 2  # one line per GPU type
+
+
+def test_the_sheet_says_why_there_is_no_frontier(tmp_path):
+    from planner.reports.excel import build_workbook
+    from tests.conftest_excel import make_plan
+
+    changed = make_plan()  # names problems/2m_budget.yaml with a sha256 it never had
+    text = build_workbook(changed)["Frontier"]["A5"].value
+    assert "has changed since this plan was made" in text
+    gone = changed.model_copy(update={"problem_file": str(tmp_path / "nope.yaml")})
+    assert "is not at hand" in build_workbook(gone)["Frontier"]["A5"].value
+    no_serve = changed.model_copy(
+        update={"workloads": [w for w in changed.workloads if w.kind != "serve"]}
+    )
+    assert build_workbook(no_serve)["Frontier"]["A5"].value == "(no serving workloads)"
