@@ -61,7 +61,8 @@ def test_batch_default_is_largest_that_fits_and_too_big_is_infeasible():
     e = estimate_serve(L7, H100, 1, "fp16", 1024, 1024)
     top = max_batch(L7, H100, 1, "fp16", 1024, 1024, CAL)
     assert e.fits and e.batch == top
-    assert e.memory_per_gpu_gb <= 80 * CAL.serve.usable_memory_fraction.value + 1e-9
+    # 80 GB of HBM are 80 GiB (memory_cap_gb)
+    assert e.memory_per_gpu_gb <= 80 * 2**30 / 1e9 * CAL.serve.usable_memory_fraction.value + 1e-9
     big = estimate_serve(L7, H100, 1, "fp16", 1024, 1024, batch=top + 1)
     assert not big.fits and f"at most batch {top}" in big.reason
 

@@ -128,6 +128,24 @@ def serve_memory_gb(
     return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
 
 
+GIB = 2**30
+
+
+def memory_cap_gb(gpu: GpuSpec, calib: Calibration) -> float:
+    """GB (1e9 B) a serving engine may fill on ``gpu``: its memory x ``usable_memory_fraction``.
+
+    Vendors state HBM/GDDR capacities in binary gigabytes (B200 "180 GB" = 180 GiB: nvidia-smi
+    183,359 MiB = 192.3e9 B; H100 "80 GB": 81,559 MiB; MI300X "192 GB": 196,592 MiB), while
+    the physics counts bytes / 1e9: the catalog figure is x 2^30 / 1e9 here. (Before, DeepSeek-R1
+    FP8, 671 GB of weights, did not fit 4 x B200 as SGLang serves it.)
+
+    >>> from planner.physics.train import _toy_gpu
+    >>> round(memory_cap_gb(_toy_gpu(), default_calibration()), 1)  # 80 GiB x 0.9
+    77.3
+    """
+    return gpu.memory_gb.value * GIB / GB * calib.serve.usable_memory_fraction.value
+
+
 def max_batch(
     model: ModelArch,
     gpu: GpuSpec,
@@ -141,9 +159,9 @@ def max_batch(
 
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> max_batch(_toy_model(), _toy_gpu(), 1, "fp16", 1024, 1024, default_calibration())
-    52
+    57
     """
-    cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
+    cap = memory_cap_gb(gpu, calib)
     base = serve_memory_gb(model, tp, precision, 0, prompt + output, prompt, calib)
     free = cap - base["weights"] - base["overhead"]
     ctx = prompt + output
@@ -351,7 +369,7 @@ def _check(
     if prompt + output > model.max_context:
         return f"prompt+output {prompt + output} tokens > {model.id} context {model.max_context}"
     mem = serve_memory_gb(model, gpus, precision, 0, prompt + output, prompt, calib)
-    cap = gpu.memory_gb.value * calib.serve.usable_memory_fraction.value
+    cap = memory_cap_gb(gpu, calib)
     if mem["weights"] + mem["overhead"] > cap:
         total = mem["weights"] * gpus
         return (

@@ -203,7 +203,7 @@ class WorkerPhysics:
         return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
 
     def usable_gb(self) -> float:
-        return self.gpu.memory_gb.value * self.calib.serve.usable_memory_fraction.value
+        return legacy.memory_cap_gb(self.gpu, self.calib)
 
     def max_batch(self, prompt: int, output: int) -> int:
         """Most sequences of ``prompt + output`` tokens whose KV cache fits beside the weights."""
