@@ -224,3 +224,33 @@ def test_training_candidates_never_idle_gpus():
     job = inputs.problem.workloads.train[0]  # 3 sequences of 4,096 tokens
     cands, _ = train_candidates(job, inputs, default_calibration(), 1e9)
     assert cands and all(c.estimate.layout.dp <= 3 for c in cands)
+
+
+# ------------------------------------------------------------------ SLOs in seconds
+
+
+def _startup_slo(ttft: float, tpot: float) -> str:
+    text = (ROOT / "problems" / "inference_startup.yaml").read_text()
+    return text.replace("slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}",
+                        f"slo: {{p95_ttft_ms: {ttft}, p95_tpot_ms: {tpot}}}")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ttft", "tpot", "says"),
+    [
+        (800, 0.04, r"slo.p95_tpot_ms: 0.04 ms is below 0.1 ms.*did you mean 40 ms\?"),
+        (0.8, 50, r"slo.p95_ttft_ms: 0.8 ms is below 1 ms.*did you mean 800 ms\?"),
+    ],
+)
+def test_slos_far_below_any_hardware_are_refused_as_seconds(ttft, tpot, says):
+    with pytest.raises(InputError, match=says):
+        load_problem_text(_startup_slo(ttft, tpot), "startup.yaml", ROOT / "problems")
+
+
+def test_slos_that_look_like_seconds_are_warned():
+    inputs = load_problem_text(_startup_slo(2, 0.5), "startup.yaml", ROOT / "problems")
+    ttft, tpot = inputs.warnings
+    assert "slo.p95_ttft_ms 2 ms" in ttft and "did you mean 2,000 ms?" in ttft
+    assert "workloads.serve[0] (assistant): slo.p95_tpot_ms 0.5 ms" in tpot
+    assert "did you mean 500 ms?" in tpot
+    assert load_problem_text(_startup_slo(800, 50), "s.yaml", ROOT / "problems").warnings == []

@@ -80,6 +80,7 @@ from planner.inputs.schema import (
     Window,
     Workloads,
 )
+from planner.inputs.slo_units import unit_warning
 
 
 @dataclass(frozen=True)
@@ -545,6 +546,17 @@ def _why(exc: ValidationError) -> str:
     )
 
 
+def _slo_unit_warnings(problem: Problem) -> list[str]:
+    """Latency targets that look like seconds (``p95_tpot_ms: 0.5``), each said once."""
+    out = []
+    for i, w in enumerate(problem.workloads.serve):
+        for name in ("p95_ttft_ms", "p95_tpot_ms"):
+            note = unit_warning(f"workloads.serve[{i}] ({w.name})", name, getattr(w.slo, name))
+            if note is not None:
+                out.append(note)
+    return out
+
+
 def _check_fleet(
     problem: Problem,
     gpus: dict[str, GpuSpec],
@@ -657,6 +669,7 @@ def _resolve(
     _override_offers(problem, offers, errors)
     _check_providers(problem, offers, errors)
     _check_fleet(problem, gpus, offers, errors, warnings)
+    warnings += _slo_unit_warnings(problem)
     errors.raise_if_any()
     inputs = Inputs(
         problem,

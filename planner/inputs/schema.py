@@ -34,6 +34,7 @@ from planner.inputs.catalog import (
 )
 from planner.inputs.market import Market
 from planner.inputs.months import month_index, month_label, parse_month
+from planner.inputs.slo_units import check_floor
 
 Month = str
 NAME_MAX = 100  # workload and model names: labels in tables and workbook sheets
@@ -325,6 +326,12 @@ class Slo(Strict):
         le=1,
         description="share of the fleet's SLO capacity used at peak (the rest is headroom)",
     )
+
+    @field_validator("p95_ttft_ms", "p95_tpot_ms", mode="after")
+    @classmethod
+    def _not_seconds(cls, v: float, info: Any) -> float:
+        # 0.04 is 40 ms written in seconds: below what any hardware reaches, say so
+        return check_floor(info.field_name, v)
 
 
 ServePrecision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"], CaseInsensitive]
