@@ -64,7 +64,7 @@ def estimate_aggregated(
     ``tokens/s = W n output / (prefill(n) + (output-1)/a x step(n))``.
     """
     wk = dep.decode
-    wp = WorkerPhysics(model, gpu, wk, precision, calib, dep.mtp)
+    wp = WorkerPhysics(model, gpu, wk, precision, calib, dep.mtp, dep.mtp_draft)
     reason = wp.check(prompt, output)
     if reason is not None:
         return cannot(dep, precision, batch, reason)
@@ -174,7 +174,7 @@ def aggregated_capacity(
 ) -> ReplicaCapacity:
     """W x the highest Poisson rate one worker sustains within the p95 SLOs."""
     wk = dep.decode
-    wp = WorkerPhysics(model, gpu, wk, precision, calib, dep.mtp)
+    wp = WorkerPhysics(model, gpu, wk, precision, calib, dep.mtp, dep.mtp_draft)
     reason = wp.check(prompt, output)
     if reason is not None:
         return no_capacity(dep, precision, reason)

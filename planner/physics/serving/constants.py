@@ -27,7 +27,9 @@ DEFAULTS: dict[str, float] = {
     # prompt tokens a prefill iteration takes per attention rank (chunked prefill)
     "prefill_chunk_tokens": 8192.0,
     # probability the MTP head's draft token i is accepted given the previous ones were
-    "mtp_acceptance": 0.75,
+    "mtp_acceptance": 0.9,
+    # each further draft token's acceptance is this times the previous one's
+    "mtp_acceptance_decay": 0.7,
     # most draft tokens an engine runs per step (SGLang/TRT-LLM: 1-3)
     "mtp_max_draft": 3.0,
     # cost of one draft step relative to one transformer layer of the main model

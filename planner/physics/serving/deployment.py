@@ -72,6 +72,13 @@ class Deployment:
     decode: Worker
     prefill: Worker | None = None
     mtp: bool = False
+    # draft tokens per MTP step; None: the count that maximises tokens/s at the batch (engines
+    # tune it: 3 at small batch, 1 at large)
+    mtp_draft: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mtp_draft is not None and (not self.mtp or not 1 <= self.mtp_draft <= 8):
+            raise ValueError(f"mtp_draft must be 1-8 with mtp on, got {self.mtp_draft!r}")
 
     @property
     def total_gpus(self) -> int:
@@ -85,7 +92,8 @@ class Deployment:
         pools = [self.decode.label()]
         if self.prefill is not None:
             pools.insert(0, self.prefill.label())
-        return "+".join(pools) + (" mtp" if self.mtp else "")
+        mtp = f" mtp{self.mtp_draft or ''}" if self.mtp else ""
+        return "+".join(pools) + mtp
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,21 +102,23 @@ class Deployment:
             "prefill": None if self.prefill is None else self.prefill.to_dict(),
             "decode": self.decode.to_dict(),
             "mtp": self.mtp,
+            "mtp_draft": self.mtp_draft,
             "gpus": self.total_gpus,
         }
 
     @classmethod
     def from_label(cls, label: str) -> Deployment:
         """The deployment a :meth:`label` names (``ValueError`` if malformed)."""
-        text = label.strip()
-        mtp = text.endswith(" mtp")
-        if mtp:
-            text = text[: -len(" mtp")]
+        text, _, tail = label.strip().partition(" ")
+        m = re.fullmatch(r"mtp(\d?)", tail.strip()) if tail.strip() else None
+        if tail.strip() and m is None:
+            raise ValueError(f"a deployment label ends in ' mtp' or ' mtpN', got {label!r}")
+        mtp, draft = m is not None, (int(m.group(1)) if m and m.group(1) else None)
         parts = text.split("+")
         if len(parts) == 1:
-            return cls(parse_worker(parts[0]), None, mtp)
+            return cls(parse_worker(parts[0]), None, mtp, draft)
         if len(parts) == 2:
-            return cls(parse_worker(parts[1]), parse_worker(parts[0]), mtp)
+            return cls(parse_worker(parts[1]), parse_worker(parts[0]), mtp, draft)
         raise ValueError(f"a deployment label has one or two pools, got {label!r}")
 
 

@@ -59,7 +59,7 @@ def kv_transfer_s(
 def _pools(model, gpu, dep, precision, calib):
     assert dep.prefill is not None
     pw = WorkerPhysics(model, gpu, dep.prefill, precision, calib, dep.mtp)
-    dw = WorkerPhysics(model, gpu, dep.decode, precision, calib, dep.mtp)
+    dw = WorkerPhysics(model, gpu, dep.decode, precision, calib, dep.mtp, dep.mtp_draft)
     return pw, dw
 
 

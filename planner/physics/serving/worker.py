@@ -100,14 +100,22 @@ def gpus_error(gpu: GpuSpec, g: int, calib: Calibration) -> str | None:
     return f"a worker of {g} x {gpu.id} cannot be built: G must be {allowed_gpus(gpu, calib)}"
 
 
-def accepted_tokens(draft: int, acceptance: float) -> float:
-    """Expected tokens one MTP step emits with ``draft`` draft tokens, each accepted with
-    probability ``acceptance`` given the previous: ``1 + a + a^2 + ... + a^draft``.
+def accepted_tokens(draft: int, acceptance: float, decay: float = 1.0) -> float:
+    """Expected tokens one MTP step emits with ``draft`` draft tokens: the verified token plus
+    each draft token while all before it were accepted; draft token i is accepted with
+    probability ``acceptance x decay^(i-1)`` given the previous (the one MTP module chained on
+    its own drafts drifts): ``1 + a1 + a1 a2 + ...``.
 
     >>> accepted_tokens(0, 0.8), round(accepted_tokens(3, 0.8), 3)
     (1.0, 2.952)
+    >>> round(accepted_tokens(3, 0.9, 0.7), 2)  # TRT-LLM B200 batch 1: 2.82 measured
+    2.72
     """
-    return sum(acceptance**i for i in range(draft + 1))
+    out, p = 1.0, 1.0
+    for i in range(draft):
+        p *= acceptance * decay**i
+        out += p
+    return out
 
 
 def mtp_params(model: ModelArch) -> float:
@@ -127,6 +135,7 @@ class WorkerPhysics:
     precision: str
     calib: Calibration
     mtp: bool = False
+    draft: int | None = None  # fixed MTP draft length (None: the best at each batch)
 
     # ------------------------------------------------------------------ shape
     @property
@@ -381,15 +390,21 @@ class WorkerPhysics:
         return k / t, t
 
     def best_draft(self, n: float, context: float) -> tuple[int, float, float]:
-        """(draft tokens, tokens per step, step s) that maximise tokens/s at ``n`` sequences."""
-        alpha = const(self.calib, "mtp_acceptance")
+        """(draft tokens, tokens per step, step s) that maximise tokens/s at ``n`` sequences
+        (or the fixed ``draft``); without MTP (0, 1, plain step)."""
         best = (0, 1.0, self.decode_step_s(n, context, 0))
         if not self.mtp:
             return best
-        for d in range(1, int(const(self.calib, "mtp_max_draft")) + 1):
-            a = accepted_tokens(d, alpha)
+        drafts = (
+            [self.draft]
+            if self.draft
+            else range(1, int(const(self.calib, "mtp_max_draft")) + 1)
+        )
+        for d in drafts:
+            a = accepted_tokens(d, const(self.calib, "mtp_acceptance"),
+                                const(self.calib, "mtp_acceptance_decay"))  # fmt: skip
             st = self.decode_step_s(n, context, d)
-            if a / st > best[1] / best[2]:
+            if self.draft or a / st > best[1] / best[2]:
                 best = (d, a, st)
         return best
 
