@@ -214,9 +214,9 @@ def test_precisions_by_gpu():
 def test_a_gpu_that_cannot_serve_says_why():
     gpus = load_gpus()
     model = load_models()["deepseek-r1"]
-    fr = frontiers(model, [gpus["l4"], gpus["b200"]], ["fp8"], 1024, 1024, OwnedTerms())
-    assert not fr["l4"].serves and fr["l4"].reasons
-    assert "GB" in fr["l4"].reasons[-1]
+    fr = frontiers(model, [gpus["rtx-4090"], gpus["b200"]], ["fp8"], 1024, 1024, OwnedTerms())
+    assert not fr["rtx-4090"].serves and fr["rtx-4090"].reasons
+    assert "GB" in fr["rtx-4090"].reasons[-1]
     assert fr["b200"].serves
 
 
@@ -224,19 +224,19 @@ def test_a_gpu_that_cannot_serve_says_why():
 
 
 def test_a_gpu_that_cannot_serve_is_reported_not_fatal():
-    r = run("--model", "deepseek-r1", "--gpu", "b200,l4", "--precision", "fp8", "--prompt",
+    r = run("--model", "deepseek-r1", "--gpu", "b200,rtx-4090", "--precision", "fp8", "--prompt",
             "1024", "--output", "1024", "--json")  # fmt: skip
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["l4"] == [] and out["b200"]
-    assert "l4: cannot serve deepseek-r1 at fp8" in r.stderr
-    table = run("--model", "deepseek-r1", "--gpu", "b200,l4", "--precision", "fp8", "--prompt",
+    assert out["rtx-4090"] == [] and out["b200"]
+    assert "rtx-4090: cannot serve deepseek-r1 at fp8" in r.stderr
+    table = run("--model", "deepseek-r1", "--gpu", "b200,rtx-4090", "--precision", "fp8", "--prompt",
                 "1024", "--output", "1024")  # fmt: skip
-    assert table.exit_code == 0 and "l4: cannot serve" in table.stdout
+    assert table.exit_code == 0 and "rtx-4090: cannot serve" in table.stdout
 
 
 def test_no_gpu_that_can_serve_exits_3():
-    r = run("--model", "deepseek-r1", "--gpu", "l4", "--precision", "fp8", "--prompt", "1024",
+    r = run("--model", "deepseek-r1", "--gpu", "rtx-4090", "--precision", "fp8", "--prompt", "1024",
             "--output", "1024")  # fmt: skip
     assert r.exit_code == 3, r.output
 
@@ -367,3 +367,14 @@ def test_the_sheet_says_why_there_is_no_frontier(tmp_path):
         update={"workloads": [w for w in changed.workloads if w.kind != "serve"]}
     )
     assert build_workbook(no_serve)["Frontier"]["A5"].value == "(no serving workloads)"
+
+
+def test_max_ttft_leaves_out_slow_first_tokens():
+    gpus, model = load_gpus(), load_models()["deepseek-r1"]
+    args = (model, [gpus["b200"]], ["fp4"], 1024, 1024, OwnedTerms())
+    every = frontiers(*args)["b200"]
+    capped = frontiers(*args, max_ttft_ms=100)["b200"]
+    assert capped.points and all(p.ttft_ms <= 100 for p in capped.points)
+    assert max(p.ttft_ms for p in every.points) > 100  # the cap did something
+    none = frontiers(*args, max_ttft_ms=1)["b200"]
+    assert not none.serves and "no point has a TTFT within 1 ms" in none.reasons[-1]

@@ -424,10 +424,12 @@ def gpu_frontier(
     calib: Calibration | None = None,
     disaggregated: bool | None = None,
     mtp: bool | None = None,
+    max_ttft_ms: float | None = None,
 ) -> GpuFrontier:
     """``gpu``'s frontier for ``model`` at ``precision`` (None: the GPU supports none of the
     precisions asked for; ``reasons`` then says so) and ``prompt``/``output`` tokens, each point
-    rented at the cheapest of ``offers`` that holds its widest worker (:func:`cheapest_rental`)."""
+    rented at the cheapest of ``offers`` that holds its widest worker (:func:`cheapest_rental`).
+    ``max_ttft_ms``: points with a longer TTFT are left out before the frontier is drawn."""
     owned = owned_rate(gpu, terms)
     rentals: dict[int, Rental | None] = {}
 
@@ -444,6 +446,12 @@ def gpu_frontier(
     )
     if not tried and not reasons:
         reasons = ("no deployment of this kind for this GPU and model",)
+    if max_ttft_ms is not None and ops:
+        fastest = min(p.ttft_ms for p in ops)
+        ops = tuple(p for p in ops if p.ttft_ms <= max_ttft_ms)
+        if not ops:
+            reasons = (f"no point has a TTFT within {max_ttft_ms:g} ms (the shortest: "
+                       f"{fastest:,.0f} ms)",)  # fmt: skip
     points = tuple(_priced(p, owned, rental(p.worker_gpus)) for p in pareto(ops))
     return GpuFrontier(
         gpu.id, precision, points, () if points else reasons, owned, rental(1), tried, len(ops)
@@ -484,6 +492,7 @@ def frontiers(
     calib: Calibration | None = None,
     disaggregated: bool | None = None,
     mtp: bool | None = None,
+    max_ttft_ms: float | None = None,
 ) -> dict[str, GpuFrontier]:
     """Each GPU's frontier, in the order given; each GPU serves at the first of ``precisions``
     it supports (:func:`pick_precision`) and rents at :func:`cheapest_rental`."""
@@ -501,6 +510,7 @@ def frontiers(
             calib,
             disaggregated,
             mtp,
+            max_ttft_ms,
         )
         for g in gpus
     }

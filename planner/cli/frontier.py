@@ -171,6 +171,8 @@ def _cannot(f: GpuFrontier, model: ModelArch) -> str:
               help="prefill/decode disaggregated deployments: auto = with and without")  # fmt: skip
 @click.option("--mtp", type=_TRISTATE, default="auto", show_default=True,
               help="multi-token prediction (models with MTP layers): auto = with and without")  # fmt: skip
+@click.option("--max-ttft-ms", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="leave out points whose TTFT is longer (default: none left out)")  # fmt: skip
 @click.option("--power-usd-per-kwh", type=click.FloatRange(0, 10), default=None,
               help=f"owned: electricity, $ per kWh [default: {DEFAULT_POWER_USD_PER_KWH}]")  # fmt: skip
 @click.option("--pue", type=click.FloatRange(1, 3), default=None,
@@ -200,6 +202,7 @@ def frontier(
     chart: Path | None,
     disaggregated: str,
     mtp: str,
+    max_ttft_ms: float | None,
     power_usd_per_kwh: float | None,
     pue: float | None,
     hosting_usd_per_gpu_month: float | None,
@@ -232,7 +235,7 @@ def frontier(
     fronts = frontiers(
         model, gpus, wanted, prompt, output, terms, _offers(offer_files, gpus_file),
         marketplaces=marketplaces, calib=calib, disaggregated=_tri(disaggregated),
-        mtp=_tri(mtp),
+        mtp=_tri(mtp), max_ttft_ms=max_ttft_ms,
     )  # fmt: skip
     _print(fronts, model, prompt, output, as_json)
     if chart is not None:

@@ -143,7 +143,8 @@ def service_frontiers(plan: Plan, inputs: Any) -> list[ServiceFrontier]:
                 continue
             # the problem's offers are the trusted ones (marketplaces already decided)
             fronts[gid] = gpu_frontier(model, g, pick_precision(g, wanted), prompt, output,
-                                       terms, offers, marketplaces=True)  # fmt: skip
+                                       terms, offers, marketplaces=True,
+                                       max_ttft_ms=w.slo.p95_ttft_ms)  # fmt: skip
         out.append(ServiceFrontier(r.name, model.id, prompt, output, fronts))
     return out
 
@@ -158,7 +159,8 @@ def write_frontier(ctx: Ctx) -> None:
         "(1000 / TPOT) over every layout and batch the physics knows, the points no other "
         "beats on both; $ per M output tokens = $/GPU-h / (3600 x tokens/s per GPU) x 1e6 at "
         "full load (owned: depreciation + power + hosting; rented: the cheapest on-demand or "
-        "reserved offer that holds the widest worker). From planner estimate frontier.",
+        "reserved offer that holds the widest worker); points with a TTFT above the service's p95 "
+        "TTFT target are left out. From planner estimate frontier.",
     )
     _header(ws, HEADER_ROW, _COLS)
     _widths(ws, _COLS)
