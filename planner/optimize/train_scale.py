@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from planner.physics.calibration_values import Calibration
 from planner.physics.train import TrainEstimate
-from planner.physics.training.estimate import pretrain_batch_tokens
 
 
 def run_sequences(tokens: float, seq_len: int) -> float:
@@ -44,9 +43,13 @@ def idle_replicas(est: TrainEstimate, tokens: float, seq_len: int) -> str | None
 
 def batch_tokens(tokens: float, method: str, calib: Calibration) -> float:
     """The global batch (tokens per step) :func:`planner.physics.train.estimate_train` plans."""
-    if method == "full":
-        return pretrain_batch_tokens(tokens, calib)
-    return calib.train.finetune_global_batch_tokens.value
+    if method != "full":
+        return calib.train.finetune_global_batch_tokens.value
+    try:  # the physics' rule where it has one: longer runs take larger batches
+        from planner.physics.training.estimate import pretrain_batch_tokens
+    except ImportError:  # the physics without it plans the calibrated batch for every run
+        return calib.train.global_batch_tokens.value
+    return pretrain_batch_tokens(tokens, calib)
 
 
 def thin_batch(est: TrainEstimate, gbs_tokens: float, seq_len: int) -> str | None:
