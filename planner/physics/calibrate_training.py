@@ -14,6 +14,7 @@ errors. Rows marked ``exclude`` stay out (the file says why).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -22,19 +23,30 @@ from pathlib import Path
 from typing import Any
 
 from planner.base.yamlio import load_yaml
-from planner.inputs.catalog import CATALOG_DIR, load_gpus, load_models
+from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import STACKS, goodput, quantile_factor
-from planner.physics.train import derive_model, estimate_train
+from planner.physics.train import derive_model, estimate_train, h800_from, llama_like
 
 RUNS_PATH = CATALOG_DIR / "sources" / "training-runs.yaml"
-GPU_IDS = {"h800": "h100-sxm"}  # H800 = H100 compute with reduced NVLink
 MODEL_IDS = {
     "llama3-8b": "llama-3-8b",
     "llama3-70b": "llama-3-70b",
     "llama31-8b": "llama-3-8b",
     "llama31-70b": "llama-3-70b",
 }
+# The publisher of each run of training-runs.yaml (leave-one-source-out); held-out files
+# carry ``lab`` in their labels.
+LABS = {
+    "llama3-8b": "meta", "llama3-70b": "meta", "llama31-8b": "meta", "llama31-70b": "meta",
+    "opt-175b": "meta", "falcon-7b": "tii", "falcon-40b": "tii", "falcon-180b": "tii",
+    "glm-130b": "tsinghua", "bloomberggpt-50b": "bloomberg", "gpt-neox-20b": "eleutherai",
+    "tinyllama-1.1b": "tinyllama", "stablelm-3b-4e1t": "stability", "phi-1.5": "microsoft",
+    "smollm3-3b": "huggingface", "olmo3-7b": "ai2", "olmo3-32b": "ai2",
+    "deepseek-llm-67b": "deepseek",
+}  # fmt: skip
+THROUGHPUT = "throughput"  # the fit group of basis-T runs (steady state of a production run)
+HELDOUT_PATH = CATALOG_DIR / "sources" / "training-runs-heldout.yaml"
 Z90 = quantile_factor(0.9, 1.0)  # exp(1.2816): the P90 factor per unit of log_sd
 
 
@@ -49,6 +61,14 @@ class Run:
     gpu_hours: float  # as consumed (published)
     steady_gpu_hours: float  # the planner's benchmark steady state for the same job
     goodput: float  # the stack's failure model at this GPU count
+    lab: str = ""  # the publisher (leave-one-source-out drops a lab's runs together)
+
+    @property
+    def group(self) -> str:
+        """What the run's hours are fitted with: its stack's production factor, or for hours
+        derived from throughput (basis T: no failures, evaluations or stalls inside) the
+        steady-state factor of every such run, :data:`THROUGHPUT`."""
+        return THROUGHPUT if self.basis == "T" else self.stack
 
     @property
     def production(self) -> float:
@@ -56,22 +76,56 @@ class Run:
         return self.steady_gpu_hours / (self.gpu_hours * self.goodput)
 
 
+def run_gpu(gpu_id: str) -> GpuSpec:
+    """The catalog GPU, or the H800 (absent from the purchase catalog) derived from the H100
+    SXM with its 400 GB/s NVLink (:func:`planner.physics.train.h800_from`)."""
+    gpus = load_gpus()
+    if gpu_id == "h800" and "h800" not in gpus:
+        return h800_from(gpus["h100-sxm"])
+    return gpus[gpu_id]
+
+
+def load_all_runs(calib: Calibration | None = None) -> list[Run]:
+    """Every usable published dense run: training-runs.yaml and the held-out file (the shipped
+    factors are fitted on all of them; :mod:`benchmarks.training_calibration` also reports the
+    held-out file predicted from a fit on the first alone)."""
+    return load_runs(RUNS_PATH, calib) + load_runs(HELDOUT_PATH, calib)
+
+
+@functools.lru_cache(maxsize=4)
+def throughput_factor(calib: Calibration | None = None) -> float:
+    """The steady-state factor of throughput-derived (T) dense runs, fitted on all of them:
+    what MoE runs whose hours are T (DeepSeek's) are predicted with."""
+    return fit_production(load_all_runs(calib), THROUGHPUT)
+
+
+def _run_model(row: dict, label: dict, models: dict) -> ModelArch:
+    """The run's architecture: a catalog id (``label.model`` or :data:`MODEL_IDS`), the shape
+    in ``label.arch`` (layers, hidden, heads, kv_heads, intermediate, vocab), or a Llama-like
+    model of the published size."""
+    params = float(row["params_b"]) * 1e9
+    mid = label.get("model") or MODEL_IDS.get(row["id"], "")
+    if mid in models:
+        return models[mid]
+    if arch := label.get("arch"):
+        return llama_like(row["id"], params, *(int(x) for x in arch))
+    return derive_model(params)
+
+
 def load_runs(path: Path = RUNS_PATH, calib: Calibration | None = None) -> list[Run]:
     """The usable runs (not ``exclude``) with their steady-state predictions."""
     calib = calib or default_calibration()
     data = load_yaml(path).data
     labels: dict[str, Any] = data.get("labels", {})
-    gpus, models = load_gpus(), load_models()
+    models = load_models()
     out = []
     for row in data["runs"]:
         if row.get("exclude"):
             continue
         label = labels[row["id"]]
         n = int(row.get("gpus") or label["gpus_assumed"])
-        model = models.get(MODEL_IDS.get(row["id"], "")) or derive_model(
-            float(row["params_b"]) * 1e9
-        )
-        gpu = gpus[GPU_IDS.get(row["gpu"], row["gpu"])]
+        model = _run_model(row, label, models)
+        gpu = run_gpu(row["gpu"])
         est = estimate_train(
             model, gpu, n, float(row["tokens"]), "full", calib, int(row["seq_len"])
         )
@@ -85,14 +139,15 @@ def load_runs(path: Path = RUNS_PATH, calib: Calibration | None = None) -> list[
         )
         out.append(
             Run(row["id"], label["stack"], row["basis"], n, float(row["gpu_hours"]),
-                est.steady_wall_hours * n, good)
+                est.steady_wall_hours * n, good, label.get("lab") or LABS.get(row["id"], row["id"]))
         )  # fmt: skip
     return out
 
 
 def fit_production(runs: Sequence[Run], stack: str) -> float:
-    """Median (geometric) production factor of the runs of ``stack``."""
-    logs = [math.log(r.production) for r in runs if r.stack == stack]
+    """Median (geometric) production factor of the runs of ``stack`` (a fit group: a stack's
+    W and M runs, or :data:`THROUGHPUT` for every T run)."""
+    logs = [math.log(r.production) for r in runs if r.group == stack]
     if not logs:
         raise ValueError(f"no run to fit stack {stack!r}")
     return math.exp(statistics.median(logs))
@@ -117,9 +172,30 @@ def leave_one_out(runs: Sequence[Run]) -> list[LooRow]:
     rows = []
     for i, run in enumerate(runs):
         others = [r for j, r in enumerate(runs) if j != i]
-        production = fit_production(others, run.stack)
+        production = fit_production(others, run.group)
         rows.append(LooRow(run, run.steady_gpu_hours / (production * run.goodput)))
     return rows
+
+
+def leave_one_source_out(runs: Sequence[Run]) -> list[LooRow]:
+    """Predict each run from a fit on the other publishers' runs (same stack; a stack with no
+    run left falls back to every other publisher's runs)."""
+    rows = []
+    for run in runs:
+        others = [r for r in runs if r.lab != run.lab]
+        try:
+            production = fit_production(others, run.group)
+        except ValueError:
+            production = math.exp(statistics.median(math.log(r.production) for r in others))
+        rows.append(LooRow(run, run.steady_gpu_hours / (production * run.goodput)))
+    return rows
+
+
+def predict_heldout(fit: Sequence[Run], heldout: Sequence[Run]) -> list[LooRow]:
+    """Each held-out run predicted with the production factors fitted on ``fit`` only."""
+    return [
+        LooRow(r, r.steady_gpu_hours / (fit_production(fit, r.group) * r.goodput)) for r in heldout
+    ]
 
 
 @dataclass(frozen=True)
@@ -130,6 +206,7 @@ class Summary:
     coverage: float  # share of left-out runs inside their P10-P90 band
     band_ratio: float  # p90 / p10
     production: dict[str, float]
+    throughput: float = math.nan  # the steady-state factor of basis-T runs
 
 
 def summarize(runs: Sequence[Run]) -> tuple[list[LooRow], Summary]:
@@ -145,6 +222,7 @@ def summarize(runs: Sequence[Run]) -> tuple[list[LooRow], Summary]:
         coverage=sum(inside) / len(inside),
         band_ratio=quantile_factor(0.9, sd) / quantile_factor(0.1, sd),
         production={s: fit_production(runs, s) for s in STACKS},
+        throughput=fit_production(runs, THROUGHPUT),
     )
 
 
@@ -165,12 +243,13 @@ def format_report(rows: Sequence[LooRow], summary: Summary) -> str:
     )
     out.append(
         "fitted production factors: " + ", ".join(f"{k} {v:.3f}" for k, v in s.production.items())
+        + f"; throughput-derived (T) runs {s.throughput:.3f}"
     )
     return "\n".join(out)
 
 
 def main() -> None:
-    rows, summary = summarize(load_runs())
+    rows, summary = summarize(load_all_runs())
     print(format_report(rows, summary))
 
 

@@ -48,6 +48,25 @@ class TrainEstimate:
         return self.wall_hours * quantile_factor(q, self.log_sd)
 
 
+# Optimizer steps of a pre-training run: published recipes take 0.1-1.5M steps (Llama 2 4M-token
+# batches over 2T tokens = 500k, arXiv:2307.09288 Table 1; DeepSeek-V3 up to 15,360 x 4,096
+# tokens over 14.8T = ~240k, arXiv:2412.19437 s4.2; OPT-175B 2M over 300B = 150k; Llama 3 405B
+# 4M -> 16M over 15.6T, ~1.2M, arXiv:2407.21783 s3.4.1). Longer runs use larger batches.
+PRETRAIN_STEPS = 500_000
+
+
+def pretrain_batch_tokens(tokens: float, calib: Calibration) -> float:
+    """Global batch (tokens per optimizer step) of a full run of ``tokens`` tokens:
+    ``global_batch_tokens`` (2M), or ``tokens / 500k steps`` for runs longer than 1T tokens.
+
+    >>> pretrain_batch_tokens(1e11, default_calibration()) == 2097152
+    True
+    >>> pretrain_batch_tokens(14.8e12, default_calibration()) / 1e6
+    29.6
+    """
+    return max(calib.train.global_batch_tokens.value, tokens / PRETRAIN_STEPS)
+
+
 def estimate_train(
     model: ModelArch,
     gpu: GpuSpec,
@@ -88,7 +107,7 @@ def estimate_train(
     if gbs_tokens_given := global_batch_tokens:
         gbs = float(gbs_tokens_given)
     elif method == "full":
-        gbs = calib.train.global_batch_tokens.value
+        gbs = pretrain_batch_tokens(tokens, calib)
     else:
         gbs = calib.train.finetune_global_batch_tokens.value
     lay, ev, small_lay, small_ev = _best_layout(

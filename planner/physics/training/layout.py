@@ -117,12 +117,14 @@ def evaluate_layout(
             bw, lat = intra_node_link(gpu, lay.dp, calib)
         comm = allreduce_s(grad_shard * 2, lay.dp, bw, lat)
         if lay.zero_stage >= 3:
+            # ZeRO-3/FSDP gathers the weights again for every micro-batch's forward and
+            # backward (one all-reduce's bytes = 2 all-gathers), not once per step
             base_b = 2.0 if method != "qlora" else calib.train.qlora_bytes_per_param.value
-            comm += allreduce_s(params_shard * base_b, lay.dp, bw, lat)  # = 2 all-gathers
+            comm += m * allreduce_s(params_shard * base_b, lay.dp, bw, lat)
         if lay.ep > 1 and method == "full":
             comm = ep_dp_comm_s(
                 model, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero_stage, bw, lat,
-                expert_params(model),
+                expert_params(model), m,
             )  # fmt: skip
         step += max(0.0, comm - calib.train.dp_overlap.value * compute_step)
     tokens_step = m * lay.micro_batch * seq_len * lay.dp
@@ -179,7 +181,8 @@ def _best_layout(
         for zero, ep in (
             ((z, e) for z in (2, 3) for e in _ep_sizes(model, dp)) if dp > 1 else ((0, 1),)
         ):
-            for sched in schedules_for(pp, stage_layers):
+            m1 = _micro_batches(gbs_tokens, dp, 1, seq_len)
+            for sched in schedules_for(pp, stage_layers, m1):
                 leanest = TrainLayout(tp, pp, dp, zero, True, 1, ep, sched)
                 ev = run(leanest)
                 if not ev.fits:  # not even the leanest variant fits: skip the others
@@ -188,6 +191,10 @@ def _best_layout(
                     continue
                 for recompute in (False, True):
                     for mbs in (1, 2, 4, 8):
+                        m = _micro_batches(gbs_tokens, dp, mbs, seq_len)
+                        if mbs > 1 and (dp * mbs * seq_len > gbs_tokens * 1.5
+                                        or sched not in schedules_for(pp, stage_layers, m)):
+                            break  # the global batch holds no larger micro-batch
                         lay = TrainLayout(tp, pp, dp, zero, recompute, mbs, ep, sched)
                         ev = run(lay)
                         if smallest is None or ev.mem_total < smallest[1].mem_total:

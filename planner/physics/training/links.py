@@ -120,21 +120,27 @@ def interleave_chunks(stage_layers: int) -> int:
     return max(1, min(INTERLEAVE_CHUNKS, stage_layers))
 
 
-def schedules_for(pp: int, stage_layers: int) -> tuple[str, ...]:
-    """The schedules a layout with ``pp`` stages can run (only 1f1b without a pipeline).
+def schedules_for(pp: int, stage_layers: int, micro_batches: int = 1 << 30) -> tuple[str, ...]:
+    """The schedules a layout with ``pp`` stages and ``micro_batches`` per step can run: 1F1B
+    always; interleaving needs 2+ layers per stage and ``m`` a multiple of ``pp`` (Megatron);
+    zero-bubble at least ``pp`` micro-batches and DualPipe ``2 pp`` (its two directions), an
+    even ``pp``. Without a pipeline there is no schedule to choose (1f1b).
 
     >>> schedules_for(1, 32)
     ('1f1b',)
     >>> schedules_for(16, 4)
     ('1f1b', 'interleaved', 'zero-bubble', 'dualpipe')
+    >>> schedules_for(4, 8, 6)
+    ('1f1b', 'zero-bubble')
     """
     if pp <= 1:
         return ("1f1b",)
     out = ["1f1b"]
-    if stage_layers >= 2:
+    if stage_layers >= 2 and micro_batches % pp == 0:
         out.append("interleaved")
-    out.append("zero-bubble")
-    if pp % 2 == 0:
+    if micro_batches >= pp:
+        out.append("zero-bubble")
+    if pp % 2 == 0 and micro_batches >= 2 * pp:
         out.append("dualpipe")
     return tuple(out)
 
@@ -244,12 +250,12 @@ def all_to_all_s(
 
 
 def ep_dp_comm_s(model: ModelArch, tp: int, pp: int, dp: int, ep: int, zero_stage: int,
-                 bw: float, lat: float, expert_params: float) -> float:  # fmt: skip
+                 bw: float, lat: float, expert_params: float, micro_batches: int = 1) -> float:  # fmt: skip
     """Gradient reduction with expert parallelism (s): the non-expert gradients over the
     data-parallel group, each GPU's experts (1/ep of them) over the dp/ep replicas holding
-    the same experts (ZeRO-3 adds the matching weight all-gathers)."""
+    the same experts (ZeRO-3 adds the matching weight all-gathers, every micro-batch)."""
     shard = tp * pp
     experts = expert_params / shard / ep
     rest = (model.params - expert_params) / shard
-    times = 2 if zero_stage >= 3 else 1
+    times = 1 + micro_batches if zero_stage >= 3 else 1
     return times * (allreduce_s(rest * 2, dp, bw, lat) + allreduce_s(experts * 2, dp // ep, bw, lat))
