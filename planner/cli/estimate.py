@@ -518,11 +518,6 @@ def _deployment(
                 f"{name}: mode {w.mode} places whole experts per GPU; {model.id} is dense "
                 "(use tp)"
             )
-        if w.mode in ("tp", "ep") and w.gpus > 1 and model.heads % w.gpus:
-            raise InputError(
-                f"{name}: {model.heads} attention heads do not split over {w.gpus} "
-                "tensor-parallel GPUs (use dep, or G dividing the heads)"
-            )
     if mtp and model.num_nextn_predict_layers < 1:
         raise InputError(f"--mtp: {model.id} has no multi-token-prediction layers")
     return dep

@@ -78,6 +78,24 @@ class ServeCalibration(Strict):
     overhead_gb: Sourced
     activation_gb_per_1k_tokens: Sourced
     usable_memory_fraction: Sourced
+    # Serving at scale (planner/physics/serving; absent: the defaults of
+    # planner.physics.serving.constants.DEFAULTS): the MoE all-to-all, data-parallel attention,
+    # the prefill->decode KV transfer, prefill chunking and multi-token prediction.
+    a2a_eff: Sourced | None = None
+    a2a_latency_us: Sourced | None = None
+    a2a_scaleout_latency_us: Sourced | None = None
+    a2a_overlap: Sourced | None = None
+    dp_imbalance: Sourced | None = None
+    kv_transfer_eff: Sourced | None = None
+    kv_transfer_ms: Sourced | None = None
+    prefill_chunk_tokens: Sourced | None = None
+    mtp_acceptance: Sourced | None = None
+    mtp_acceptance_decay: Sourced | None = None
+    mtp_max_draft: Sourced | None = None
+    mtp_draft_layers: Sourced | None = None
+    # each GPU generation's serving software efficiency where one vendor figure does not fit
+    # (AMD CDNA 3 vs CDNA 4); absent: the vendor's (catalogs/vendors.yaml)
+    serve_efficiency_by_gpu: dict[str, Sourced] | None = None
 
 
 class LinkCalibration(Strict):

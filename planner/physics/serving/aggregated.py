@@ -70,28 +70,25 @@ def estimate_aggregated(
         return cannot(dep, precision, batch, reason)
     n = batch / wk.count
     top = wp.max_batch(prompt, output)
-    if n > top:
-        mem = wp.memory_gb(math.ceil(n), prompt + output, prompt)
-        return cannot(
-            dep, precision, batch,
-            f"batch {batch} ({n:g} per worker) needs {sum(mem.values()):.1f} GB per GPU > "
-            f"{gpu.memory_gb.value:g} GB; at most {top * wk.count} fit ({top} per worker)",
-            mem,
-        )  # fmt: skip
+    running = min(n, top)  # beyond the KV cache's slots, requests wait for one (closed loop)
     d = output - 1
     ctx = prompt + d / 2
-    _, acc, step = wp.best_draft(n, ctx)
-    t_pre = wp.prefill_iter_s(n, prompt)
+    _, acc, step = wp.best_draft(running, ctx)
+    t_pre = wp.prefill_iter_s(running, prompt)
     total = t_pre + d / acc * step
-    mem = wp.memory_gb(math.ceil(n), prompt + output, prompt)
+    tokens_per_s = wk.count * running * output / total
+    ttft = wp.prefill_iter_s(1, prompt)
+    if n > running:  # the waiting requests: each waits (n - running) / rate per worker
+        ttft += (n - running) * total / running
+    mem = wp.memory_gb(math.ceil(running), prompt + output, prompt)
     return ServeEstimate(
         fits=True,
         reason=None,
         gpus=dep.total_gpus,
         precision=precision,
         batch=batch,
-        tokens_per_s=wk.count * n * output / total,
-        ttft_ms=wp.prefill_iter_s(1, prompt) * 1e3,
+        tokens_per_s=tokens_per_s,
+        ttft_ms=ttft * 1e3,
         tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
         memory_per_gpu_gb=sum(mem.values()),
         memory=mem,

@@ -32,6 +32,10 @@ DEFAULTS: dict[str, float] = {
     "mtp_acceptance_decay": 0.7,
     # most draft tokens an engine runs per step (SGLang/TRT-LLM: 1-3)
     "mtp_max_draft": 3.0,
+    # decode and prefill compute efficiency of a worker beyond today's replicas (wide EP, DP
+    # attention, multi-node), relative to decode_compute_eff / prefill_compute_eff
+    "wide_compute_eff": 1.0,
+    "wide_prefill_eff": 1.0,
     # cost of one draft step relative to one transformer layer of the main model
     "mtp_draft_layers": 2.0,
 }

@@ -88,16 +88,7 @@ def estimate_disaggregated(
         return cannot(dep, precision, batch, why)
     assert dep.prefill is not None
     p_count, d_count = dep.prefill.count, dep.decode.count
-    top = dw.max_batch(prompt, output)
-    if batch / d_count > top:
-        mem = dw.memory_gb(math.ceil(batch / d_count), prompt + output, prompt)
-        return cannot(
-            dep, precision, batch,
-            f"batch {batch} ({batch / d_count:g} per decode worker) needs "
-            f"{sum(mem.values()):.1f} GB per GPU > {gpu.memory_gb.value:g} GB; at most "
-            f"{top * d_count} fit ({top} per decode worker)",
-            mem,
-        )  # fmt: skip
+    top = dw.max_batch(prompt, output)  # beyond it, requests wait for a decode slot
     d = max(output - 1, 0)
     ctx = prompt + d / 2
     rate_p, _ = pw.prefill_rate(prompt)
@@ -118,12 +109,15 @@ def estimate_disaggregated(
         if new > 0.98 * mu:
             new = 0.98 * mu
             ttft = batch / new - d * tpot
+        if d > 0 and new * d * tpot > top * d_count:  # decode slots full: the rest wait
+            new = top * d_count / (d * tpot)
+            ttft = batch / new - d * tpot
         done = abs(new - lam) <= 1e-6 * max(new, 1e-9)
         lam = new
         n = min(batch, lam * d * tpot) / d_count
         if done:
             break
-    mem = dw.memory_gb(math.ceil(batch / d_count), prompt + output, prompt)
+    mem = dw.memory_gb(math.ceil(min(n, top)), prompt + output, prompt)
     return ServeEstimate(
         fits=True,
         reason=None,

@@ -70,16 +70,18 @@ def scaleup_domain(gpu: GpuSpec, calib: Calibration) -> int:
 def allowed_gpus(gpu: GpuSpec, calib: Calibration) -> str:
     """What G a worker on ``gpu`` may have, in words."""
     dom = scaleup_domain(gpu, calib)
-    inside = "1, 2, 4 or 8" if dom <= 8 else f"1, 2 or a multiple of 4 up to {dom}"
-    if gpu.consumer:
-        return f"{inside} (one server: consumer cards have no scale-out fabric)"
-    return f"{inside}, or a multiple of {dom} (whole servers over the scale-out fabric) up to " + (
-        f"{MAX_WORKER_GPUS - MAX_WORKER_GPUS % dom}"
+    if gpu.consumer or dom < 4:
+        return f"1, 2, 4 or 8 up to one server ({dom} GPUs)"
+    return (
+        f"1, 2 or a multiple of 4, up to {MAX_WORKER_GPUS} (beyond {dom} GPUs the worker spans "
+        "servers or racks over the scale-out fabric)"
     )
 
 
 def gpus_error(gpu: GpuSpec, g: int, calib: Calibration) -> str | None:
-    """Why a worker of ``g`` GPUs cannot be built from ``gpu`` (None: it can).
+    """Why a worker of ``g`` GPUs cannot be built from ``gpu`` (None: it can): G is 1, 2 or a
+    multiple of 4 (a whole quarter of an HGX board, a whole GB200 compute tray), at most
+    :data:`MAX_WORKER_GPUS`; consumer cards stay in one server.
 
     >>> from planner.physics.train import _toy_gpu
     >>> from planner.physics.calibration_values import default_calibration
@@ -89,12 +91,10 @@ def gpus_error(gpu: GpuSpec, g: int, calib: Calibration) -> str | None:
     'a worker of 3 x h100'
     """
     dom = scaleup_domain(gpu, calib)
-    ok = False
-    if g <= dom:
-        ok = g in (1, 2, 4, 8) if dom <= 8 else (g in (1, 2) or g % 4 == 0)
-        ok = ok and dom % g == 0 if dom <= 8 else ok
-    elif not gpu.consumer and g % dom == 0 and g <= MAX_WORKER_GPUS:
-        ok = True
+    if gpu.consumer or dom < 4:
+        ok = g in (1, 2, 4, 8) and g <= dom
+    else:
+        ok = (g in (1, 2) or g % 4 == 0) and g <= MAX_WORKER_GPUS
     if ok:
         return None
     return f"a worker of {g} x {gpu.id} cannot be built: G must be {allowed_gpus(gpu, calib)}"
@@ -251,11 +251,6 @@ class WorkerPhysics:
                 f"mode {self.worker.mode} places whole experts per GPU; {m.id} is dense "
                 "(use tp workers)"
             )
-        if self.mode in ("tp", "ep") and m.heads % g:
-            return (
-                f"{m.heads} attention heads are not divisible by {g} tensor-parallel GPUs "
-                "(use dep: data-parallel attention)"
-            )
         if self.mtp and m.num_nextn_predict_layers < 1:
             return f"{m.id} has no multi-token-prediction layers (mtp needs them)"
         if prompt + output > m.max_context:
@@ -320,6 +315,14 @@ class WorkerPhysics:
         bw, lat = self.link()
         return 2 * m.layers * allreduce_s(tokens * m.hidden * 2.0, g, bw, lat)
 
+    def head_padding(self) -> float:
+        """Attention work per GPU relative to an even split: ``ceil(heads / G) G / heads``
+        (tensor-parallel attention over G GPUs that do not divide the heads)."""
+        if self.mode == "dep" or self.g <= 1:
+            return 1.0
+        h = self.model.heads
+        return math.ceil(h / self.g) * self.g / h
+
     def _peak(self) -> float:
         return legacy.peak_flops(self.gpu, self.precision, self.calib)
 
@@ -354,8 +357,9 @@ class WorkerPhysics:
             ne = m.params - expert_params(m)
             flops = busy * t * (2 * ne + attn) + tokens * 2 * (cp - ne) / g
         else:
-            flops = tokens * (2 * cp + attn) / g
-        t_comp = flops / (self._peak() * s.decode_compute_eff.value)
+            flops = tokens * (2 * cp + attn * self.head_padding()) / g
+        eff = s.decode_compute_eff.value * const(c, "wide_compute_eff")
+        t_comp = flops / (self._peak() * eff)
         comm = self._comm_s(tokens, busy * t, prefill=False)
         t = max(t_mem, t_comp) + comm + legacy.layer_overhead_s(m, c)
         return t / serve_efficiency(self.gpu)
@@ -369,7 +373,9 @@ class WorkerPhysics:
         m, g, c = self.model, self.g, self.calib
         tokens = prompts * prompt
         flops = prompts * (2.0 * compute_params(m) * prompt + prefill_attn_flops(m, prompt)) / g
-        comp = flops / (self._peak() * c.serve.prefill_compute_eff.value)
+        comp = flops / (
+            self._peak() * c.serve.prefill_compute_eff.value * const(c, "wide_prefill_eff")
+        )
         busiest = tokens / g if self.mode == "dep" else tokens
         if self.mode == "dep" and prompts > 0:
             busiest = max(busiest, float(prompt) if prompts < g else busiest)

@@ -1,0 +1,319 @@
+"""Serving at scale against public measurements: error of the physics and leave-one-source-out.
+
+Reads ``catalogs/sources/serving-scale-measurements.yaml`` (disaggregated, wide expert
+parallelism, MTP, aggregated baselines; InferenceX, SGLang, vLLM, TensorRT-LLM, MLPerf, AMD) and
+predicts every row whose deployment is stated (pools, worker sizes and modes) with
+:mod:`planner.physics.serving`:
+
+* ``prefill_only`` rows: one prefill worker at full chunks, input tokens/s per prefill GPU;
+* ``decode_only`` rows: the decode pool at the stated concurrency (else the most that fit), output
+  tokens/s per decode GPU and TPOT;
+* ``e2e`` rows: :func:`~planner.physics.serving.estimate_deployment` at the stated concurrency,
+  output (or input+output) tokens/s per GPU on the row's basis and TPOT.
+
+Rows whose pools are not published (InferenceX "best config", MoRI blog) are *refused* and
+counted. ``python -m benchmarks.serving_scale`` prints the per-row table, the medians by category
+and, with ``--fit``, the fit of the serving constants and its leave-one-source-out error
+(``--loso``), as catalogs/NOTES.md quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from planner.inputs.catalog import Sourced, load_gpus, load_models
+from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.serving import Deployment, Worker, WorkerPhysics, estimate_deployment
+
+DATA = Path(__file__).resolve().parents[1] / "catalogs/sources/serving-scale-measurements.yaml"
+_MODES = {"tp": "tp", "tep": "ep", "ep": "ep", "dep": "dep"}
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    group: str
+    category: str  # disaggregated | disaggregated+mtp | aggregated | aggregated+mtp | prefill | decode
+    gpu: str
+    measured: dict[str, float]
+    predicted: dict[str, float]
+    refused: str | None = None
+
+
+def _worker(spec) -> Worker | None:
+    """The pool a row states. A tensor-parallel pool of G GPUs that no engine runs as one
+    TP group (G not a power of two, e.g. TensorRT-LLM's 'TP12' prefill = 3 x TP4) is read as
+    G/g workers of the largest power of two g dividing G, at most 8."""
+    if not spec:
+        return None
+    mode = _MODES.get(str(spec.get("mode")))
+    g, w = spec.get("gpus"), spec.get("workers") or spec.get("instances") or 1
+    if mode is None or not g:
+        return None
+    g, w = int(g), int(w)
+    if mode == "tp" and g & (g - 1):
+        p = g & -g  # largest power of two dividing g
+        p = min(p, 8)
+        return Worker(p, mode, w * g // p)
+    return Worker(g, mode, w)
+
+
+def _mtp(row) -> tuple[bool, int | None]:
+    v = row.get("mtp")
+    if v is True:
+        return True, None
+    if v is None or v is False or v == 0:
+        return False, None
+    return True, int(v)
+
+
+def _measured(row) -> dict[str, float]:
+    out = {}
+    for k in ("output_tokens_per_s_per_gpu", "input_tokens_per_s_per_gpu",
+              "total_tokens_per_s_per_gpu", "tpot_ms"):  # fmt: skip
+        if row.get(k) is not None:
+            out[k] = float(row[k])
+    if "tpot_ms" not in out and row.get("tokens_per_s_per_user"):
+        out["tpot_ms"] = 1000.0 / float(row["tokens_per_s_per_user"])
+    return out
+
+
+def predict(row, models, gpus, calib: Calibration) -> Row:
+    """The physics' figures for one measurement (or why it cannot be predicted). A pool whose
+    attention parallelism the source does not state (mode ``ep``) is predicted both ways,
+    tensor-parallel attention (``ep``) and data-parallel (``dep``), and the faster kept (what
+    the engine's tuned configuration would pick)."""
+    text = str(row.get("deployment"))
+    if "'ep'" not in text:
+        return _predict(row, models, gpus, calib)
+    a = _predict(row, models, gpus, calib)
+    alt = {**row, "deployment": yaml.safe_load(text.replace("'ep'", "'dep'"))}
+    b = _predict(alt, models, gpus, calib)
+    key = "output_tokens_per_s_per_gpu"
+    if a.refused or (not b.refused and b.predicted.get(key, 0) > a.predicted.get(key, 0)):
+        return b
+    return a
+
+
+def _predict(row, models, gpus, calib: Calibration) -> Row:
+    dep = row.get("deployment") or {}
+    mtp, draft = _mtp(row)
+    phase = row.get("phase")
+    basis = row.get("per_gpu_basis")
+    if phase == "e2e" and "aggregated" not in dep and basis in ("decode", "prefill"):
+        phase = f"{basis}_only"  # one pool's figure, measured with the other pool unlimited
+    cat = "aggregated" if "aggregated" in dep else "disaggregated"
+    if phase == "prefill_only":
+        cat = "prefill"
+    elif phase == "decode_only":
+        cat = "decode"
+    if mtp and cat in ("aggregated", "disaggregated"):
+        cat += "+mtp"
+    meas = _measured(row)
+
+    def no(why: str) -> Row:
+        return Row(row["id"], row["source_group"], cat, row["gpu"], meas, {}, why)
+
+    model = models.get(row.get("model"))
+    gpu = gpus.get(row.get("gpu"))
+    prec, prompt, output = row.get("precision"), row.get("prompt"), row.get("output")
+    if model is None or gpu is None or prec is None or not prompt:
+        return no("model, GPU, precision or prompt length not stated")
+    conc = row.get("concurrency")
+    if phase == "prefill_only":
+        pw = _worker((dep or {}).get("prefill"))
+        if pw is None:
+            return no("prefill worker not stated")
+        wp = WorkerPhysics(model, gpu, Worker(pw.gpus, pw.mode), prec, calib)
+        why = wp.check(prompt, 1)
+        if why:
+            return no(why)
+        rate, _ = wp.prefill_rate(prompt)
+        return Row(row["id"], row["source_group"], cat, row["gpu"], meas,
+                   {"input_tokens_per_s_per_gpu": rate * prompt / pw.gpus})  # fmt: skip
+    if phase == "decode_only":
+        dw_ = _worker((dep or {}).get("decode"))
+        if dw_ is None:
+            return no("decode worker not stated")
+        out_len = output or 1000
+        wp = WorkerPhysics(model, gpu, Worker(dw_.gpus, dw_.mode), prec, calib, mtp, draft)
+        why = wp.check(prompt, out_len)
+        if why:
+            return no(why)
+        top = wp.max_batch(prompt, out_len)
+        n = min(top, conc / dw_.count) if conc else top
+        _, acc, step = wp.best_draft(n, prompt + out_len / 2)
+        return Row(row["id"], row["source_group"], cat, row["gpu"], meas, {
+            "output_tokens_per_s_per_gpu": n * acc / step / dw_.gpus,
+            "tpot_ms": step / acc * 1e3})  # fmt: skip
+    if not output:
+        return no("output length not stated")
+    if "aggregated" in dep:
+        w = _worker(dep["aggregated"])
+        if w is None:
+            return no("aggregated worker mode not stated")
+        d = Deployment(w, None, mtp, draft)
+    else:
+        pre, dec = _worker(dep.get("prefill")), _worker(dep.get("decode"))
+        if pre is None or dec is None:
+            return no("pools not published")
+        d = Deployment(dec, pre, mtp, draft)
+    if not conc:
+        wp = WorkerPhysics(model, gpu, d.decode, prec, calib, mtp, draft)
+        conc = max(1, wp.max_batch(prompt, output) * d.decode.count)
+    e = estimate_deployment(model, gpu, d, prec, prompt, output, int(conc), calib)
+    if not e.fits:
+        return no(e.reason or "does not fit")
+    basis = row.get("per_gpu_basis") or "all"
+    g = {"all": d.total_gpus, "decode": d.decode.total_gpus,
+         "prefill": d.prefill.total_gpus if d.prefill else d.total_gpus}[basis]  # fmt: skip
+    pred = {
+        "output_tokens_per_s_per_gpu": e.tokens_per_s / g,
+        "total_tokens_per_s_per_gpu": e.tokens_per_s * (prompt + output) / output / g,
+        "input_tokens_per_s_per_gpu": e.tokens_per_s * prompt / output / g,
+        "tpot_ms": e.tpot_ms,
+    }
+    return Row(row["id"], row["source_group"], cat, row["gpu"], meas, pred)
+
+
+def rows(calib: Calibration | None = None) -> list[Row]:
+    calib = calib or default_calibration()
+    data = yaml.safe_load(DATA.read_text())["measurements"]
+    models, gpus = load_models(), load_gpus()
+    return [predict(r, models, gpus, calib) for r in data]
+
+
+def ratios(rs: list[Row]) -> list[tuple[Row, str, float]]:
+    """(row, metric, predicted / measured) for every metric both sides have."""
+    out = []
+    for r in rs:
+        for k, v in r.measured.items():
+            if k in r.predicted and v > 0 and r.predicted[k] > 0:
+                out.append((r, k, r.predicted[k] / v))
+    return out
+
+
+def summary(rs: list[Row]) -> dict[str, dict[str, float]]:
+    """Median |error| and worst ratio of throughput per GPU and of TPOT, by category."""
+    out: dict[str, dict[str, float]] = {}
+    rat = ratios(rs)
+    for cat in sorted({r.category for r in rs}) + ["all"]:
+        sel = [(r, k, x) for r, k, x in rat if cat in ("all", r.category)]
+        n_rows = [r for r in rs if cat in ("all", r.category)]
+        entry: dict[str, float] = {
+            "rows": len(n_rows),
+            "refused": sum(1 for r in n_rows if r.refused),
+        }
+        for name, keys in (("throughput", ("output_tokens_per_s_per_gpu",
+                            "total_tokens_per_s_per_gpu", "input_tokens_per_s_per_gpu")),
+                           ("tpot", ("tpot_ms",))):  # fmt: skip
+            xs = [x for _, k, x in sel if k in keys]
+            if xs:
+                entry[f"{name}_n"] = len(xs)
+                entry[f"{name}_median_err"] = statistics.median(abs(x - 1) for x in xs)
+                entry[f"{name}_worst_ratio"] = max(max(x, 1 / x) for x in xs)
+        out[cat] = entry
+    return out
+
+
+# ----------------------------------------------------------------------------- fit
+
+FITTED = {
+    "a2a_eff": (0.3, 0.45, 0.6, 0.8),
+    "a2a_latency_us": (8.0, 15.0, 30.0, 60.0),
+    "a2a_overlap": (0.0, 0.3, 0.5, 0.7),
+    "dp_imbalance": (0.0, 0.5, 1.0, 2.0),
+    "wide_compute_eff": (0.3, 0.5, 0.7, 1.0),
+    "wide_prefill_eff": (0.5, 0.7, 1.0),
+    "mtp_acceptance": (0.7, 0.8, 0.85, 0.9),
+}
+
+
+def with_values(calib: Calibration, values: dict[str, float]) -> Calibration:
+    serve = calib.serve.model_copy(update={
+        k: Sourced(value=v, source="benchmarks/serving_scale.py fit", as_of="2026-11")
+        for k, v in values.items()})  # fmt: skip
+    return calib.model_copy(update={"serve": serve})
+
+
+def loss(rs: list[Row]) -> float:
+    xs = [math.log(x) ** 2 for _, _, x in ratios(rs)]
+    refused = sum(1 for r in rs if r.refused)
+    return (sum(xs) / max(len(xs), 1)) + 0.0 * refused
+
+
+def fit(data, models, gpus, base: Calibration, exclude: str | None = None, passes: int = 2):
+    """Coordinate descent over :data:`FITTED` (each constant on its grid, the rest held)."""
+    sel = [r for r in data if r.get("source_group") != exclude]
+    values = {k: DEFAULTS_OF(base, k) for k in FITTED}
+
+    def evaluate(vals):
+        c = with_values(base, vals)
+        return loss([predict(r, models, gpus, c) for r in sel])
+
+    best = evaluate(values)
+    for _ in range(passes):
+        changed = False
+        for k, grid in FITTED.items():
+            for v in grid:
+                if v == values[k]:
+                    continue
+                trial = {**values, k: v}
+                e = evaluate(trial)
+                if e < best - 1e-9:
+                    best, values, changed = e, trial, True
+        if not changed:
+            break
+    return values, best
+
+
+def DEFAULTS_OF(calib: Calibration, name: str) -> float:  # noqa: N802
+    from planner.physics.serving.constants import const
+
+    return const(calib, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="fit the serving constants")
+    ap.add_argument("--loso", action="store_true", help="leave-one-source-out (with --fit)")
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    a = ap.parse_args(argv)
+    calib = default_calibration()
+    rs = rows(calib)
+    if a.rows:
+        for r in rs:
+            if r.refused:
+                print(f"{r.id:50s} {r.category:18s} REFUSED: {r.refused[:70]}")
+                continue
+            parts = [f"{k.split('_')[0]}:{r.predicted[k]:.0f}/{v:.0f}" for k, v in
+                     r.measured.items() if k in r.predicted]  # fmt: skip
+            print(f"{r.id:50s} {r.category:18s} " + "  ".join(parts))
+    for cat, e in summary(rs).items():
+        print(cat, {k: round(v, 3) for k, v in e.items()})
+    if a.fit:
+        data = yaml.safe_load(DATA.read_text())["measurements"]
+        models, gpus = load_models(), load_gpus()
+        values, best = fit(data, models, gpus, calib)
+        print("fit on all:", values, round(best, 4))
+        if a.loso:
+            held: list[Row] = []
+            for g in sorted({r["source_group"] for r in data}):
+                v, _ = fit(data, models, gpus, calib, exclude=g, passes=1)
+                c = with_values(calib, v)
+                held += [predict(r, models, gpus, c) for r in data if r["source_group"] == g]
+            print("leave-one-source-out:")
+            for cat, e in summary(held).items():
+                print(" ", cat, {k: round(v, 3) for k, v in e.items()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
