@@ -88,14 +88,14 @@ def _precisions(text: str, gpus: list[GpuSpec]) -> list[str]:
     return wanted
 
 
-def _offers(files: tuple[Path, ...], gpus_file: Path | None) -> list[Offer]:
+def _offers(files: tuple[Path, ...]) -> list[Offer]:
+    """The offers of ``files`` (default: the catalog's); offers for GPUs not compared are
+    never used, so they are not checked against a GPU catalog (``--gpus-file`` may be small)."""
     from planner.inputs.catalog import load_offers
 
-    paths = list(files) or [CATALOG_DIR / "offers.yaml"]
-    catalog = load_gpus(gpus_file or CATALOG_DIR / "gpus.yaml")
     out: list[Offer] = []
-    for p in paths:
-        out.extend(load_offers(p, catalog).values())
+    for p in list(files) or [CATALOG_DIR / "offers.yaml"]:
+        out.extend(load_offers(p).values())
     return out
 
 
@@ -233,7 +233,7 @@ def frontier(
     )
     calib = _calib(calib_file)
     fronts = frontiers(
-        model, gpus, wanted, prompt, output, terms, _offers(offer_files, gpus_file),
+        model, gpus, wanted, prompt, output, terms, _offers(offer_files),
         marketplaces=marketplaces, calib=calib, disaggregated=_tri(disaggregated),
         mtp=_tri(mtp), max_ttft_ms=max_ttft_ms,
     )  # fmt: skip
