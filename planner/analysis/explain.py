@@ -29,9 +29,12 @@ from planner.plan.data import Plan
 # ------------------------------------------------------------------ a feasible plan: what binds
 
 Progress = Callable[[str], None]
-# Shares of ``planner explain``'s time limit: the plan's own solve, and the LP of the shadow
-# prices at the end; the re-solves share what is left between them.
-PLAN_SHARE, DUALS_SHARE = 0.6, 0.1
+# ``planner explain``'s time limit bounds the whole command. The plan's solve gets what
+# ``planner solve`` gives its solve at the same limit (:func:`planner.plan.make.solve_inputs`):
+# the same plan, never a dearer one (with a fixed 60 % share it came back $67k dearer than
+# solve's). The LP of the shadow prices keeps this share of the limit for the end, and the
+# re-solves share what is left between the two.
+DUALS_SHARE = 0.1
 # A re-solve is not started with less than this many seconds for it (its line says so),
 # and no solve gets less than MIN_SOLVE_S.
 MIN_RESOLVE_S, MIN_SOLVE_S = 2.0, 0.5
@@ -491,29 +494,32 @@ def explain_plan(
     resolve: bool = True,
     top: int = 15,
     progress: Progress | None = None,
+    started: float | None = None,
 ) -> Explanation:
     """Solve ``inputs``; say which limits bind and what relaxing each is worth.
 
-    ``time_limit`` (None: the problem's) bounds the whole call: the plan's solve gets
-    :data:`PLAN_SHARE` of it, the duals' LP :data:`DUALS_SHARE`, and the re-solves share the
-    rest (:func:`_run_jobs`). ``progress`` is told each step as it starts. Raises
-    :class:`~planner.base.errors.InfeasibleError` (with the diagnosis) when there is no plan.
+    ``time_limit`` (None: the problem's) bounds the whole call from ``started`` (a
+    ``time.perf_counter()`` instant, default now; the CLI passes its own start, as ``planner
+    solve`` does): the plan's solve gets what ``planner solve`` gives it at that limit, so
+    the plan is solve's; the duals' LP keeps :data:`DUALS_SHARE` of the limit for the end,
+    and the re-solves share what is left between them (:func:`_run_jobs`). ``progress`` is
+    told each step as it starts. Raises :class:`~planner.base.errors.InfeasibleError` (with
+    the diagnosis) when there is no plan.
     """
     from planner.base.errors import InfeasibleError, SolverError
-    from planner.optimize.candidates import check_candidates
     from planner.plan.extract import extract_plan
+    from planner.plan.make import solve_inputs, solver_seconds
 
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     say = progress or (lambda _line: None)
     p = inputs.problem
     limit = time_limit if time_limit is not None else p.solver.time_limit_s
     rel_gap = gap if gap is not None else p.solver.gap
-    say(f"solving the plan (at most {PLAN_SHARE * limit:.0f} s)")
-    cands = build_candidates(inputs)
-    check_candidates(inputs, cands)
-    m = build_model(inputs, cands)
-    seconds = max(MIN_SOLVE_S, PLAN_SHARE * limit - (time.perf_counter() - started))
-    res = solve_model(m, solver=solver, time_limit=seconds, gap=rel_gap)
+    deadline = started + limit
+    most = solver_seconds(limit, deadline, time.perf_counter())
+    say(f"solving the plan (at most {most:.0f} s, as `planner solve` at this time limit)")
+    m, res = solve_inputs(inputs, solver, limit, rel_gap, deadline=deadline)
+    cands = m.cands
     if res.status == "infeasible":
         say("infeasible: diagnosing")
         raise InfeasibleError(
@@ -529,10 +535,10 @@ def explain_plan(
         rs = _Resolver(float(res.objective or plan.totals.total_usd), solver, limit, rel_gap)
         rs = dataclasses.replace(rs, noise=res.gap or 0.0)
         jobs = _all_jobs(inputs, cands, m, plan)
-        whatif = _run_jobs(jobs, rs, started + (1 - DUALS_SHARE) * limit, say)
+        whatif = _run_jobs(jobs, rs, deadline - DUALS_SHARE * limit, say)
     binding = binding_families(m)
     say("shadow prices (the LP with the plan's integers fixed)")
-    lp_s = max(MIN_SOLVE_S, started + limit - time.perf_counter())
+    lp_s = max(MIN_SOLVE_S, deadline - time.perf_counter())
     duals = [
         f"{name}: {pi:+,.4g} ({DUAL_FAMILIES[_family(name)]})"
         for name, pi, _ in lp_duals(m, top, time_limit=lp_s)

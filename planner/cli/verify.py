@@ -10,6 +10,7 @@ LP duals of the constraints with the integer decisions fixed.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -69,7 +70,12 @@ def verify(problem: Path, plan_json: Path, max_lines: int) -> None:
 @click.command()
 @click.argument("problem", type=click.Path(path_type=Path))
 @click.option("--solver", type=SOLVERS, default="auto", show_default=True)
-@time_limit_option("seconds per solve (default: the problem's)")
+@time_limit_option(
+    "seconds for the whole command (default: the problem's solver.time_limit_s): the plan's "
+    "solve gets what `planner solve` gives it at this limit (the same plan), the re-solves "
+    "share what is left but a tenth kept for the shadow prices; a re-solve left less than "
+    "2 s says so"
+)
 @gap_option("relative optimality gap (default: the problem's)")
 @click.option(
     "--no-resolve", is_flag=True, help="skip the re-solves (limits +10 %, each GPU type removed)"
@@ -84,6 +90,7 @@ def explain(
     top: int,
 ) -> None:
     """Why PROBLEM is infeasible, or which constraints bind in its optimal plan and their worth."""
+    started = time.perf_counter()  # the limit counts from here, as `planner solve`'s does
     from planner.analysis.explain import explain_plan
     from planner.inputs.problem import load_problem
 
@@ -106,6 +113,7 @@ def explain(
         resolve=not no_resolve,
         top=top,
         progress=lambda line: click.echo(f"... {line}", err=True),
+        started=started,
     )
     gap_text = f", gap {ex.gap:.2%}" if ex.gap is not None else ""
     click.echo(f"{inputs.problem.name}: {ex.status}{gap_text}, total ${ex.total_usd:,.0f}")
