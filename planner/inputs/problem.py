@@ -80,6 +80,7 @@ from planner.inputs.schema import (
     Window,
     Workloads,
 )
+from planner.inputs.schema_serve import serve_gpu_errors
 from planner.inputs.slo_units import unit_warning
 
 
@@ -244,20 +245,6 @@ def _allowed_gpus(
             except _OverrideError as exc:
                 errors.add(("overrides", "gpus", g, "server"), str(exc))
     return gpus
-
-
-def _check_serve_gpus(problem: Problem, gpus: dict[str, GpuSpec], errors: _Errors) -> None:
-    """A serving workload's ``gpus`` name GPU types the problem allows, each once."""
-    for i, w in enumerate(problem.workloads.serve):
-        for j, g in enumerate(w.gpus or []):
-            loc = ("workloads", "serve", i, "gpus", j)
-            if g not in gpus:
-                errors.add(
-                    loc,
-                    f"unknown or not allowed gpu {g!r}; allowed: {', '.join(sorted(gpus))}",
-                )
-            elif g in w.gpus[:j]:
-                errors.add(loc, f"gpu {g!r} is listed twice (also gpus[{w.gpus.index(g)}])")
 
 
 def _rehouse(gpu: GpuSpec, server_id: str) -> GpuSpec:
@@ -662,7 +649,8 @@ def _resolve(
     )
     gpus = _allowed_gpus(problem, all_gpus, errors)
     _check_models(problem, models, errors)
-    _check_serve_gpus(problem, gpus, errors)
+    for loc, text in serve_gpu_errors(problem.workloads.serve, list(gpus)):
+        errors.add(loc, text)
     profiles = _read_profiles(problem, base_dir or Path.cwd(), all_gpus, models, errors)
     offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
     _add_inline_offers(problem, all_gpus, offers, errors)

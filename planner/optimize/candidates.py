@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner.base.errors import InfeasibleError
 from planner.inputs.catalog import GpuSpec, Offer
@@ -23,11 +23,11 @@ from planner.optimize.fleet_size import check_fleet_size
 from planner.optimize.train_scale import idle_replicas
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.capacity import (
-    BucketCapacity,
     bucket_capacity,
     measured_factor,
     replica_of_mix,
     scale_train,
+    serve_precision,
     train_measurement,
 )
 from planner.physics.demand import (
@@ -40,8 +40,20 @@ from planner.physics.demand import (
     workload_slices,
 )
 from planner.physics.realized import spot_overhead
-from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
+
+if TYPE_CHECKING:
+    pass
+
+from planner.optimize.deployments import deployment_candidates
+from planner.optimize.serve_options import ServeCandidate as ServeCandidate
+from planner.optimize.serve_options import capped as capped
+from planner.optimize.serve_options import layout_slug as layout_slug
+from planner.optimize.serve_options import mix_beats as mix_beats
+from planner.optimize.serve_options import owned_serve_options as owned_serve_options
+from planner.optimize.serve_options import rentable_on as rentable_on
+from planner.optimize.serve_options import serve_rental_pairs as serve_rental_pairs
+from planner.optimize.serve_options import worker_gpus as worker_gpus
 
 # GPU counts tried for a training job (whole nodes of 8 beyond 8).
 TRAIN_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096)
@@ -83,34 +95,6 @@ class TrainCandidate:
         if gbs is None:
             return None
         return next((h for g, h in self.fabric_hours if g == gbs), None)
-
-
-@dataclass(frozen=True)
-class ServeCandidate:
-    workload: str
-    gpu: str
-    tp: int
-    rate_rps: float  # one request shape: its rate; a mix: the mix rate (capacity.mix_rate)
-    capacity: ReplicaCapacity
-    # a request mix (workload.requests): the capacity per bucket, in the workload's order
-    buckets: tuple[BucketCapacity, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"{self.gpu}_tp{self.tp}"
-
-    @property
-    def mixed(self) -> bool:
-        return len(self.buckets) > 1
-
-    @property
-    def bucket_rates(self) -> tuple[float, ...]:
-        """Req/s per replica for each bucket (0: cannot serve it); one shape: ``(rate_rps,)``."""
-        return tuple(b.rate for b in self.buckets) if self.buckets else (self.rate_rps,)
-
-    @property
-    def measured(self) -> bool:
-        return any(b.measured is not None for b in self.buckets)
 
 
 @dataclass
@@ -298,7 +282,13 @@ def serve_tp_sizes(w: ServeWorkload, inputs: Inputs, gid: str) -> list[int]:
     """Replica sizes tried: 1-8 GPUs within a node, plus any size a profile measured."""
     gpu = inputs.gpus[gid]
     sizes = set() if w.measured_only else {tp for tp in TP_SIZES if tp <= max(gpu.node_gpus, 8)}
-    return sorted(sizes | inputs.profiles.serve_tps(w.model, gid, w.precision))
+    prec = serve_precision(w, gpu)
+    return sorted(sizes | inputs.profiles.serve_tps(w.model, gid, prec))
+
+
+def serve_gpus(w: ServeWorkload, inputs: Inputs) -> list[str]:
+    """The GPU types ``w`` may run on: the problem's, restricted to the workload's ``gpus``."""
+    return [g for g in inputs.gpus if w.gpus is None or g in w.gpus]
 
 
 def serve_candidates(
@@ -308,10 +298,11 @@ def serve_candidates(
     dropped: list[Dropped] = []
     # a mix keeps every size: which is best differs per bucket
     keep = SERVE_KEEP_PER_GPU if len(w.buckets()) == 1 else len(TP_SIZES) + 8
-    for gid in inputs.gpus:
+    plain_ok = w.disaggregated is not True and w.mtp is not True
+    for gid in serve_gpus(w, inputs):
         found: list[ServeCandidate] = []
-        reasons: list[tuple[int, str]] = []
-        for tp in serve_tp_sizes(w, inputs, gid):
+        reasons: list[tuple[int | str, str]] = []
+        for tp in serve_tp_sizes(w, inputs, gid) if plain_ok else []:
             c = serve_candidate(w, inputs, gid, tp, calib)
             if isinstance(c, str):
                 reasons.append((tp, c))
@@ -320,24 +311,32 @@ def serve_candidates(
         found.sort(key=lambda c: -c.rate_rps / c.tp)
         # a measured configuration is always offered: the team runs it and trusts it
         out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
-        if not found:
+        deployed = deployment_candidates(w, inputs, gid, calib, reasons, found)
+        out.extend(deployed)
+        if not found and not deployed:
             dropped.append(
-                Dropped(workload=w.name, gpu=gid, config="tp 1-8", reason=grouped_reasons(reasons))
+                Dropped(
+                    workload=w.name,
+                    gpu=gid,
+                    config="tp 1-8" if plain_ok and not deployed else "any deployment",
+                    reason=grouped_reasons(reasons) or "no deployment of this GPU to try",
+                )
             )
     return out, dropped
 
 
-def grouped_reasons(reasons: list[tuple[int, str]]) -> str:
+def grouped_reasons(reasons: list[tuple[int | str, str]]) -> str:
     """Why no replica size of a GPU serves a workload: each reason once, after the sizes it
-    stops (an FP4 model on a card without FP4 said it four times, once per size).
+    stops (an FP4 model on a card without FP4 said it four times, once per size); a
+    deployment is named by its label.
 
-    >>> grouped_reasons([(1, "too big"), (2, "too big"), (4, "too slow")])
-    'tp1/tp2: too big; tp4: too slow'
+    >>> grouped_reasons([(1, "too big"), (2, "too big"), (4, "too slow"), ("1x72:dep", "too slow")])
+    'tp1/tp2: too big; tp4/1x72:dep: too slow'
     """
-    sizes: dict[str, list[int]] = {}
+    sizes: dict[str, list[str]] = {}
     for tp, why in reasons:
-        sizes.setdefault(why, []).append(tp)
-    return "; ".join(f"{'/'.join(f'tp{t}' for t in tps)}: {why}" for why, tps in sizes.items())
+        sizes.setdefault(why, []).append(f"tp{tp}" if isinstance(tp, int) else tp)
+    return "; ".join(f"{'/'.join(tps)}: {why}" for why, tps in sizes.items())
 
 
 def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
@@ -393,169 +392,6 @@ def offer_months(o: Offer, horizon_start: str, months: int) -> range:
         else min(months - 1, month_index(horizon_start, o.available_until))
     )
     return range(a, b + 1)
-
-
-def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
-    """The serving candidates of one workload worth an owned-replica variable.
-
-    Candidate ``b`` is left out when another ``a`` on the same GPU type has a ``tp`` that
-    divides ``b``'s, ``mu_a <= mu_b`` and ``tp_b / tp_a`` replicas of ``a`` give at least
-    ``mu_b``: on the same owned GPUs they serve as much, count as at least as many replicas
-    (``serve_floor``) and none is larger (the spare ``R L``), so any plan with ``b`` is matched
-    at no higher cost (ties: the earlier key stays).
-
-    >>> from types import SimpleNamespace as NS
-    >>> c = lambda k, tp, mu: NS(gpu="g", tp=tp, rate_rps=mu, key=k)
-    >>> [x.key for x in owned_serve_options([c("tp1", 1, 3.0), c("tp2", 2, 5.0), c("tp4", 4, 13.0)])]
-    ['tp1', 'tp4']
-    >>> [x.key for x in owned_serve_options([c("a", 1, 2.0), c("b", 1, 2.0)])]
-    ['a']
-    >>> [x.key for x in owned_serve_options([c("fast", 1, 4.0), c("tp2", 2, 3.0)])]
-    ['fast', 'tp2']
-    """
-
-    def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
-        if a is b or a.gpu != b.gpu or b.tp % a.tp:
-            return False
-        if a.rate_rps > b.rate_rps:  # a larger replica: more spare capacity to hold
-            return False
-        given, wanted = (b.tp // a.tp) * a.rate_rps, b.rate_rps
-        return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))
-
-    live = [c for c in cands if c.rate_rps > 0]
-    test = mix_beats if any(getattr(c, "mixed", False) for c in live) else beats
-    return [b for b in live if not any(test(a, b) for a in live)]
-
-
-def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
-    """For a request mix: ``tp_b / tp_a`` replicas of ``a`` on the same GPUs serve at least
-    what one of ``b`` does in every bucket (each type keeps its own spares, so a smaller
-    replica never needs more of them). Ties: the smaller, then earlier key stays.
-
-    >>> from types import SimpleNamespace as NS
-    >>> c = lambda k, tp, r: NS(gpu="g", tp=tp, key=k, bucket_rates=r)
-    >>> mix_beats(c("a", 1, (3.0, 1.0)), c("b", 2, (5.0, 2.0))), mix_beats(c("a", 1, (3.0, 0.9)), c("b", 2, (5.0, 2.0)))
-    (True, False)
-    """
-    if a is b or a.gpu != b.gpu or b.tp % a.tp:
-        return False
-    k = b.tp // a.tp
-    pairs = list(zip(a.bucket_rates, b.bucket_rates, strict=True))
-    if any(k * ra < rb for ra, rb in pairs):
-        return False
-    return any(k * ra > rb * (1 + 1e-12) for ra, rb in pairs) or (a.tp, a.key) < (b.tp, b.key)
-
-
-def capped(o: Offer) -> bool:
-    """An offer whose capacity is limited: a cap on its GPUs, or an availability window (a
-    contract's term). Such an offer never stands in for an unlimited one when pairs are pruned.
-
-    >>> from types import SimpleNamespace as NS
-    >>> capped(NS(max_gpus=None)), capped(NS(max_gpus=None, available_until="2027-03"))
-    (False, True)
-    """
-    return (
-        o.max_gpus is not None
-        or getattr(o, "available_from", None) is not None
-        or getattr(o, "available_until", None) is not None
-    )
-
-
-def serve_rental_pairs(
-    cands: list[ServeCandidate], offers: Iterable[Offer], spot_ok: bool
-) -> list[tuple[ServeCandidate, Offer]]:
-    """The (candidate, offer) pairs of one serving workload that can matter when renting.
-
-    A rented replica of candidate ``r`` on offer ``o`` gives ``mu_r`` req/s, counts as one
-    replica (``serve_floor``), costs ``p_o m_r`` per hour and uses ``m_r`` of a cap. A pair is
-    left out when another pair does at least as well replica for replica, so any plan using it
-    can use the other instead at no higher cost:
-
-    * per candidate: offers are the same replica at different prices, so only the cheapest
-      uncapped non-reserved offer, capped offers cheaper than it and every reserved offer;
-    * across candidates: a non-reserved pair is dropped when an uncapped pair gives at least
-      the req/s for at most the price per replica-hour (ties: uncapped, then earlier, wins).
-
-    (Not by $ per req/s alone: the one-replica floor makes small replicas worth keeping.)
-
-    >>> from types import SimpleNamespace as NS
-    >>> c1, c2 = NS(gpu="g", tp=1, rate_rps=1.0, key="g_tp1"), NS(gpu="g", tp=2, rate_rps=3.0, key="g_tp2")
-    >>> o = lambda i, p, u=1, cap=None: NS(id=i, gpu="g", kind="on_demand", usd_per_gpu_hour=p,
-    ...     marginal_usd_per_gpu_hour=p, gpus_per_instance=u, max_gpus=cap, cluster=False)
-    >>> pairs = lambda cs, os: [(c.key, o.id) for c, o in serve_rental_pairs(cs, os, False)]
-    >>> pairs([c1, c2], [o("a", 1.0), o("b", 1.2, 8), o("c", 0.5, 1, 4), o("d", 0.9, 8, 4)])
-    [('g_tp1', 'c'), ('g_tp1', 'd'), ('g_tp1', 'a'), ('g_tp2', 'd'), ('g_tp2', 'b')]
-    >>> pairs([c1, NS(gpu="g", tp=1, rate_rps=0.5, key="slow")], [o("a", 1.0)])
-    [('g_tp1', 'a')]
-    """
-    # cluster products are multi-node training blocks, not serving capacity
-    offers = [o for o in offers if (o.kind != "spot" or spot_ok) and not o.cluster]
-    kept: list[tuple[ServeCandidate, Offer]] = []
-    for c in cands:
-        if c.rate_rps <= 0:
-            continue
-        eligible = [o for o in offers if o.gpu == c.gpu and o.gpus_per_instance >= c.tp]
-        plain = sorted(
-            (o for o in eligible if o.kind != "reserved"),
-            key=lambda o: (o.marginal_usd_per_gpu_hour, o.id),
-        )
-        uncapped = next((o for o in plain if not capped(o)), None)
-        for o in plain:
-            if o is uncapped or (
-                capped(o)
-                and (
-                    uncapped is None
-                    or o.marginal_usd_per_gpu_hour < uncapped.marginal_usd_per_gpu_hour
-                )
-            ):
-                kept.append((c, o))
-        kept.extend((c, o) for o in sorted(eligible, key=lambda o: o.id) if o.kind == "reserved")
-
-    def rank(i: int) -> tuple[float, float, bool, int]:
-        c, o = kept[i]
-        return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, capped(o), i)
-
-    if any(getattr(c, "mixed", False) for c, _ in kept):
-        return _mix_pairs(kept)
-    leaders = [rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and not capped(o)]
-    out = []
-    for i, (c, o) in enumerate(kept):
-        if o.kind != "reserved":
-            me = rank(i)
-            mu, cost = me[0], me[1]
-            if any(
-                r[0] >= mu and r[1] <= cost and (r[0] > mu or r[1] < cost or r[2:] < me[2:])
-                for r in leaders
-                if r[3] != i
-            ):
-                continue
-        out.append((c, o))
-    return out
-
-
-def _mix_pairs(kept: list[tuple[ServeCandidate, Offer]]) -> list[tuple[ServeCandidate, Offer]]:
-    """A request mix: a non-reserved pair is dropped when an uncapped non-reserved pair gives
-    at least its req/s in every bucket for at most its price per replica-hour (ties: earlier
-    wins). Swapping each of its replicas for one of the other keeps every bucket served and
-    needs no more spares (each type keeps its own)."""
-
-    def cost(c: ServeCandidate, o: Offer) -> float:
-        return o.marginal_usd_per_gpu_hour * c.tp
-
-    def dominated(i: int) -> bool:
-        c, o = kept[i]
-        for j, (d, p) in enumerate(kept):
-            if j == i or p.kind == "reserved" or capped(p):
-                continue
-            pairs = list(zip(d.bucket_rates, c.bucket_rates, strict=True))
-            if cost(d, p) > cost(c, o) or any(x < y for x, y in pairs):
-                continue
-            better = cost(d, p) < cost(c, o) or any(x > y for x, y in pairs)
-            if better or j < i:
-                return True
-        return False
-
-    return [kc for i, kc in enumerate(kept) if kc[1].kind == "reserved" or not dominated(i)]
 
 
 def rental_gpus(k: int, offer: Offer) -> int:

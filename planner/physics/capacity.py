@@ -8,12 +8,17 @@ plan claims is checked against the same numbers). Pure functions of the inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
+from planner.inputs.catalog import GpuSpec
 from planner.inputs.problem import Inputs, RequestBucket, ServeWorkload, TrainJob
 from planner.inputs.profiles import Measured, serve_rate, train_rate
 from planner.physics.calibration_values import Calibration
-from planner.physics.serve import ReplicaCapacity, replica_capacity
+from planner.physics.serve import TP_SIZES, ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate
+
+if TYPE_CHECKING:
+    from planner.physics.serving import Deployment
 
 
 @dataclass(frozen=True)
@@ -29,13 +34,53 @@ class BucketCapacity:
         return self.capacity.rate_rps if self.capacity.feasible else 0.0
 
 
-def _measured_capacity(w: ServeWorkload, tp: int, b: RequestBucket, m: Measured) -> ReplicaCapacity:
+# A workload listing several precisions serves each GPU at the first of these it supports.
+PRECISION_RANK = ("fp4", "fp8", "int4", "int8", "bf16", "fp16")
+
+
+def supports(gpu: GpuSpec, precision: str) -> bool:
+    """The GPU has the tensor cores the precision computes on (fp8, fp4); others run anywhere.
+
+    >>> from types import SimpleNamespace as NS
+    >>> h100 = NS(fp8_dense_tflops=989.0, fp4_dense_tflops=None)
+    >>> supports(h100, "fp8"), supports(h100, "fp4"), supports(h100, "bf16")
+    (True, False, True)
+    """
+    if precision == "fp8":
+        return gpu.fp8_dense_tflops is not None
+    if precision == "fp4":
+        return gpu.fp4_dense_tflops is not None
+    return True
+
+
+def serve_precision(w: ServeWorkload, gpu: GpuSpec) -> str:
+    """The precision ``w`` is served at on ``gpu``: its one precision, or of a list the best
+    the GPU supports (:data:`PRECISION_RANK`); none supported: the best listed (the physics
+    then says why the GPU cannot serve it).
+
+    >>> from types import SimpleNamespace as NS
+    >>> w = NS(precisions=lambda: ("fp8", "fp4"))
+    >>> h100 = NS(fp8_dense_tflops=989.0, fp4_dense_tflops=None)
+    >>> b200 = NS(fp8_dense_tflops=4500.0, fp4_dense_tflops=9000.0)
+    >>> serve_precision(w, h100), serve_precision(w, b200)
+    ('fp8', 'fp4')
+    """
+    given = w.precisions()
+    if len(given) == 1:
+        return given[0]
+    ranked = [p for p in PRECISION_RANK if p in given]
+    return next((p for p in ranked if supports(gpu, p)), ranked[0])
+
+
+def _measured_capacity(
+    w: ServeWorkload, tp: int, b: RequestBucket, m: Measured, precision: str
+) -> ReplicaCapacity:
     """A measured rate as a ReplicaCapacity: latencies are known only to be within the SLO."""
     return ReplicaCapacity(
         feasible=True,
         reason=None,
         gpus=tp,
-        precision=w.precision,
+        precision=precision,
         batch=0,
         rate_rps=m.rate,
         p95_ttft_ms=w.slo.p95_ttft_ms,
@@ -60,26 +105,150 @@ def bucket_capacity(
     bucket's planned shape (the upper end of its ranges).
     """
     slo = (w.slo.p95_ttft_ms, w.slo.p95_tpot_ms)
+    prec = serve_precision(w, inputs.gpus[gpu_id])
     m = serve_rate(
-        inputs.profiles, w.model, gpu_id, tp, w.precision, b.prompt_range(), b.output_range(), slo
+        inputs.profiles, w.model, gpu_id, tp, prec, b.prompt_range(), b.output_range(), slo
     )
     if m == "outside_slo":
         why = "measured, but no measured run is within the SLO"
-        return BucketCapacity(
-            b.name, ReplicaCapacity(False, why, tp, w.precision, 0, 0.0, 0.0, 0.0, 0.0)
-        )
+        return BucketCapacity(b.name, ReplicaCapacity(False, why, tp, prec, 0, 0.0, 0.0, 0.0, 0.0))
     if isinstance(m, Measured):
-        return BucketCapacity(b.name, _measured_capacity(w, tp, b, m), m)
+        return BucketCapacity(b.name, _measured_capacity(w, tp, b, m, prec), m)
     if w.measured_only:
         why = "not measured (measured_only: no modeled capacity)"
-        return BucketCapacity(
-            b.name, ReplicaCapacity(False, why, tp, w.precision, 0, 0.0, 0.0, 0.0, 0.0)
-        )
+        return BucketCapacity(b.name, ReplicaCapacity(False, why, tp, prec, 0, 0.0, 0.0, 0.0, 0.0))
     prompt, output = b.shape()
     cap = replica_capacity(
-        inputs.models[w.model], inputs.gpus[gpu_id], tp, w.precision, prompt, output, *slo, calib
+        inputs.models[w.model], inputs.gpus[gpu_id], tp, prec, prompt, output, *slo, calib
     )
     return BucketCapacity(b.name, cap)
+
+
+def deployment_bucket_capacity(
+    inputs: Inputs,
+    w: ServeWorkload,
+    b: RequestBucket,
+    gpu_id: str,
+    dep: Deployment,
+    calib: Calibration | None = None,
+) -> BucketCapacity:
+    """Req/s one deployment ``dep`` of ``gpu_id`` (rack-wide workers, disaggregated prefill
+    and decode, MTP) sustains for bucket ``b`` within ``w``'s SLO:
+    :func:`planner.physics.serving.deployment_capacity` at the bucket's planned shape. No
+    profile measures a deployment: under ``measured_only`` it cannot serve.
+    """
+    from planner.physics.serving import deployment_capacity
+
+    prec = serve_precision(w, inputs.gpus[gpu_id])
+    if w.measured_only:
+        why = "not measured (measured_only: no modeled capacity)"
+        cap = ReplicaCapacity(False, why, dep.total_gpus, prec, 0, 0.0, 0.0, 0.0, 0.0)
+        return BucketCapacity(b.name, cap)
+    prompt, output = b.shape()
+    cap = _deployment_capacity_cached(
+        deployment_capacity,
+        inputs.models[w.model],
+        inputs.gpus[gpu_id],
+        dep,
+        prec,
+        prompt,
+        output,
+        w.slo.p95_ttft_ms,
+        w.slo.p95_tpot_ms,
+        calib,
+    )
+    return BucketCapacity(b.name, cap)
+
+
+def _deployment_capacity_cached(fn, model, gpu, dep, prec, prompt, output, ttft, tpot, calib):
+    """``fn(...)`` once per distinct argument set in this process (the candidates and the
+    verifier ask for the same deployments)."""
+    try:
+        key = (model, gpu, dep, prec, prompt, output, ttft, tpot, calib)
+        hash(key)
+    except TypeError:
+        return fn(model, gpu, dep, prec, prompt, output, ttft, tpot, calib)
+    if key not in _DEP_CACHE:
+        if len(_DEP_CACHE) > 4096:
+            _DEP_CACHE.clear()
+        _DEP_CACHE[key] = fn(model, gpu, dep, prec, prompt, output, ttft, tpot, calib)
+    return _DEP_CACHE[key]
+
+
+_DEP_CACHE: dict = {}
+
+
+# ----------------------------------------------------------------- layouts in a plan
+
+
+def plain_replica(dep: Deployment) -> bool:
+    """A deployment the planner has always had: one aggregated tensor- or expert-parallel
+    worker of 1, 2, 4 or 8 GPUs without MTP. Its capacity is :func:`bucket_capacity`'s
+    (measured profiles apply; tp or ep, the faster); every other deployment's is
+    :func:`deployment_bucket_capacity`'s."""
+    d = dep.decode
+    return (
+        dep.prefill is None
+        and not dep.mtp
+        and d.count == 1
+        and d.mode in ("tp", "ep")
+        and d.gpus in TP_SIZES
+    )
+
+
+def layout_dict(dep: Deployment) -> dict:
+    """A deployment as a plan row's ``layout``: its label, decode (the one worker kind of an
+    aggregated deployment) and prefill workers (count, GPUs, mode; null: aggregated), MTP.
+
+    >>> from types import SimpleNamespace as NS
+    >>> w = NS(count=1, gpus=8, mode="ep")
+    >>> d = NS(decode=w, prefill=None, mtp=False, label=lambda: "1x8:ep")
+    >>> layout_dict(d)
+    {'label': '1x8:ep', 'prefill': None, 'decode': {'count': 1, 'gpus': 8, 'mode': 'ep'}, 'mtp': False}
+    """
+
+    def worker(x) -> dict | None:
+        return None if x is None else {"count": x.count, "gpus": x.gpus, "mode": x.mode}
+
+    return {
+        "label": dep.label(),
+        "prefill": worker(dep.prefill),
+        "decode": worker(dep.decode),
+        "mtp": bool(dep.mtp),
+    }
+
+
+def layout_deployment(layout: dict) -> Deployment:
+    """A plan row's ``layout`` back as a Deployment (ValueError: not a layout)."""
+    from planner.physics.serving import Deployment, Worker
+
+    def worker(x: object) -> Worker:
+        if not isinstance(x, dict) or set(x) - {"count", "gpus", "mode"}:
+            raise ValueError(f"a worker is {{count, gpus, mode}}, got {x!r}")
+        count, gpus, mode = x.get("count", 1), x.get("gpus"), x.get("mode")
+        ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (count, gpus))
+        if not ints or not 1 <= count <= 4096 or not 1 <= gpus <= 4096:
+            raise ValueError(f"worker count and gpus are whole numbers >= 1, got {x!r}")
+        if mode not in ("tp", "ep", "dep"):
+            raise ValueError(f"worker mode is tp, ep or dep, got {mode!r}")
+        return Worker(gpus=gpus, mode=mode, count=count)
+
+    if not isinstance(layout, dict) or "decode" not in layout:
+        raise ValueError(f"a layout has decode, prefill and mtp, got {layout!r}")
+    pre = layout.get("prefill")
+    mtp = layout.get("mtp", False)
+    if not isinstance(mtp, bool):
+        raise ValueError(f"layout mtp is true or false, got {mtp!r}")
+    return Deployment(
+        decode=worker(layout["decode"]), prefill=None if pre is None else worker(pre), mtp=mtp
+    )
+
+
+def replica_deployment(tp: int, mode: str) -> Deployment:
+    """A plain replica of ``tp`` GPUs in ``mode`` (tp or ep) as a Deployment."""
+    from planner.physics.serving import Deployment, Worker
+
+    return Deployment(decode=Worker(gpus=tp, mode=mode))
 
 
 def mix_rate(shares: list[float], rates: list[float]) -> float:

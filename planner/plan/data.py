@@ -267,6 +267,27 @@ class Commitment(_Data):
     usd: Usd = 0.0  # count x hours per month x price x len(months)
 
 
+class WorkerLayout(_Data):
+    """A worker kind of a serving replica: ``count`` workers of ``gpus`` GPUs each, in mode
+    ``tp`` (experts sliced), ``ep`` (whole experts per GPU) or ``dep`` (data-parallel attention,
+    whole experts per GPU)."""
+
+    count: Annotated[int, _num(1, 4096, "workers: from 1 to 4,096")] = 1
+    gpus: Annotated[int, _num(1, 576, "GPUs per worker: from 1 to 576")]
+    mode: Literal["tp", "ep", "dep"]
+
+
+class ServeLayout(_Data):
+    """How one serving replica is deployed: aggregated (``prefill`` null: the decode workers
+    do both phases) or disaggregated (prefill and decode worker pools), MTP on or off;
+    ``label`` as ``4x4:dep+1x32:dep mtp`` (prefill first)."""
+
+    label: Annotated[str, Field(max_length=200)]
+    prefill: WorkerLayout | None = None
+    decode: WorkerLayout
+    mtp: bool = False
+
+
 class ServeAllocation(_Data):
     workload: Name
     month: MonthLabel
@@ -282,6 +303,9 @@ class ServeAllocation(_Data):
     # sum over buckets of capacity / rate <= replicas, less the spares of the type)
     bucket_rates_rps: dict[str, Rate] = {}
     bucket_capacity_rps: dict[str, Rate] = {}
+    # the replica's layout (None in plans written before layouts: one worker of
+    # gpus_per_replica GPUs)
+    layout: ServeLayout | None = None
 
 
 class TrainAllocation(_Data):

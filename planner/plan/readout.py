@@ -28,7 +28,7 @@ from planner.optimize.candidates import (
 from planner.optimize.model import PlannerModel
 from planner.optimize.model.core import buy_factor, capex_month, rent_factor
 from planner.physics.demand import LoadSlice
-from planner.plan.data import Purchase, Rental, ServeAllocation, TrainAllocation
+from planner.plan.data import Purchase, Rental, ServeAllocation, ServeLayout, TrainAllocation
 
 EPS = tol.INTEGRALITY
 
@@ -215,6 +215,7 @@ def _serve_allocation(
         gpu=c.gpu,
         gpus_per_replica=c.tp,
         rate_rps_per_replica=c.rate_rps,
+        layout=ServeLayout(**c.layout),
         source=source,
         replicas=replicas,
         demand_rps=ctx.cands.demand[(w, t, s)],

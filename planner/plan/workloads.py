@@ -166,6 +166,18 @@ def _replica_buckets(c: ServeCandidate) -> dict:
     }
 
 
+def _replica_layout(w: ServeWorkload, c: ServeCandidate) -> dict:
+    """A deployment's layout label (prefill and decode workers, MTP), and the precision a
+    GPU serves at where the workload lists several (a plain replica of 1-8 GPUs on one
+    precision: nothing, as before layouts)."""
+    out: dict = {}
+    if c.deployment is not None:
+        out["layout"] = c.layout["label"]
+    if len(w.precisions()) > 1:
+        out["precision"] = c.capacity.precision
+    return out
+
+
 def _request_mix(w: ServeWorkload) -> dict:
     """The mix as planned: each bucket's share and the shape its capacity is planned at."""
     if w.requests is None:
@@ -205,6 +217,7 @@ def _serve_result(
             "rate_rps_per_replica": c.rate_rps,
             "tokens_per_s": c.capacity.tokens_per_s,
             **_replica_buckets(c),
+            **_replica_layout(w, c),
         }
         for c in cl
     ]

@@ -325,7 +325,41 @@ def headroom_sentences(plan: Plan) -> list[str]:
         )
         if w.config.get("requests"):
             out.append(mix_sentence(plan, w.name, w.config["requests"], spare))
+        out += [s for r in w.config.get("replicas", []) if (s := deployment_sentence(w.name, r))]
     return out
+
+
+def deployment_sentence(name: str, replica: dict) -> str | None:
+    """A serving replica type that is a deployment (rack-wide workers, disaggregated pools,
+    MTP), in words; None for a plain replica.
+
+    >>> print(deployment_sentence("r1", {"gpu": "gb200", "gpus_per_replica": 48,
+    ...     "layout": "4x4:dep+1x32:dep mtp", "rate_rps_per_replica": 12.5}))
+    r1 runs on gb200 deployments of 48 GPUs: a prefill pool of 4 workers of 4 GPUs (dep) and a decode pool of 1 worker of 32 GPUs (dep), MTP on; 12.5 req/s each.
+    """
+    label = replica.get("layout")
+    if not label:
+        return None
+    body, _, flag = str(label).partition(" ")
+    pools = body.split("+")
+
+    def pool(text: str) -> str:
+        count, _, rest = text.partition("x")
+        gpus, _, mode = rest.partition(":")
+        n = int(count) if count.isdigit() else count
+        return f"{_plural(n, 'worker') if isinstance(n, int) else n} of {gpus} GPUs ({mode})"
+
+    if len(pools) == 2:
+        what = f"a prefill pool of {pool(pools[0])} and a decode pool of {pool(pools[1])}"
+    else:
+        what = f"one pool of {pool(pools[0])} doing prefill and decode"
+    mtp = "MTP on" if flag == "mtp" else "MTP off"
+    rate = replica.get("rate_rps_per_replica")
+    each = f"; {rate:.3g} req/s each" if isinstance(rate, (int, float)) else ""
+    return (
+        f"{name} runs on {replica.get('gpu')} deployments of {replica.get('gpus_per_replica')} "
+        f"GPUs: {what}, {mtp}{each}."
+    )
 
 
 def mix_sentence(plan: Plan, name: str, requests: list[dict], spare: int) -> str:
@@ -353,10 +387,28 @@ def mix_sentence(plan: Plan, name: str, requests: list[dict], spare: int) -> str
     return f"{name} serves its request mix by size: " + "; ".join(parts) + tail + "."
 
 
+def commitment_end(r: Reservation) -> str:
+    """The last month of a reservation's term (YYYY-MM).
+
+    >>> commitment_end(Reservation(offer="o", provider="p", gpu="b200", start_month="2027-01",
+    ...     term_months=36, gpus=16, usd_per_gpu_hour=3.3, hours=26280, usd=1.0))
+    '2029-12'
+    """
+    return month_label(r.start_month, r.term_months - 1)
+
+
+def commitment_text(r: Reservation) -> str:
+    """What a reservation signs: how many GPUs, with whom, for how long and at what rate."""
+    return (
+        f"{r.gpus} {r.gpu} ({r.provider} {r.offer}) for {r.term_months} months, "
+        f"{r.start_month} to {commitment_end(r)}, at ${r.usd_per_gpu_hour:,.4g}/GPU-h"
+    )
+
+
 def reserve_sentences(plan: Plan) -> list[str]:
     return [
-        f"Reserve {r.gpus} {r.gpu} ({r.provider} {r.offer}) for {r.term_months} months from "
-        f"{r.start_month}: {_usd(r.usd)} in the horizon, paid whether used or not."
+        f"Commit to {commitment_text(r)}: {_usd(r.usd)} in the horizon, paid whether used or "
+        "not."
         for r in plan.reservations
     ]
 

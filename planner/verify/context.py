@@ -23,7 +23,6 @@ from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, mon
 from planner.optimize.candidates import spot_overhead_for
 from planner.physics.capacity import (
     BucketCapacity,
-    bucket_capacity,
     measured_factor,
     replica_of_mix,
     scale_train,
@@ -40,6 +39,7 @@ from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan.data import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
 
 from .findings import ABS, REL, bad_number
+from .layouts import layout_key, serve_capacities
 from .recompute import (
     Cell,
     contract_costs,
@@ -56,7 +56,9 @@ from .recompute import (
     serve_demand,
 )
 
-ConfigKey = tuple[str, str, int]  # (serving workload, GPU, GPUs per replica)
+# (serving workload, GPU, GPUs per replica, layout: '' for a plain replica, else
+# planner.verify.layouts.layout_key)
+ConfigKey = tuple[str, str, int, str]
 
 
 @dataclass
@@ -73,7 +75,7 @@ class ServeRow:
 
     @property
     def key(self) -> ConfigKey:
-        return (self.al.workload, self.al.gpu, self.al.gpus_per_replica)
+        return (self.al.workload, self.al.gpu, self.al.gpus_per_replica, layout_key(self.al))
 
     @property
     def usable(self) -> bool:
@@ -99,10 +101,10 @@ class ServeState:
     given: defaultdict[tuple[int, str, str], float] = field(
         default_factory=lambda: defaultdict(float)
     )
-    type_busy: defaultdict[tuple[int, str, str, int], float] = field(
+    type_busy: defaultdict[tuple[int, str, str, int, str], float] = field(
         default_factory=lambda: defaultdict(float)
     )
-    type_replicas: defaultdict[tuple[int, str, str, int], float] = field(
+    type_replicas: defaultdict[tuple[int, str, str, int, str], float] = field(
         default_factory=lambda: defaultdict(float)
     )
 
@@ -218,7 +220,7 @@ class VerifyContext:
     serve: list[ServeState] = field(default_factory=list)
     capacity: dict[ConfigKey, ReplicaCapacity | None] = field(default_factory=dict)
     bucket_caps: dict[ConfigKey, dict[str, BucketCapacity]] = field(default_factory=dict)
-    serve_configs_used: defaultdict[str, set[tuple[str, int]]] = field(
+    serve_configs_used: defaultdict[str, set[tuple[str, int, str]]] = field(
         default_factory=lambda: defaultdict(set)
     )
     rent_expect: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
@@ -389,12 +391,12 @@ class VerifyContext:
         row.replicas_ok = not bad_number(al.replicas)
         if not row.usable:
             return row
-        cap = self._capacity(row.key, state.w)
+        cap = self._capacity(row.key, state.w, al)
         row.rate = cap.rate_rps if cap is not None and cap.feasible else 0.0
         if state.w.requests is not None:
             self._mix_row(state, row)
         if al.replicas > 0:
-            self.serve_configs_used[state.w.name].add((al.gpu, al.gpus_per_replica))
+            self.serve_configs_used[state.w.name].add(row.key[1:])
         # a rate above the physics' does not serve more: the serving family flags it
         state.offered[(t, al.slice)] += al.replicas * min(row.rate, al.rate_rps_per_replica)
         state.replicas_up[(t, al.slice)] += al.replicas
@@ -415,16 +417,21 @@ class VerifyContext:
             self.capped_use[(o.id, t, al.slice)] += gpus
         return row
 
-    def _capacity(self, key: ConfigKey, w: ServeWorkload) -> ReplicaCapacity | None:
-        """The replica for ``key`` (None: GPU not allowed), computed once per key: measured
-        where a profile applies, else the physics; a mix: the mix rate, feasible when it
-        serves some bucket (each bucket's rate is in ``bucket_caps``)."""
+    def _capacity(
+        self, key: ConfigKey, w: ServeWorkload, al: ServeAllocation
+    ) -> ReplicaCapacity | None:
+        """The replica for ``key`` (None: GPU not allowed, by the problem or the workload's
+        ``gpus``), computed once per key from the row's layout
+        (:func:`planner.verify.layouts.serve_capacities`): measured where a profile applies,
+        else the physics; a mix: the mix rate, feasible when it serves some bucket (each
+        bucket's rate is in ``bucket_caps``)."""
         if key not in self.capacity:
-            _, gpu_id, tp = key
-            if gpu_id not in self.inputs.gpus or tp < 1:
+            _, gpu_id, tp, _ = key
+            allowed = w.gpus is None or gpu_id in w.gpus
+            if gpu_id not in self.inputs.gpus or tp < 1 or not allowed:
                 self.capacity[key] = None
                 return None
-            caps = [bucket_capacity(self.inputs, w, b, gpu_id, tp) for b in w.buckets()]
+            caps = serve_capacities(self.inputs, w, al)
             self.bucket_caps[key] = {c.bucket: c for c in caps}
             self.capacity[key] = replica_of_mix(caps, [b.share for b in w.buckets()])
         return self.capacity[key]
@@ -434,7 +441,7 @@ class VerifyContext:
         al, t = row.al, row.t
         assert t is not None  # rows without a month never get here
         caps = self.bucket_caps.get(row.key, {})
-        kind = (t, al.slice, al.gpu, al.gpus_per_replica)
+        kind = (t, al.slice, *row.key[1:])
         state.type_replicas[kind] += al.replicas
         for b, v in al.bucket_capacity_rps.items():
             state.given[(t, al.slice, b)] += v

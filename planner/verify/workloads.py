@@ -15,7 +15,7 @@ from collections import defaultdict
 from planner.base import tolerances as tol
 from planner.base.tolerances import RPS, at_least, at_most, whole
 from planner.inputs.problem import ServeWorkload, TrainJob, month_index
-from planner.optimize.candidates import planned_wall_hours
+from planner.optimize.candidates import planned_wall_hours, rentable_on
 from planner.physics.demand import HOURS_PER_MONTH
 from planner.plan.data import WorkloadResult
 
@@ -28,6 +28,7 @@ from .context import (
     VerifyContext,
 )
 from .findings import ABS, REL, Checker, Findings, bad_number, close
+from .layouts import layout_workers
 
 H = HOURS_PER_MONTH
 
@@ -133,14 +134,15 @@ def _check_mix_row(chk: Checker, ctx: VerifyContext, row: ServeRow, what: str) -
 
 
 def _check_serve_config(chk: Checker, ctx: VerifyContext, w: ServeWorkload, key: ConfigKey) -> None:
-    _, gpu, tp = key
+    _, gpu, tp, lay = key
     cap = ctx.capacity[key]
+    what = f"{gpu} x{tp}" + (f" ({lay})" if lay else "")
     if cap is None:
         chk.check(False, f"serving {w.name}: GPU {gpu!r} x{tp} is not allowed")
     else:
         chk.check(
             bool(cap.feasible),
-            f"serving {w.name}: {gpu} x{tp} cannot meet the SLO: {cap.reason}",
+            f"serving {w.name}: {what} cannot meet the SLO: {cap.reason}",
         )
 
 
@@ -154,9 +156,11 @@ def _check_serve_offer(chk: Checker, ctx: VerifyContext, row: ServeRow, what: st
     assert o is not None  # for the type checker: just checked
     chk.check(o.gpu == al.gpu, f"{what}: offer {o.id} rents {o.gpu}, not {al.gpu}")
     chk.check(
-        o.gpus_per_instance >= al.gpus_per_replica,
-        f"{what}: a {al.gpus_per_replica}-GPU replica on {o.id}, whose instances hold "
-        f"{o.gpus_per_instance} GPUs (a tensor-parallel group must share one instance)",
+        rentable_on(layout_workers(al), o),
+        f"{what}: a {al.gpus_per_replica}-GPU replica (workers of "
+        f"{'/'.join(str(g) for g in layout_workers(al))} GPUs) on {o.id}, whose instances hold "
+        f"{o.gpus_per_instance} GPUs (a tensor-parallel or expert group shares one instance, "
+        "or whole instances of a multi-node fabric)",
     )
     chk.check(
         o.kind != "spot" or ctx.problem.offers.spot_for_serving,
@@ -187,8 +191,8 @@ def _check_mix_cover(chk: Checker, ctx: VerifyContext, state: ServeState) -> Non
             f"serving {w.name} {ctx.months[t]} {s}: fewer than 1 + {R} replicas up (serve_floor)",
             group=("floor", w.name),
         )
-    for (t, s, gpu, tp), busy in state.type_busy.items():
-        have = state.type_replicas.get((t, s, gpu, tp), 0.0)
+    for (t, s, gpu, tp, lay), busy in state.type_busy.items():
+        have = state.type_replicas.get((t, s, gpu, tp, lay), 0.0)
         spare = R if have > 0 else 0
         chk.check(
             at_most(busy, have - spare, RPS),
@@ -457,7 +461,7 @@ def _check_serve_result(
         return
     wr = rs[0]
     used = sorted(ctx.serve_configs_used.get(w.name, set()))
-    replicas = [c for g, tp in used if (c := ctx.capacity.get((w.name, g, tp))) is not None]
+    replicas = [c for k in used if (c := ctx.capacity.get((w.name, *k))) is not None]
     # the slowest configuration in use is the service's p95
     ttft = max((c.p95_ttft_ms for c in replicas), default=math.inf)
     tpot = max((c.p95_tpot_ms for c in replicas), default=math.inf)

@@ -15,7 +15,12 @@ import pulp
 
 from planner.inputs.catalog import Offer
 from planner.inputs.problem import ServeWorkload
-from planner.optimize.candidates import ServeCandidate, owned_serve_options, serve_rental_pairs
+from planner.optimize.candidates import (
+    ServeCandidate,
+    owned_serve_options,
+    rentable_on,
+    serve_rental_pairs,
+)
 from planner.optimize.model.core import GE, LE, PlannerModel, nid, offer_term_months
 from planner.optimize.model.families import row_name
 
@@ -40,14 +45,15 @@ class ServingForm:
 
 
 def serve_offers(m: PlannerModel, c: ServeCandidate) -> list[Offer]:
-    """Offers a serving candidate may rent: a tensor-parallel replica needs its ``tp`` GPUs
-    in one instance; spot only where the problem allows it for serving. (The model creates
-    ``q`` only for the non-dominated pairs of :func:`planner.optimize.candidates.serve_rental_pairs`.)"""
+    """Offers a serving candidate may rent: each worker's GPUs in one instance or across
+    whole instances of a multi-node fabric (:func:`planner.optimize.candidates.rentable_on`);
+    spot only where the problem allows it for serving. (The model creates ``q`` only for the
+    non-dominated pairs of :func:`planner.optimize.candidates.serve_rental_pairs`.)"""
     spot_ok = m.inputs.problem.offers.spot_for_serving
     return [
         o
         for o in m.cands.offers.values()
-        if o.gpu == c.gpu and o.gpus_per_instance >= c.tp and (o.kind != "spot" or spot_ok)
+        if o.gpu == c.gpu and rentable_on(c.workers, o) and (o.kind != "spot" or spot_ok)
     ]
 
 

@@ -1,0 +1,205 @@
+"""Serving deployments as candidates: rack-wide and multi-node workers, disaggregated
+prefill and decode pools, multi-token prediction (issue 44), beside the plain replicas of 1-8
+GPUs that :func:`planner.optimize.candidates.serve_candidates` makes as always.
+
+Which deployments are tried comes from :func:`planner.physics.serving.candidate_deployments`
+under the workload's ``disaggregated`` and ``mtp``; the prefill pool of a disaggregated one is
+sized here (the P of P:D); each capacity is
+:func:`planner.physics.capacity.deployment_bucket_capacity`. Bounded: per GPU type at most
+:data:`DEPLOY_KEEP_PER_GPU` (+1) per class are kept, and MTP variants are computed for the
+:data:`MTP_TWINS` best twins only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from planner.inputs.problem import Inputs, ServeWorkload
+from planner.optimize.serve_options import ServeCandidate
+from planner.physics.calibration_values import Calibration
+from planner.physics.capacity import (
+    deployment_bucket_capacity,
+    plain_replica,
+    replica_of_mix,
+    serve_precision,
+)
+
+if TYPE_CHECKING:
+    from planner.physics.serving import Deployment
+
+
+# Deployments kept per GPU type and class (aggregated without MTP; disaggregated or with
+# MTP), best req/s per GPU first, besides the smallest of each class that serves (the one-
+# replica floor makes a small replica worth having where demand is low).
+DEPLOY_KEEP_PER_GPU = 3
+
+
+def _toggle(v: object) -> bool | None:
+    return None if v == "auto" else bool(v)
+
+
+def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deployment]:
+    """The deployments of ``gid`` tried for ``w`` beyond the plain replicas of 1-8 GPUs:
+    :func:`planner.physics.serving.candidate_deployments` under the workload's
+    ``disaggregated`` and ``mtp``; on ``auto`` also every deployment tried with both off, so
+    that auto's plan is never dearer than off's. ``disaggregated: auto`` on a dense model
+    tries no disaggregated deployment."""
+    from planner.physics.serving import candidate_deployments
+
+    if w.measured_only:
+        return []
+    model, gpu = inputs.models[w.model], inputs.gpus[gid]
+    prec = serve_precision(w, gpu)
+    prompt, output = max(w.buckets(), key=lambda b: b.share).shape()
+    dis, mtp = _toggle(w.disaggregated), _toggle(w.mtp)
+    if dis is None and model.moe is None:
+        # auto on a dense model: its plain replicas (a dense model gains from splitting its
+        # phases only at sizes the plain replicas already cover; disaggregated: true asks)
+        dis = False
+    deps = list(candidate_deployments(model, gpu, prec, prompt, output, disaggregated=dis, mtp=mtp))
+    if dis is None or mtp is None:
+        off = candidate_deployments(
+            model,
+            gpu,
+            prec,
+            prompt,
+            output,
+            disaggregated=False if dis is None else dis,
+            mtp=False if mtp is None else mtp,
+        )
+        deps += [d for d in off if d not in deps]
+    if dis is not None:
+        deps = [d for d in deps if d.disaggregated == dis]
+    if mtp is not None:
+        deps = [d for d in deps if bool(d.mtp) == mtp]
+    # the plain replicas are planned as always (profiles, tp or ep, the faster)
+    plain_ok = dis is not True and mtp is not True
+    return [d for d in dict.fromkeys(deps) if not (plain_ok and plain_replica(d))]
+
+
+def deployment_candidates(
+    w: ServeWorkload,
+    inputs: Inputs,
+    gid: str,
+    calib: Calibration,
+    reasons: list[tuple[int | str, str]],
+    plain: list[ServeCandidate] | None = None,
+) -> list[ServeCandidate]:
+    """The deployments of ``gid`` kept for ``w`` (:data:`DEPLOY_KEEP_PER_GPU` per class, and
+    the smallest of each class); why the others cannot serve goes to ``reasons``.
+
+    An MTP variant costs the physics several times its twin without MTP (the draft length is
+    searched), so under ``mtp: auto`` only the variants of the :data:`MTP_TWINS` twins of each kind
+    (aggregated, disaggregated) with the most req/s per GPU (deployments or the ``plain``
+    replicas) are computed, a disaggregated
+    one with its twin's prefill pool."""
+    tried = deployments_tried(w, inputs, gid)
+    base = [d for d in tried if not d.mtp]
+    found = [c for d in base if (c := _sized_candidate(w, inputs, gid, d, calib, reasons))]
+    mtp = [d for d in tried if d.mtp]
+    sized = {_twin(c.deployment): c.deployment for c in found}
+    if mtp and base and w.mtp == "auto":
+        twins = [(c.rate_rps / c.tp, _twin(c.deployment, c)) for c in [*found, *(plain or [])]]
+        twins.sort(key=lambda x: -x[0])
+        best = {
+            key
+            for agg in (True, False)
+            for _, key in [x for x in twins if (x[1][0] is None) == agg][:MTP_TWINS]
+        }
+        mtp = [d for d in mtp if _twin(d) in best]
+    for d in mtp:
+        twin = sized.get(_twin(d))
+        if twin is not None and twin.prefill is not None:  # the twin's P: one computation
+            d = replace(d, prefill=twin.prefill)
+            c = _deployment_candidate(w, inputs, gid, d, calib, reasons)
+        else:
+            c = _sized_candidate(w, inputs, gid, d, calib, reasons)
+        if c is not None:
+            found.append(c)
+    kept: list[ServeCandidate] = []
+    for extra in (False, True):
+        group = [c for c in found if (c.deployment.disaggregated or c.deployment.mtp) == extra]
+        group.sort(key=lambda c: (-c.rate_rps / c.tp, c.tp, c.key))
+        chosen = group[:DEPLOY_KEEP_PER_GPU]
+        small = min(group, key=lambda c: (c.tp, -c.rate_rps, c.key), default=None)
+        if small is not None and small not in chosen:
+            chosen.append(small)
+        kept.extend(chosen)
+    return kept
+
+
+# MTP variants computed under mtp: auto, per GPU type: those of the best twin without MTP
+# of each kind (aggregated, disaggregated)
+MTP_TWINS = 1
+
+
+def _twin(dep: Deployment | None, c: ServeCandidate | None = None) -> tuple:
+    """What a deployment is without MTP and its prefill count (a plain replica ``c``: its
+    one worker), to match an MTP variant with the twin it was made from."""
+    if dep is None:
+        assert c is not None
+        return (None, (1, c.tp, c.capacity.layout or "tp"))
+    pre = None if dep.prefill is None else (dep.prefill.gpus, dep.prefill.mode)
+    return (pre, (dep.decode.count, dep.decode.gpus, dep.decode.mode))
+
+
+# The most prefill workers a disaggregated deployment is given
+MAX_PREFILL_WORKERS = 64
+
+
+def _sized_candidate(
+    w: ServeWorkload,
+    inputs: Inputs,
+    gid: str,
+    dep: Deployment,
+    calib: Calibration,
+    reasons: list[tuple[int | str, str]],
+) -> ServeCandidate | None:
+    """``dep`` as a candidate; a disaggregated one with its prefill pool sized to its decode
+    pool (the P of P:D): the physics' P gives req/s per prefill worker, the most prefill
+    workers the decode pool's req/s, and of the two whole P around their ratio the one with
+    the most req/s per GPU is kept (three or four capacity computations)."""
+    first = _deployment_candidate(w, inputs, gid, dep, calib, reasons)
+    if first is None or dep.prefill is None:
+        return first
+    p0 = dep.prefill.count
+
+    def with_p(p: int) -> ServeCandidate | None:
+        d = replace(dep, prefill=replace(dep.prefill, count=p))
+        return _deployment_candidate(w, inputs, gid, d, calib, [])
+
+    top = with_p(MAX_PREFILL_WORKERS) if p0 < MAX_PREFILL_WORKERS else None
+    if top is None or top.rate_rps <= first.rate_rps * (1 + 1e-9):
+        return first
+    ratio = top.rate_rps / (first.rate_rps / p0)
+    best = first
+    for p in sorted({math.floor(ratio), math.ceil(ratio)}):
+        if 1 <= p <= MAX_PREFILL_WORKERS and p != p0:
+            c = with_p(p)
+            if c is not None and c.rate_rps / c.tp > best.rate_rps / best.tp:
+                best = c
+    return best
+
+
+def _deployment_candidate(
+    w: ServeWorkload,
+    inputs: Inputs,
+    gid: str,
+    dep: Deployment,
+    calib: Calibration,
+    reasons: list[tuple[int | str, str]],
+) -> ServeCandidate | None:
+    """One deployment as a candidate (None, with the reason in ``reasons``, if it serves no
+    bucket of ``w``)."""
+    buckets = w.buckets()
+    caps = tuple(deployment_bucket_capacity(inputs, w, b, gid, dep, calib) for b in buckets)
+    if not any(c.rate > 0 for c in caps):
+        why = "; ".join(dict.fromkeys(c.capacity.reason or "no capacity" for c in caps))
+        reasons.append((dep.label(), why))
+        return None
+    if len(buckets) == 1:
+        return ServeCandidate(w.name, gid, dep.total_gpus, caps[0].rate, caps[0].capacity, (), dep)
+    rep = replica_of_mix(list(caps), [b.share for b in buckets])
+    return ServeCandidate(w.name, gid, dep.total_gpus, rep.rate_rps, rep, caps, dep)
