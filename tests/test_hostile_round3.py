@@ -48,6 +48,8 @@ def _hf(tmp_path: Path, fixture: str, **changes: object) -> Path:
     [
         ("llama-3.3-70b", {"model_type": ["llama"]}, "model_type"),
         ("qwen3-30b-a3b", {"mlp_only_layers": 3}, "mlp_only_layers"),
+        ("llama-3.3-70b", {"num_attention_heads": 0}, "heads (num_attention_heads): Input"),
+        ("llama-3.3-70b", {"num_key_value_heads": 7}, "shape: heads 64 is not a multiple of"),
         ("qwen3-30b-a3b", {"mlp_only_layers": [[1, 2], [3]]}, "mlp_only_layers"),
         (
             "llama-3.3-70b",

@@ -318,14 +318,29 @@ def _type_name(cfg: Config) -> str | None:
     return value if isinstance(value, str) else None
 
 
+# catalog field -> the config.json field it is read from (Llama names)
+_HF_NAMES = {
+    "layers": "num_hidden_layers",
+    "hidden": "hidden_size",
+    "heads": "num_attention_heads",
+    "kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "intermediate": "intermediate_size",
+    "vocab": "vocab_size",
+    "max_context": "max_position_embeddings",
+}
+
+
 def _validated(entry: Config, path: Path, model_type: str) -> ModelArch:
     """``entry`` as a ModelArch, or an InputError naming the file, the family and the field."""
     try:
         return ModelArch.model_validate(entry)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        msg = first["msg"]
+        where = ".".join(str(x) for x in first["loc"]) or "shape"
+        msg = first["msg"].removeprefix("Value error, ")
+        if where in _HF_NAMES:
+            where = f"{where} ({_HF_NAMES[where]})"  # the config.json field to look at
         if where in ("params", "active_params"):
             msg = (
                 f"the shape computes to {entry[where]:,} parameters; a model has more than "
