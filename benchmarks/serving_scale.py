@@ -227,11 +227,11 @@ def summary(rs: list[Row]) -> dict[str, dict[str, float]]:
 
 FITTED = {
     "a2a_eff": (0.3, 0.45, 0.6, 0.8),
-    "a2a_latency_us": (8.0, 15.0, 30.0, 60.0),
+    "a2a_latency_us": (15.0, 30.0, 60.0, 100.0, 150.0),
     "a2a_overlap": (0.0, 0.3, 0.5, 0.7),
-    "dp_imbalance": (0.0, 0.5, 1.0, 2.0),
-    "wide_compute_eff": (0.3, 0.5, 0.7, 1.0),
-    "wide_prefill_eff": (0.5, 0.7, 1.0),
+    "dp_imbalance": (0.5, 1.0, 1.5, 2.0),
+    "wide_compute_eff": (0.4, 0.55, 0.7, 0.85, 1.0),
+    "wide_prefill_eff": (0.5, 0.6, 0.7, 0.85, 1.0),
     "mtp_acceptance": (0.7, 0.8, 0.85, 0.9),
 }
 

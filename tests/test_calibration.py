@@ -77,6 +77,7 @@ def test_every_factor_is_sourced():
         for name in type(section).model_fields:
             value = getattr(section, name)
             for v in value if isinstance(value, tuple) else (value,):
+                v = v[1] if isinstance(v, tuple) else v  # (gpu id, figure) pairs
                 assert v.source and v.as_of and v.note, f"{name} lacks source/as_of/note"
 
 

@@ -263,7 +263,7 @@ def test_serve_table_shows_memory_and_fp8_reason():
                 "--output",
                 "10",
             ],
-            "1, 2, 4 or 8",
+            "1, 2 or a multiple of 4",
         ),
         (
             [

@@ -14,8 +14,9 @@ import functools
 import math
 import re
 from pathlib import Path
+from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from planner.base.yamlio import load_yaml, validate
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
@@ -93,9 +94,17 @@ class ServeCalibration(Strict):
     mtp_acceptance_decay: Sourced | None = None
     mtp_max_draft: Sourced | None = None
     mtp_draft_layers: Sourced | None = None
+    wide_compute_eff: Sourced | None = None
+    wide_prefill_eff: Sourced | None = None
     # each GPU generation's serving software efficiency where one vendor figure does not fit
     # (AMD CDNA 3 vs CDNA 4); absent: the vendor's (catalogs/vendors.yaml)
-    serve_efficiency_by_gpu: dict[str, Sourced] | None = None
+    # (a mapping gpu id -> figure in the file; kept as sorted pairs so the calibration hashes)
+    serve_efficiency_by_gpu: tuple[tuple[str, Sourced], ...] | None = None
+
+    @field_validator("serve_efficiency_by_gpu", mode="before")
+    @classmethod
+    def _pairs(cls, v: Any) -> Any:
+        return tuple(sorted(v.items())) if isinstance(v, dict) else v
 
 
 class LinkCalibration(Strict):

@@ -43,6 +43,10 @@ def vendor_figure(gpu: GpuSpec, kind: Kind) -> SourcedRange:
     1.0
     """
     own = gpu.train_efficiency if kind == "train" else gpu.serve_efficiency
+    if kind == "serve":
+        gen = _generation_figure(gpu, own)
+        if gen is not None:
+            return gen
     if own is not None:
         return own
     vendors = _shipped_vendors()
@@ -50,6 +54,27 @@ def vendor_figure(gpu: GpuSpec, kind: Kind) -> SourcedRange:
         raise ValueError(f"gpu {gpu.id!r}: vendor {gpu.vendor!r} is not in catalogs/vendors.yaml")
     v = vendors[gpu.vendor]
     return v.train_efficiency if kind == "train" else v.serve_efficiency
+
+
+def _generation_figure(gpu: GpuSpec, own: SourcedRange | None) -> SourcedRange | None:
+    """The GPU generation's serving figure (``serve.serve_efficiency_by_gpu`` in
+    catalogs/calibration.yaml) where one vendor figure does not fit its generations (AMD: CDNA 3
+    MI300X/MI325X vs CDNA 4 MI355X); None when the GPU has none or a problem file overrides the
+    vendor's figure (an override always wins)."""
+    from planner.physics.calibration_values import default_calibration
+
+    by = dict(default_calibration().serve.serve_efficiency_by_gpu or ())
+    gen = by.get(gpu.id)
+    if gen is None:
+        return None
+    vendor = _shipped_vendors().get(gpu.vendor)
+    if own is not None and (vendor is None or own != vendor.serve_efficiency):
+        return None  # a problem file's override
+    low = min(gen.value, vendor.serve_efficiency.low) if vendor else gen.value
+    high = max(gen.value, vendor.serve_efficiency.high) if vendor else gen.value
+    return SourcedRange(
+        value=gen.value, low=low, high=high, source=gen.source, as_of=gen.as_of, note=gen.note
+    )
 
 
 def train_efficiency(gpu: GpuSpec) -> float:

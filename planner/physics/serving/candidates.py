@@ -97,10 +97,12 @@ def candidate_deployments(
     dis: list[Deployment] = []
     if disaggregated is not False:
         pre_mode = "dep" if moe else "tp"
+        pre_sizes = sizes + [g for g in (16, 32) if g > node and (g <= dom or (
+            g % node == 0 and not gpu.consumer))]  # fmt: skip
         pre = next(
             (
                 Worker(g, pre_mode)
-                for g in sizes
+                for g in pre_sizes
                 if (g >= 4 or not moe) and _fits(model, gpu, Worker(g, pre_mode), precision,
                                                   prompt, output, calib)
             ),
@@ -108,7 +110,7 @@ def candidate_deployments(
         )  # fmt: skip
         decs: list[Worker] = []
         if moe:
-            for g in sorted({8, 16, 32, dom} if dom > 8 else {8, 16}):
+            for g in sorted({8, 16, 32, dom} if dom > 8 else {8, 16, 32}):
                 if g > dom and (g % dom or gpu.consumer):
                     continue
                 if _fits(model, gpu, Worker(g, "dep"), precision, prompt, output, calib):
@@ -121,17 +123,26 @@ def candidate_deployments(
                     p = _prefill_count(model, gpu, pre, dec, precision, prompt, output, calib, m)
                     dis.append(Deployment(dec, Worker(pre.gpus, pre.mode, p), m))
     out += dis
-    if True in mtp_opts:
+    if True in mtp_opts:  # MTP where it is served: the wide and disaggregated decoders, TP
         extra = [
             Deployment(x.decode, x.prefill, True)
             for x in out
-            if _fits(model, gpu, x.decode, precision, prompt, output, calib, True)
+            if (x.decode.mode == "dep" or x.decode.gpus >= 8 or x == out[0])
+            and _fits(model, gpu, x.decode, precision, prompt, output, calib, True)
         ]
         out = extra if mtp_opts == [True] else out + extra
     seen: list[Deployment] = []
     for x in out:
         if x not in seen:
             seen.append(x)
-    if len(seen) > MAX_CANDIDATES:  # keep today's, then the widest and the disaggregated
-        seen = seen[:4] + seen[-(MAX_CANDIDATES - 4):]
+    if len(seen) > MAX_CANDIDATES:  # keep the most distinct: today's smallest, wide, disaggregated
+
+        def rank(i_x: tuple[int, Deployment]) -> tuple[int, int]:
+            i, x = i_x
+            wide_ = x.decode.gpus > 8 or x.disaggregated
+            tier = 0 if i == 0 else (1 if wide_ and not x.mtp else 2 if wide_ else 3)
+            return tier, i
+
+        keep = {i for i, _ in sorted(enumerate(seen), key=rank)[:MAX_CANDIDATES]}
+        seen = [x for i, x in enumerate(seen) if i in keep]
     return seen

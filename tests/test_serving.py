@@ -1,0 +1,249 @@
+"""Serving at scale (planner/physics/serving): workers, disaggregation, MTP, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+from planner.inputs.catalog import load_gpus, load_models
+from planner.physics.calibration_values import default_calibration
+from planner.physics.serve import estimate_serve, replica_capacity
+from planner.physics.serving import (
+    Deployment,
+    Worker,
+    WorkerPhysics,
+    accepted_tokens,
+    candidate_deployments,
+    deployment_capacity,
+    estimate_deployment,
+    gpus_error,
+    parse_worker,
+)
+from planner.physics.serving.constants import const
+
+CAL = default_calibration()
+MODELS = load_models()
+GPUS = load_gpus()
+R1 = MODELS["deepseek-r1"]
+B200, GB200, H100 = GPUS["b200"], GPUS["gb200"], GPUS["h100-sxm"]
+
+
+def test_labels_round_trip_and_bad_specs_say_what_is_allowed():
+    d = Deployment(Worker(32, "dep"), Worker(4, "dep", 4), mtp=True)
+    assert d.label() == "4x4:dep+1x32:dep mtp" and d.total_gpus == 48 and d.disaggregated
+    assert Deployment.from_label(d.label()) == d
+    assert Deployment.from_label("1x8:tp") == Deployment(Worker(8, "tp"))
+    assert Deployment(Worker(8, "tp"), mtp=True, mtp_draft=3).label() == "1x8:tp mtp3"
+    assert d.to_dict()["prefill"] == {"count": 4, "gpus": 4, "mode": "dep"}
+    with pytest.raises(ValueError, match="tp\\|ep\\|dep"):
+        parse_worker("4x4")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        parse_worker("4x4:xx")
+
+
+def test_which_worker_sizes_can_be_built():
+    assert gpus_error(B200, 8, CAL) is None and gpus_error(B200, 16, CAL) is None
+    assert gpus_error(B200, 12, CAL) is None  # 8 + 4 over the fabric
+    assert "cannot be built" in gpus_error(B200, 3, CAL)
+    assert gpus_error(GB200, 72, CAL) is None and gpus_error(GB200, 36, CAL) is None
+    assert "cannot be built" in gpus_error(GPUS["rtx-4090"], 16, CAL)
+
+
+def test_todays_replicas_are_todays_physics_exactly():
+    for g, mode in ((8, "tp"), (8, "ep"), (4, "tp")):
+        old = estimate_serve(R1, B200, g, "fp4", 1024, 1024, 64, CAL.model_copy(
+            update={"moe_layout": mode}))  # fmt: skip
+        new = estimate_deployment(R1, B200, Deployment(Worker(g, mode)), "fp4", 1024, 1024, 64)
+        assert new.tokens_per_s == pytest.approx(old.tokens_per_s, rel=1e-12)
+        assert new.tpot_ms == pytest.approx(old.tpot_ms, rel=1e-12)
+        assert new.layout == f"1x{g}:{mode}" and new.gpus == g
+    old = replica_capacity(R1, B200, 8, "fp4", 1024, 1024, 2000, 50, CAL, layout="ep")
+    new = deployment_capacity(R1, B200, Deployment(Worker(8, "ep", 3)), "fp4", 1024, 1024,
+                              2000, 50)  # fmt: skip
+    assert new.rate_rps == pytest.approx(3 * old.rate_rps) and new.gpus == 24
+
+
+def test_all_to_all_by_hand():
+    """Dispatch (FP8) + combine (BF16) of 64 tokens per GPU, 8 experts each, over 31 peers of 32
+    on NVLink 5 (900 GB/s per direction x a2a_eff) plus two fixed latencies."""
+    wp = WorkerPhysics(R1, GB200, Worker(32, "dep"), "fp4", CAL)
+    nbytes = 64 * 8 * 7168 * 3 * 31 / 32
+    want = 2 * const(CAL, "a2a_latency_us") * 1e-6 + nbytes / (900e9 * const(CAL, "a2a_eff"))
+    assert wp.a2a_s(64) == pytest.approx(want)
+    # across HGX servers the peers outside the server are reached at the NIC's 50 GB/s
+    wide = WorkerPhysics(R1, B200, Worker(16, "dep"), "fp4", CAL)
+    assert wide.a2a_s(64) > WorkerPhysics(R1, B200, Worker(8, "dep"), "fp4", CAL).a2a_s(64)
+
+
+def test_mtp_acceptance_by_hand():
+    assert accepted_tokens(0, 0.9, 0.7) == 1.0
+    assert accepted_tokens(1, 0.9, 0.7) == pytest.approx(1.9)
+    assert accepted_tokens(2, 0.9, 0.7) == pytest.approx(1.9 + 0.9 * 0.63)
+
+
+def test_data_parallel_attention_imbalance():
+    wp = WorkerPhysics(R1, GB200, Worker(32, "dep"), "fp4", CAL)
+    assert wp.ranks_busiest(0) == 0 and wp.ranks_busiest(1) == 1
+    busy = wp.ranks_busiest(32 * 16)
+    assert 16 < busy < 16 * 2
+    assert WorkerPhysics(R1, GB200, Worker(32, "ep"), "fp4", CAL).ranks_busiest(100) == 100
+
+
+@pytest.mark.parametrize("gpu", ["gb200", "b200"])
+def test_more_gpus_never_less_throughput_at_fixed_batch_per_gpu(gpu):
+    g = GPUS[gpu]
+    last = 0.0
+    for size in (8, 16, 32, 72) if gpu == "gb200" else (8, 16, 32):
+        e = estimate_deployment(R1, g, Deployment(Worker(size, "dep")), "fp4", 1024, 1024,
+                                32 * size)  # fmt: skip
+        assert e.fits and e.tokens_per_s >= last
+        last = e.tokens_per_s
+    for w in (1, 2, 4):  # more workers of one size: proportional
+        e = estimate_deployment(R1, g, Deployment(Worker(8, "dep", w)), "fp4", 1024, 1024,
+                                256 * w)  # fmt: skip
+        assert e.tokens_per_s >= last * 0 and e.gpus == 8 * w
+
+
+@pytest.mark.parametrize("label", ["1x8:tp", "1x8:ep", "1x8:dep", "1x32:dep", "1x4:dep+1x16:dep"])
+def test_mtp_never_slower_at_batch_1(label):
+    gpu = GB200 if "32" in label else B200
+    off = estimate_deployment(R1, gpu, Deployment.from_label(label), "fp4", 1024, 1024, 1)
+    on = estimate_deployment(R1, gpu, Deployment.from_label(label + " mtp"), "fp4", 1024, 1024, 1)
+    assert on.fits and on.tpot_ms < off.tpot_ms and on.tokens_per_s > off.tokens_per_s
+    # ~1.5-2x tokens per step at small batch
+    assert 1.4 < off.tpot_ms / on.tpot_ms < 2.5
+
+
+def test_mtp_needs_mtp_layers():
+    llama = MODELS["llama-3-70b"]
+    e = estimate_deployment(llama, H100, Deployment(Worker(8, "tp"), mtp=True), "fp8", 512, 256, 8)
+    assert not e.fits and "multi-token-prediction" in e.reason
+    assert candidate_deployments(llama, H100, "fp8", 512, 256, mtp=True) == []
+
+
+def _per_gpu_at_tpot(gpu, dep, tpot_ms):
+    """Highest output tokens/s per GPU of ``dep`` with TPOT within ``tpot_ms`` (over C)."""
+    lo, hi, best = 1, 1, 0.0
+    while hi < 100_000:
+        e = estimate_deployment(R1, gpu, dep, "fp4", 1024, 1024, hi)
+        if not e.fits or e.tpot_ms > tpot_ms:
+            break
+        best, lo, hi = e.tokens_per_s / e.gpus, hi, hi * 2
+    while hi - lo > max(1, lo // 50):
+        mid = (lo + hi) // 2
+        e = estimate_deployment(R1, gpu, dep, "fp4", 1024, 1024, mid)
+        if e.fits and e.tpot_ms <= tpot_ms:
+            best, lo = max(best, e.tokens_per_s / e.gpus), mid
+        else:
+            hi = mid
+    return best
+
+
+def test_disaggregated_nvl72_beats_aggregated_b200_per_gpu_at_the_same_interactivity():
+    """InferenceX DeepSeek-R1 FP4 1k/1k: disaggregated GB200 NVL72 well above aggregated B200
+    per GPU at the same tokens/s per user (here 50: TPOT 20 ms)."""
+    b200 = max(_per_gpu_at_tpot(B200, Deployment(Worker(8, m)), 20) for m in ("tp", "ep", "dep"))
+    gb200 = max(
+        _per_gpu_at_tpot(GB200, d, 20)
+        for d in candidate_deployments(R1, GB200, "fp4", 1024, 1024, disaggregated=True, mtp=False)
+    )
+    assert gb200 > 1.3 * b200 > 0
+
+
+def test_deepseek_r1_fp8_fits_four_b200():
+    e = estimate_serve(R1, B200, 4, "fp8", 1024, 1024)
+    assert e.fits and e.batch >= 16
+    d = estimate_deployment(R1, B200, Deployment(Worker(4, "tp")), "fp8", 1024, 1024, 16)
+    assert d.fits
+
+
+def test_amd_generations_have_their_own_serving_factor():
+    from planner.physics.vendor import serve_efficiency
+
+    mi300, mi355 = serve_efficiency(GPUS["mi300x"]), serve_efficiency(GPUS["mi355x"])
+    assert mi300 < 0.81 < mi355
+    # a problem file's override still wins
+    own = GPUS["mi300x"].model_copy(update={"serve_efficiency": GPUS["mi300x"].serve_efficiency
+                                            .model_copy(update={"value": 0.5})})  # fmt: skip
+    assert serve_efficiency(own) == 0.5
+
+
+def test_disaggregated_capacity_within_slo_and_prefill_sized():
+    d = Deployment(Worker(32, "dep"), Worker(4, "dep", 4))
+    c = deployment_capacity(R1, GB200, d, "fp4", 1024, 1024, 2000, 30)
+    assert c.feasible and c.gpus == 48 and c.layout == d.label()
+    assert c.p95_ttft_ms <= 2000 + 1e-6 and c.p95_tpot_ms <= 30 + 1e-6
+    more = deployment_capacity(R1, GB200, Deployment(Worker(32, "dep"), Worker(4, "dep", 8)),
+                               "fp4", 1024, 1024, 2000, 30)  # fmt: skip
+    assert more.rate_rps >= c.rate_rps
+    tight = deployment_capacity(R1, GB200, d, "fp4", 1024, 1024, 1, 30)
+    assert not tight.feasible and "TTFT" in tight.reason
+
+
+def test_candidates_are_bounded_and_span_the_layouts():
+    for gpu in (B200, GB200, H100):
+        prec = "fp8" if gpu is H100 else "fp4"
+        cands = candidate_deployments(R1, gpu, prec, 1024, 1024)
+        assert 0 < len(cands) <= 16
+        assert any(not c.disaggregated for c in cands) and any(c.disaggregated for c in cands)
+        assert any(c.mtp for c in cands)
+        for c in cands:
+            assert estimate_deployment(R1, gpu, c, prec, 1024, 1024, 8).fits, c.label()
+    gb = candidate_deployments(R1, GB200, "fp4", 1024, 1024, mtp=False)
+    assert any(c.decode.gpus >= 32 for c in gb)
+    assert all(not c.disaggregated for c in candidate_deployments(
+        R1, GB200, "fp4", 1024, 1024, disaggregated=False))  # fmt: skip
+
+
+def _serve(*args):
+    return CliRunner().invoke(cli, ["estimate", "serve", "--model", "deepseek-r1", *args])
+
+
+def test_cli_disaggregated_and_wide_workers():
+    r = _serve("--gpu", "gb200", "--precision", "fp4", "--prompt", "1024", "--output", "1024",
+               "--batch", "1024", "--prefill", "4x4:dep", "--decode", "1x32:dep", "--mtp",
+               "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["gpus"] == 48 and d["layout"] == "4x4:dep+1x32:dep mtp"
+    assert d["tokens_per_s"] > 0 and d["tpot_ms"] > 0 and d["ttft_ms"] > 0
+    r = _serve("--gpu", "gb200", "--precision", "fp4", "--prompt", "1024", "--output", "1024",
+               "--batch", "512", "--gpus", "72", "--layout", "dep", "--json")  # fmt: skip
+    assert r.exit_code == 0 and json.loads(r.output)["gpus"] == 72
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--prefill", "4x3:dep", "--decode", "1x32:dep"], "multiple of 4"),
+        (["--prefill", "4x4:zz", "--decode", "1x32:dep"], "mode must be one of"),
+        (["--prefill", "4x4:dep"], "needs --decode"),
+        (["--decode", "1x1000:dep"], "cannot be built"),
+        (["--gpus", "8", "--decode", "1x8:dep"], "not both"),
+    ],
+)
+def test_cli_bad_specs_exit_2_with_what_is_allowed(args, says):
+    r = _serve("--gpu", "gb200", "--precision", "fp4", "--prompt", "1024", "--output", "1024",
+               "--batch", "64", *args)  # fmt: skip
+    assert r.exit_code == 2 and says in r.output, r.output
+
+
+def test_cli_too_large_suggests_the_released_precision():
+    r = _serve("--gpu", "b200", "--gpus", "4", "--precision", "bf16", "--prompt", "1024",
+               "--output", "1024", "--json")  # fmt: skip
+    assert r.exit_code == 3
+    assert "released in fp8; try --precision fp8" in json.loads(r.output)["reason"]
+    assert "--gpus N" in CliRunner().invoke(cli, ["estimate", "serve", "--help"]).output
+    assert "multiple of 4" in CliRunner().invoke(cli, ["estimate", "serve", "--help"]).output
+
+
+def test_workers_memory_dep_splits_the_kv_cache():
+    ep = WorkerPhysics(R1, GB200, Worker(8, "ep"), "fp4", CAL)
+    dep = WorkerPhysics(R1, GB200, Worker(8, "dep"), "fp4", CAL)
+    assert dep.max_batch(1024, 1024) > 4 * ep.max_batch(1024, 1024)
+    assert math.isclose(dep.memory_gb(80, 2048, 1024)["kv_cache"] * 8,
+                        ep.memory_gb(80, 2048, 1024)["kv_cache"])  # fmt: skip
