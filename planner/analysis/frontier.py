@@ -268,13 +268,17 @@ def frontier_deployments(
 
 
 def _sweep(
-    estimate: Any, label: str, gpus: int, flags: tuple[bool, bool, int]
+    estimate: Any, label: str, gpus: int, flags: tuple[bool, bool, int], slots: int | None = None
 ) -> tuple[list[Operating], str | None]:
-    """The deployment ``estimate(batch)`` at every batch of :data:`BATCHES` until one does not
-    fit (after one did) or stops paying; the first reason it could not serve if none fit."""
+    """The deployment ``estimate(batch)`` at every batch of :data:`BATCHES` up to its KV-cache
+    ``slots`` (and at ``slots`` itself: beyond them requests only wait for one) until one does
+    not fit (after one did) or stops paying; the first reason it could not serve if none fit."""
     out: list[Operating] = []
     reason = None
-    for b in BATCHES:
+    batches = list(BATCHES)
+    if slots is not None and slots >= 1:
+        batches = [b for b in BATCHES if b < slots] + [slots]
+    for b in batches:
         est = estimate(b)
         ok = est.fits and est.tokens_per_s > 0 and math.isfinite(est.tpot_ms) and est.tpot_ms > 0
         if not ok:
@@ -290,6 +294,30 @@ def _sweep(
             break  # past the throughput peak: every larger batch is dominated
         out.append(p)
     return out, (None if out else reason)
+
+
+def _slots(
+    model: ModelArch,
+    gpu: GpuSpec,
+    d: Any,
+    precision: str,
+    prompt: int,
+    output: int,
+    calib: Calibration,
+) -> int | None:
+    """Requests the deployment's decode workers hold at once (their KV cache): past it the
+    physics has the extra requests wait for a slot (only TTFT grows), which is no operating
+    point to draw. None: not known (a worker that cannot serve at all)."""
+    from planner.physics.serving import WorkerPhysics
+
+    draft = getattr(d, "mtp_draft", None)
+    try:
+        wp = WorkerPhysics(model, gpu, d.decode, precision, calib, bool(d.mtp), draft)
+        if wp.check(prompt, output) is not None:
+            return None
+        return int(wp.max_batch(prompt, output)) * d.decode.count
+    except (TypeError, ValueError):  # a physics without these figures: sweep the whole range
+        return None
 
 
 def _curable(reason: str | None) -> bool:
@@ -327,7 +355,8 @@ def operating_points(
 
         widest = max(d.decode.gpus, d.prefill.gpus if d.prefill is not None else 0)
         flags = (bool(d.mtp), bool(d.disaggregated), widest)
-        got, why = _sweep(est, d.label(), d.total_gpus, flags)
+        slots = _slots(model, gpu, d, precision, prompt, output, calib)
+        got, why = _sweep(est, d.label(), d.total_gpus, flags, slots)
         points += got
         if why and why not in reasons:
             reasons.append(why)
