@@ -36,10 +36,9 @@ class TrainCalibration(Strict):
     mfu_size_half_hidden: Sourced
     gemm_half_tokens: Sourced
     recompute_factor: Sourced
-    fp8_speedup: Sourced | None = None  # superseded by the fp8_* figures below; unused
     # FP8 training (absent: physics.training.compute.FP8_DEFAULTS): the share of a BF16 step's
-    # compute time in linear GEMMs, the FP8 GEMMs' fraction of FP8 peak relative to BF16's of
-    # BF16 peak, and the cast/scale overhead as a share of the FP8 GEMM time.
+    # compute time in linear GEMMs, the FP8 GEMMs' asymptotic fraction of the FP8 peak, and the
+    # cast/scale overhead as a share of the FP8 GEMM time.
     fp8_gemm_time_share: Sourced | None = None
     fp8_gemm_eff: Sourced | None = None
     fp8_scaling_overhead: Sourced | None = None
