@@ -30,6 +30,9 @@ from planner.physics.vendor import describe, serve_efficiency, train_efficiency
 from planner.plan.assumptions import vendor_assumptions
 
 AMD = ("mi300x", "mi325x", "mi355x")
+# serving: each AMD generation's own figure (catalogs/calibration.yaml serve.serve_efficiency_by_gpu:
+# CDNA 3 vs CDNA 4); training: the vendor's
+GEN = {"mi300x": 0.61, "mi325x": 0.61, "mi355x": 0.97}
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +59,15 @@ def test_the_loader_puts_each_vendors_figure_on_its_gpus(gpus):
         assert g.train_efficiency == v.train_efficiency
         assert g.serve_efficiency == v.serve_efficiency
     for gid in AMD:
-        assert (train_efficiency(gpus[gid]), serve_efficiency(gpus[gid])) == (0.72, 0.81)
+        assert (train_efficiency(gpus[gid]), serve_efficiency(gpus[gid])) == (0.72, GEN[gid])
     nvidia = [g for g in gpus.values() if g.vendor == "nvidia"]
     assert nvidia and all(train_efficiency(g) == serve_efficiency(g) == 1.0 for g in nvidia)
 
 
 def test_a_hand_made_amd_spec_takes_the_shipped_vendor_figure(gpus):
-    bare = gpus["mi300x"].model_copy(update={"train_efficiency": None, "serve_efficiency": None})
+    bare = gpus["mi300x"].model_copy(
+        update={"id": "mi300x-own", "train_efficiency": None, "serve_efficiency": None}
+    )
     assert (train_efficiency(bare), serve_efficiency(bare)) == (0.72, 0.81)
 
 
@@ -93,7 +98,7 @@ def test_a_moe_replica_scales_too(gpus, models):
     amd, c, m = gpus["mi355x"], default_calibration(), models["deepseek-r1"]
     a = estimate_serve(m, amd, 8, "fp4", 2000, 1500, 16, c)
     b = estimate_serve(m, as_nvidia(amd), 8, "fp4", 2000, 1500, 16, c)
-    assert a.fits and a.tokens_per_s == pytest.approx(b.tokens_per_s * 0.81, rel=1e-12)
+    assert a.fits and a.tokens_per_s == pytest.approx(b.tokens_per_s * GEN["mi355x"], rel=1e-12)
     step = _decode_step_fn(m, amd, 8, "fp4", 2750, c)
     assert step(16) == pytest.approx(decode_step_s(m, amd, 8, "fp4", 16, 2750, c), rel=1e-9)
 
@@ -187,17 +192,19 @@ def test_a_problem_file_overrides_the_figure(tmp_path):
 
 def test_the_plan_assumptions_list_both_figures(gpus):
     rows = {a.key: a for a in vendor_assumptions(gpus["mi325x"])}
-    assert (rows["train_efficiency"].value, rows["serve_efficiency"].value) == (0.72, 0.81)
-    assert "MLPerf" in rows["serve_efficiency"].source
-    assert "0.68-0.99" in rows["serve_efficiency"].source
+    assert (rows["train_efficiency"].value, rows["serve_efficiency"].value) == (0.72, 0.61)
+    assert "InferenceX" in rows["serve_efficiency"].source
+    assert "0.61-0.99" in rows["serve_efficiency"].source
     assert rows["serve_efficiency"].group == "gpu:mi325x"
     assert {a.value for a in vendor_assumptions(gpus["h100-sxm"])} == {1.0}
 
 
 def test_describe_names_vendor_range_and_source(gpus):
     d = describe(gpus["mi355x"], "serve")
-    assert (d["vendor"], d["value"], d["low"], d["high"]) == ("amd", 0.81, 0.68, 0.99)
-    assert "MLPerf Inference" in str(d["source"]) and d["as_of"]
+    assert (d["vendor"], d["value"], d["low"], d["high"]) == ("amd", 0.97, 0.68, 0.99)
+    assert "InferenceX" in str(d["source"]) and d["as_of"]
+    d = describe(gpus["mi355x"], "train")
+    assert (d["vendor"], d["value"]) == ("amd", 0.72) and "MLPerf" in str(d["source"])
 
 
 @pytest.mark.parametrize(
@@ -205,7 +212,7 @@ def test_describe_names_vendor_range_and_source(gpus):
     [
         (["serve", "--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "1",
           "--precision", "fp16", "--prompt", "512", "--output", "128", "--batch", "8"],
-         "serve", 0.81),
+         "serve", 0.61),
         (["train", "--model", "llama-2-7b", "--gpu", "mi300x", "--gpus", "1",
           "--tokens", "1e9"], "train", 0.72),
         (["serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "1",

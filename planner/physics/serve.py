@@ -1,761 +1,150 @@
-"""Serving physics: memory, prefill and decode step times, continuous batching and p95 latency.
+"""Serving physics: memory, prefill and decode step times, continuous batching and p95 latency
+of today's replica (1-8 GPUs of one server, tp or ep).
 
-Units: bytes and GB (1e9 B) per GPU, seconds inside, milliseconds in the results. ``gpus`` is the
-tensor-parallel size of one replica. Model of the engine (vLLM-style continuous batching): at every
-iteration boundary, if requests are waiting and batch slots are free, the engine runs one *prefill
-iteration* for all of them (their first tokens); otherwise a *decode step* for every running
-request. A prefill iteration therefore stalls the running decodes: that is how arrivals inflate TPOT.
-
-The queueing arithmetic (Poisson and Erlang tails, the steady state of the running batch) lives in
-:mod:`planner.physics.serve_queueing`; its public names are re-exported here.
+The code lives in :mod:`planner.physics.serving.replica` (memory, step times, the estimate) and
+:mod:`planner.physics.serving.replica_capacity` (loaded latency, the capacity within an SLO);
+workers beyond one server, data-parallel attention, disaggregated deployments and MTP in
+:mod:`planner.physics.serving`. Every name this module had is re-exported here, as are the
+queueing tails of :mod:`planner.physics.serve_queueing`.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
-from planner.physics.moe import (
-    attn_flops_per_token,
-    compute_params,
-    kv_share_per_gpu,
-    prefill_attn_flops,
-)
-from planner.physics.moe import kv_bytes_per_token as _kv_bytes
 from planner.physics.serve_queueing import (
-    LoadedLatency,
-    _arrival_iterations,
-    _p95_residual_s,
-    _p95_tpot,
-    _residual_tail,
-    _slot_wait_s,
-    _steady_state,
+    LoadedLatency as LoadedLatency,
 )
-
-# re-exported: the queueing tails were public names of this module before the split
-from planner.physics.serve_queueing import erlang_c as erlang_c
-from planner.physics.serve_queueing import poisson_quantile as poisson_quantile
-from planner.physics.serve_weights import (
+from planner.physics.serve_queueing import (
+    _arrival_iterations as _arrival_iterations,
+)
+from planner.physics.serve_queueing import (
+    _p95_residual_s as _p95_residual_s,
+)
+from planner.physics.serve_queueing import (
+    _p95_tpot as _p95_tpot,
+)
+from planner.physics.serve_queueing import (
+    _residual_tail as _residual_tail,
+)
+from planner.physics.serve_queueing import (
+    _slot_wait_s as _slot_wait_s,
+)
+from planner.physics.serve_queueing import (
+    _steady_state as _steady_state,
+)
+from planner.physics.serving.replica import (
     FP4_BYTES_PER_PARAM as FP4_BYTES_PER_PARAM,
 )
-from planner.physics.serve_weights import PRECISIONS as PRECISIONS
-from planner.physics.serve_weights import moe_factors as moe_factors
-from planner.physics.serve_weights import weight_bw as weight_bw
-from planner.physics.serve_weights import weight_bytes_per_param as weight_bytes_per_param
-from planner.physics.serve_weights import weight_read_s as weight_read_s
-from planner.physics.serve_weights import with_layout as with_layout
-from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
-from planner.physics.vendor import serve_efficiency, serve_step_s
-
-TP_SIZES = (1, 2, 4, 8)
-
-
-@dataclass(frozen=True)
-class ServeEstimate:
-    fits: bool
-    reason: str | None
-    gpus: int
-    precision: str
-    batch: int
-    tokens_per_s: float
-    ttft_ms: float
-    tpot_ms: float
-    memory_per_gpu_gb: float
-    memory: dict[str, float]
-    layout: str = "tp"  # a MoE's experts sliced across the GPUs (tp) or whole per GPU (ep)
-
-
-@dataclass(frozen=True)
-class ReplicaCapacity:
-    feasible: bool
-    reason: str | None
-    gpus: int
-    precision: str
-    batch: int
-    rate_rps: float
-    p95_ttft_ms: float
-    p95_tpot_ms: float
-    tokens_per_s: float
-    layout: str = "tp"  # a MoE's experts sliced across the GPUs (tp) or whole per GPU (ep)
-
-
-# ----------------------------------------------------------------------------- bytes
-
-
-def kv_bytes_per_token(model: ModelArch, precision: str, context: float | None = None) -> float:
-    """KV-cache bytes per token, whole model (:func:`planner.physics.moe.kv_bytes_per_token`):
-    ``2 (K,V) x layers x kv_heads x head_dim x bytes`` for GQA/MHA, one latent for MLA, a
-    sliding-window layer capped at its window for a ``context``-token sequence.
-
-    The cache is FP16 (2 B) except with fp8/fp4, where it is FP8 (1 B); int8/int4 are
-    weight-only quantisations and keep an FP16 cache.
-
-    >>> from planner.physics.train import _toy_model
-    >>> kv_bytes_per_token(_toy_model(), "fp16")  # Llama-2-7B: 0.5 MiB per token
-    524288.0
-    """
-    return _kv_bytes(model, precision, context)
-
-
-def serve_memory_gb(
-    model: ModelArch,
-    tp: int,
-    precision: str,
-    batch: int,
-    context: int,
-    prompt: int,
-    calib: Calibration,
-) -> dict[str, float]:
-    """Memory per GPU (GB): weights/tp, KV cache for ``batch`` full contexts, engine overhead.
-
-    ``overhead`` = fixed engine GB + prefill activation workspace (``activation_gb_per_1k_tokens``
-    per 1,000 prompt tokens per GPU).
-
-    >>> from planner.physics.train import _toy_model
-    >>> m = serve_memory_gb(_toy_model(), 1, "fp16", 8, 4096, 2048, default_calibration())
-    >>> round(m["weights"], 2), round(m["kv_cache"], 2)
-    (13.48, 17.18)
-    """
-    s = calib.serve
-    weights = model.params * weight_bytes_per_param(precision, calib) / tp
-    kv = batch * context * kv_bytes_per_token(model, precision, context)
-    kv *= kv_share_per_gpu(model, tp)
-    overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / tp
-    return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
-
-
-GIB = 2**30
-
-
-def memory_cap_gb(gpu: GpuSpec, calib: Calibration) -> float:
-    """GB (1e9 B) a serving engine may fill on ``gpu``: its memory x ``usable_memory_fraction``.
-
-    Vendors state HBM/GDDR capacities in binary gigabytes (B200 "180 GB" = 180 GiB: nvidia-smi
-    183,359 MiB = 192.3e9 B; H100 "80 GB": 81,559 MiB; MI300X "192 GB": 196,592 MiB), while
-    the physics counts bytes / 1e9: the catalog figure is x 2^30 / 1e9 here. (Before, DeepSeek-R1
-    FP8, 671 GB of weights, did not fit 4 x B200 as SGLang serves it.)
-
-    >>> from planner.physics.train import _toy_gpu
-    >>> round(memory_cap_gb(_toy_gpu(), default_calibration()), 1)  # 80 GiB x 0.9
-    77.3
-    """
-    return gpu.memory_gb.value * GIB / GB * calib.serve.usable_memory_fraction.value
-
-
-def max_batch(
-    model: ModelArch,
-    gpu: GpuSpec,
-    tp: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    calib: Calibration,
-) -> int:
-    """Largest batch whose weights + KV (every request at its full prompt+output context) fit.
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> max_batch(_toy_model(), _toy_gpu(), 1, "fp16", 1024, 1024, default_calibration())
-    57
-    """
-    cap = memory_cap_gb(gpu, calib)
-    base = serve_memory_gb(model, tp, precision, 0, prompt + output, prompt, calib)
-    free = cap - base["weights"] - base["overhead"]
-    ctx = prompt + output
-    per = ctx * kv_bytes_per_token(model, precision, ctx) * kv_share_per_gpu(model, tp)
-    if free <= 0:
-        return 0
-    return int(free * GB // per)
-
-
-# ----------------------------------------------------------------------------- rates
-
-
-def peak_flops(gpu: GpuSpec, precision: str, calib: Calibration) -> float:
-    """Dense tensor FLOP/s used for this precision (per GPU).
-
-    fp8 runs at the FP8 peak x ``fp8_compute_factor`` (attention and norms stay 16-bit), fp4 at
-    the FP4 peak x the same factor; int8 and int4 are weight-only (W8A16/W4A16) and compute at
-    the BF16 peak.
-
-    >>> from planner.physics.train import _toy_gpu
-    >>> peak_flops(_toy_gpu(), "bf16", default_calibration()) / 1e12
-    989.4
-    """
-    if precision == "fp8":
-        if gpu.fp8_dense_tflops is None:
-            raise ValueError(f"{gpu.id} has no FP8 tensor cores")
-        return gpu.fp8_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
-    if precision == "fp4":
-        if gpu.fp4_dense_tflops is None:
-            raise ValueError(f"{gpu.id} has no FP4 tensor cores")
-        return gpu.fp4_dense_tflops.value * 1e12 * calib.serve.fp8_compute_factor.value
-    return gpu.bf16_dense_tflops.value * 1e12
-
-
-def tp_comm_s(model: ModelArch, gpu: GpuSpec, tp: int, tokens: float, calib: Calibration) -> float:
-    """Tensor-parallel time of one forward: 2 all-reduces per layer of ``tokens x hidden x 2`` bytes.
-
-    Over the real link: NVLink, PCIe, or PCIe without peer-to-peer (host-staged, RTX 4090).
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> tp_comm_s(_toy_model(), _toy_gpu(), 1, 64, default_calibration())
-    0.0
-    """
-    if tp <= 1:
-        return 0.0
-    bw, lat = intra_node_link(gpu, tp, calib)
-    return 2 * model.layers * allreduce_s(tokens * model.hidden * 2.0, tp, bw, lat)
-
-
-def layer_overhead_s(model: ModelArch, calib: Calibration) -> float:
-    """Fixed time per forward pass: ``layers x layer_overhead_us`` (launches, sync, sampling).
-
-    >>> from planner.physics.train import _toy_model
-    >>> c = default_calibration()
-    >>> layer_overhead_s(_toy_model(), c) == 32 * c.serve.layer_overhead_us.value * 1e-6
-    True
-    """
-    fixed = model.layers * calib.serve.layer_overhead_us.value * 1e-6
-    if model.moe is None:
-        return fixed
-    return fixed + model.moe_layers * moe_factors(calib)[1]
-
-
-def decode_step_s(
-    model: ModelArch,
-    gpu: GpuSpec,
-    tp: int,
-    precision: str,
-    batch: float,
-    context: float,
-    calib: Calibration,
-) -> float:
-    """One decode step for ``batch`` sequences of mean ``context`` tokens (s).
-
-    ``max(weights/tp / weight_bw + batch x context x kv/tp / (bw x kv_bw_eff),
-    batch (2N + 4 L h ctx) / tp / (peak x decode_compute_eff)) + TP all-reduces + layer overhead``,
-    all / the vendor's ``serve_efficiency`` (:mod:`planner.physics.vendor`; NVIDIA 1).
-    For a MoE, ``weights`` are those the batch reads (attention, dense, shared and the experts
-    its tokens touch, :func:`planner.physics.moe.weight_params_read`) and N the active count.
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> c = default_calibration()
-    >>> tok_s = 1 / decode_step_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 512, c)
-    >>> 100 < tok_s < 200  # batch-1 Llama-2-7B FP16 on H100: bandwidth-bound
-    True
-    """
-    s = calib.serve
-    kv = batch * context * kv_bytes_per_token(model, precision, context)
-    kv *= kv_share_per_gpu(model, tp)
-    bw = gpu.memory_bandwidth_gbs.value * GB
-    t_mem = weight_read_s(model, gpu, tp, precision, batch, calib) + kv / (bw * s.kv_bw_eff.value)
-    flops = batch * (2.0 * compute_params(model) + attn_flops_per_token(model, context)) / tp
-    t_compute = flops / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
-    t = max(t_mem, t_compute) + tp_comm_s(model, gpu, tp, batch, calib)
-    return serve_step_s(t + layer_overhead_s(model, calib), gpu)  # / vendor serve_efficiency
-
-
-def _decode_coeffs(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, context: float, calib: Calibration
-) -> tuple[float, float, float, float, float]:
-    """Coefficients of ``decode_step_s`` as a function of batch n (same formula, precomputed):
-    ``max(w + kv n, fl n) + comm_lat + comm_n n + over`` -> (w, kv, fl, comm_n, comm_lat + over)."""
-    s = calib.serve
-    w = (
-        model.params
-        * weight_bytes_per_param(precision, calib)
-        / tp
-        / weight_bw(gpu, precision, calib)
-    )
-    kv = (
-        context
-        * kv_bytes_per_token(model, precision, context)
-        * kv_share_per_gpu(model, tp)
-        / (gpu.memory_bandwidth_gbs.value * GB * s.kv_bw_eff.value)
-    )
-    fl = (
-        (2.0 * compute_params(model) + attn_flops_per_token(model, context))
-        / tp
-        / (peak_flops(gpu, precision, calib) * s.decode_compute_eff.value)
-    )
-    lat = tp_comm_s(model, gpu, tp, 0, calib)
-    comm_n = tp_comm_s(model, gpu, tp, 1, calib) - lat
-    return w, kv, fl, comm_n, lat + layer_overhead_s(model, calib)
-
-
-def prefill_compute_s(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, prompt: int, calib: Calibration
-) -> float:
-    """GEMM + attention time of one prompt: ``(2 N p + 2 L h p^2) / tp / (peak x prefill_eff)`` (s).
-
-    2 L h p^2 = causal attention scores and values (half of the full 4 L h p^2).
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> t = prefill_compute_s(_toy_model(), _toy_gpu(), 1, "fp16", 2048, default_calibration())
-    >>> 0.02 < t < 0.06
-    True
-    """
-    flops = 2.0 * compute_params(model) * prompt + prefill_attn_flops(model, prompt)
-    return flops / tp / (peak_flops(gpu, precision, calib) * calib.serve.prefill_compute_eff.value)
-
-
-def prefill_iter_s(
-    model: ModelArch,
-    gpu: GpuSpec,
-    tp: int,
-    precision: str,
-    prompts: int,
-    prompt: int,
-    calib: Calibration,
-) -> float:
-    """One prefill iteration for ``prompts`` prompts of ``prompt`` tokens (s).
-
-    ``(prompts x compute + one weight read + TP all-reduces + layer overhead) / serve_efficiency``
-    (the vendor's, :mod:`planner.physics.vendor`; NVIDIA 1) (weight streaming and
-    GEMMs are not assumed to overlap: this is what makes short prompts cost a decode step).
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> t = prefill_iter_s(_toy_model(), _toy_gpu(), 1, "fp16", 1, 128, default_calibration())
-    >>> 0.005 < t < 0.015  # a short prompt costs about one weight read
-    True
-    """
-    # a prompt routes enough tokens to touch (nearly) every expert: one full weight read
-    t = (
-        prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
-        + weight_read_s(model, gpu, tp, precision, max(prompts, 1) * prompt, calib)
-        + tp_comm_s(model, gpu, tp, prompts * prompt, calib)
-        + layer_overhead_s(model, calib)
-    )
-    return serve_step_s(t, gpu)  # / the vendor's serve_efficiency (NVIDIA 1)
-
-
-# ----------------------------------------------------------------------------- feasibility
-
-
-def _check(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    calib: Calibration,
-) -> str | None:
-    """Why this replica cannot serve at all (None: it can, memory permitting)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if prompt < 1 or output < 1:
-        raise ValueError("prompt and output must be at least 1 token")
-    if precision == "fp8" and gpu.fp8_dense_tflops is None:
-        return f"{gpu.id} has no FP8 tensor cores (use bf16, int8 or int4)"
-    if precision == "fp4" and gpu.fp4_dense_tflops is None:
-        return (
-            f"{gpu.id} has no FP4 tensor cores (NVFP4/MXFP4 need Blackwell or MI355X; "
-            "use fp8, int4 or bf16)"
-        )
-    if gpus not in TP_SIZES:
-        return f"tensor-parallel size must be 1, 2, 4 or 8, got {gpus}"
-    node = node_gpus(gpu, calib)
-    if gpus > node:
-        return f"{gpus} GPUs exceed one {gpu.id} server ({node} GPUs)"
-    if model.heads % gpus:
-        return f"{model.heads} attention heads are not divisible by tensor-parallel size {gpus}"
-    if calib.moe_layout == "ep" and model.moe is not None and model.moe.experts % gpus:
-        return f"{model.moe.experts} experts do not split evenly over {gpus} GPUs (use tp)"
-    if prompt + output > model.max_context:
-        return f"prompt+output {prompt + output} tokens > {model.id} context {model.max_context}"
-    mem = serve_memory_gb(model, gpus, precision, 0, prompt + output, prompt, calib)
-    cap = memory_cap_gb(gpu, calib)
-    if mem["weights"] + mem["overhead"] > cap:
-        total = mem["weights"] * gpus
-        return (
-            f"{precision} weights {total:.1f} GB + overhead > {gpus}x{gpu.memory_gb.value:g} GB "
-            f"({calib.serve.usable_memory_fraction.value:.0%} usable)"
-        )
-    if max_batch(model, gpu, gpus, precision, prompt, output, calib) < 1:
-        return (
-            f"no room for the KV cache of one {prompt + output}-token context after "
-            f"{mem['weights']:.1f} GB of weights per GPU"
-        )
-    return None
-
-
-def estimate_serve(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    batch: int | None = None,
-    calib: Calibration | None = None,
-) -> ServeEstimate:
-    """Steady-state throughput and latency of one replica holding ``batch`` requests.
-
-    ``batch=None`` takes the largest that fits. A request spends one prefill (its share of a
-    prefill iteration of ``batch`` prompts) and ``output-1`` decode steps, so
-    ``tokens_per_s = batch x output / (prefill_iter(batch) + (output-1) x decode_step(batch))`` and
-    ``tpot = (prefill_iter + (output-1) x decode_step) / (output-1)`` (interleaved prefills inflate
-    TPOT). ``ttft`` is an unloaded single-prompt prefill (queueing is in :func:`replica_capacity`).
-    Decode steps use the mean context ``prompt + (output-1)/2``.
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> e = estimate_serve(_toy_model(), _toy_gpu(), 1, "fp16", 512, 256, batch=32)
-    >>> e.fits, 1000 < e.tokens_per_s < 5000, 10 < e.ttft_ms < 30
-    (True, True, True)
-    """
-    calib = calib or default_calibration()
-    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
-    if reason is None:
-        top = max_batch(model, gpu, gpus, precision, prompt, output, calib)
-        if batch is None:
-            batch = top
-        elif batch < 1:
-            raise ValueError("batch must be at least 1")
-        elif batch > top:
-            mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
-            reason = (
-                f"batch {batch} needs {sum(mem.values()):.1f} GB per GPU > "
-                f"{gpu.memory_gb.value:g} GB; at most batch {top} fits"
-            )
-    if reason is not None:
-        return _cannot_serve(model, gpus, precision, prompt, output, batch or 0, calib, reason)
-    assert batch is not None
-    d = output - 1
-    ctx = prompt + d / 2
-    t_dec = decode_step_s(model, gpu, gpus, precision, batch, ctx, calib)
-    t_pre = prefill_iter_s(model, gpu, gpus, precision, batch, prompt, calib)
-    total = t_pre + d * t_dec
-    mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
-    ttft = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib)
-    return ServeEstimate(
-        fits=True,
-        reason=None,
-        gpus=gpus,
-        precision=precision,
-        batch=batch,
-        tokens_per_s=batch * output / total,
-        ttft_ms=ttft * 1e3,
-        tpot_ms=(total / d if d > 0 else 0.0) * 1e3,
-        memory_per_gpu_gb=sum(mem.values()),
-        memory=mem,
-        layout=_layout(model, gpus, calib),
-    )
-
-
-def _cannot_serve(
-    model: ModelArch,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    batch: int,
-    calib: Calibration,
-    reason: str,
-) -> ServeEstimate:
-    """An infeasible estimate that still reports the memory it would need (when computable)."""
-    mem = (
-        serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
-        if precision in PRECISIONS
-        else {}
-    )
-    return ServeEstimate(
-        False, reason, gpus, precision, batch, 0.0, math.inf, math.inf, sum(mem.values()), mem
-    )
-
-
-# ----------------------------------------------------------------------------- loaded latency
-
-
-def loaded_latency(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    batch: int,
-    rate: float,
-    calib: Calibration,
-) -> LoadedLatency:
-    """p95 TTFT and TPOT of a continuous-batching replica under Poisson arrivals (rate req/s).
-
-    The engine alternates *prefill iterations* (every waiting request at once: ``P = F + k S1``,
-    F = one weight read + overheads, S1 = one prompt's compute) and *decode steps* ``t_d(n)``.
-    Model (checked against a discrete-event simulation in ``tests/test_physics_serve.py``):
-
-    * Prompts per prefill k: the arrivals during the previous iteration given at least one,
-      ``k = E[Poisson(lam X) | >= 1]`` with X the decode step (or the previous prefill, with the
-      probability of a prefill following a prefill, a two-state Markov chain).
-    * Work conservation: the GPU spends ``rho_p = lam (S1 + F / k)`` of its time prefilling; decodes
-      advance only in the rest, so ``TPOT = t_d(n) / (1 - rho_p)``, and Little's law gives the
-      running batch ``n = lam (output-1) TPOT`` (fixed point). ``rho_p >= 1``, no fixed point or
-      ``n >= batch`` (slots exhausted) is unstable; so is a 95% point of the running batch
-      (below) above the slot count, which keeps the rate out of the slot-saturation regime where
-      the simulation shows TTFT exploding.
-    * p95 TPOT: over a request's life ``T = (output-1) TPOT`` both the batch it decodes with and
-      the number of prefills that stall it are Poisson with means ``n`` and ``r_P T`` (r_P =
-      prefill iterations per second); taken at their 95% points together (they are positively
-      correlated: both count the same arrivals), ``(d t_d(n95) + stalls95 P) / d``.
-    * p95 TTFT: ``F + S1 + q`` where q is the 95% point of ``U X + S1 A``: the residual of the
-      iteration the request arrives in (length-biased mixture: prefills of k = 1, 2, ... prompts,
-      decode steps, idle) plus the prompts prefilled with it (A ~ Poisson(lam X)); plus, when
-      slots are short, the Erlang-C (M/M/c, c = batch slots, service = T) p95 slot wait
-      ``ln(C / 0.05) / (c / T - lam)`` for C > 5%.
-    """
-    return _loaded(model, gpu, gpus, precision, prompt, output, batch, rate, calib)[0]
-
-
-_UNSTABLE = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
-
-
-def _decode_step_fn(
-    model: ModelArch, gpu: GpuSpec, tp: int, precision: str, context: float, calib: Calibration
-) -> Callable[[float], float]:
-    """``decode_step_s(..., n, context, ...)`` as a function of the running batch n alone.
-
-    The fixed point evaluates it hundreds of times per rate, so the coefficients are computed once.
-    """
-    cw, ckv, cfl, ccomm, cfix = _decode_coeffs(model, gpu, tp, precision, context, calib)
-    eff = serve_efficiency(gpu)  # the vendor's: every step takes 1/eff as long (NVIDIA 1)
-    if model.moe is not None:
-        # the weights read grow with the batch (more experts touched): not a constant
-
-        def moe_step(nn: float) -> float:
-            w = weight_read_s(model, gpu, tp, precision, nn, calib)
-            return (max(w + ckv * nn, cfl * nn) + ccomm * nn + cfix) / eff
-
-        return moe_step
-
-    def step(nn: float) -> float:
-        return (max(cw + ckv * nn, cfl * nn) + ccomm * nn + cfix) / eff
-
-    return step
-
-
-def _loaded(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    batch: int,
-    rate: float,
-    calib: Calibration,
-    ttft_slo_s: float | None = None,
-) -> tuple[LoadedLatency, bool]:
-    """:func:`loaded_latency`; with ``ttft_slo_s`` the TTFT tail is only tested against it
-    (one tail evaluation instead of a bisection; ``p95_ttft_s`` is then the SLO or inf) and the
-    flag says whether p95 TTFT <= SLO."""
-    d = output - 1
-    f = prefill_iter_s(model, gpu, gpus, precision, 0, prompt, calib)
-    s1 = prefill_iter_s(model, gpu, gpus, precision, 1, prompt, calib) - f  # incl. TP all-reduces
-    step = _decode_step_fn(model, gpu, gpus, precision, prompt + d / 2, calib)
-    st = _steady_state(rate, d, f, s1, batch, step)
-    tpot = None if st is None else _p95_tpot(st, rate, d, batch, step)
-    if st is None or tpot is None:
-        return _UNSTABLE, False
-    p95_tpot, life = tpot
-    lengths, weights = _arrival_iterations(st, f, s1)
-    slot_wait = _slot_wait_s(batch, rate, life, d)
-    if ttft_slo_s is not None:
-        y = ttft_slo_s - f - s1 - slot_wait
-        good = y >= 0 and _residual_tail(y, lengths, weights, rate, s1) <= 0.05
-        ttft = ttft_slo_s if good else math.inf
-        return LoadedLatency(True, ttft, p95_tpot, st.tpot, st.n, st.rho_p), good
-    ttft = f + s1 + _p95_residual_s(st, lengths, weights, rate, s1) + slot_wait
-    return LoadedLatency(True, ttft, p95_tpot, st.tpot, st.n, st.rho_p), True
-
-
-@dataclass(frozen=True)
-class _SloQuery:
-    """One replica shape and its SLO: what the rate search evaluates again and again."""
-
-    model: ModelArch
-    gpu: GpuSpec
-    gpus: int
-    precision: str
-    prompt: int
-    output: int
-    calib: Calibration
-    slo_ttft_ms: float
-    slo_tpot_ms: float
-
-    def loaded(
-        self, batch: int, rate: float, ttft_slo_s: float | None = None
-    ) -> tuple[LoadedLatency, bool]:
-        """:func:`_loaded` for this replica at one batch cap and rate."""
-        return _loaded(
-            self.model,
-            self.gpu,
-            self.gpus,
-            self.precision,
-            self.prompt,
-            self.output,
-            batch,
-            rate,
-            self.calib,
-            ttft_slo_s,
-        )
-
-    def within_slo(self, batch: int, rate: float) -> LoadedLatency | None:
-        """The loaded latency if both p95s meet the SLO at this batch cap and rate, else None."""
-        r, ttft_ok = self.loaded(batch, rate, self.slo_ttft_ms / 1e3)
-        return r if r.stable and ttft_ok and r.p95_tpot_s <= self.slo_tpot_ms / 1e3 else None
-
-
-def _best_rate(q: _SloQuery, batch: int) -> tuple[float, LoadedLatency | None]:
-    """Highest rate within the SLO at this batch cap, by bisection (latency grows with load)."""
-    tiny = 1e-6
-    first = q.within_slo(batch, tiny)
-    if first is None:
-        return 0.0, None
-    est = estimate_serve(q.model, q.gpu, q.gpus, q.precision, q.prompt, q.output, batch, q.calib)
-    lo, hi, at = tiny, est.tokens_per_s / q.output + tiny, first
-    for _ in range(8):  # the static-batch throughput is a guess, not a bound: widen it
-        r = q.within_slo(batch, hi)
-        if r is None:
-            break
-        lo, at, hi = hi, r, hi * 2
-    for _ in range(22):
-        mid = 0.5 * (lo + hi)
-        r = q.within_slo(batch, mid)
-        if r is None:
-            hi = mid
-        else:
-            lo, at = mid, r
-    return lo, at
-
-
-def _unreachable_reason(q: _SloQuery, top: int) -> str:
-    """Why no rate at all meets the SLO with ``top`` slots."""
-    r0 = q.loaded(top, 1e-6)[0]
-    if not r0.stable:
-        return (
-            f"no stable operating point with at most {top} concurrent requests "
-            "(too little memory left for the KV cache)"
-        )
-    return (
-        f"unloaded p95 TTFT {r0.p95_ttft_s * 1e3:.0f} ms / TPOT "
-        f"{r0.p95_tpot_s * 1e3:.1f} ms exceed the SLO ({q.slo_ttft_ms:g} / "
-        f"{q.slo_tpot_ms:g} ms) even at batch {top}"
-    )
-
-
-def _smallest_cap(q: _SloQuery, top: int, rate: float) -> int:
-    """Smallest power-of-two batch cap below ``top`` that sustains ``rate`` (else ``top``).
-
-    A larger cap never lowers capacity here, so the smallest one that still reaches the rate
-    commits the least KV memory for the same capacity (one evaluation per candidate).
-    """
-    b = 1
-    while b < top:
-        if q.within_slo(b, rate) is not None:
-            return b
-        b *= 2
-    return top
-
-
-@functools.lru_cache(maxsize=4096)
-def _capacity(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    slo_ttft_ms: float,
-    slo_tpot_ms: float,
-    calib: Calibration,
-) -> ReplicaCapacity:
-    def no(why: str, b: int = 0) -> ReplicaCapacity:
-        return ReplicaCapacity(False, why, gpus, precision, b, 0.0, math.inf, math.inf, 0.0)
-
-    reason = _check(model, gpu, gpus, precision, prompt, output, calib)
-    if reason is not None:
-        return no(reason)
-    top = max_batch(model, gpu, gpus, precision, prompt, output, calib)
-    q = _SloQuery(model, gpu, gpus, precision, prompt, output, calib, slo_ttft_ms, slo_tpot_ms)
-    rate, at = _best_rate(q, top)
-    if at is None:
-        return no(_unreachable_reason(q, top), top)
-    if rate < 1e-3:
-        return no(
-            f"sustains only {rate:.2g} req/s within the SLO (batch {top}: too little "
-            f"memory left for KV cache)",
-            top,
-        )
-    batch = _smallest_cap(q, top, rate)
-    at = q.loaded(batch, rate)[0]
-    return ReplicaCapacity(
-        feasible=True,
-        reason=None,
-        gpus=gpus,
-        precision=precision,
-        batch=batch,
-        rate_rps=rate,
-        p95_ttft_ms=at.p95_ttft_s * 1e3,
-        p95_tpot_ms=at.p95_tpot_s * 1e3,
-        tokens_per_s=rate * output,
-        layout=_layout(model, gpus, calib),
-    )
-
-
-def replica_capacity(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: int,
-    precision: str,
-    prompt: int,
-    output: int,
-    slo_ttft_ms: float,
-    slo_tpot_ms: float,
-    calib: Calibration | None = None,
-    layout: str | None = None,
-) -> ReplicaCapacity:
-    """Highest Poisson request rate one replica sustains with p95 TTFT and p95 TPOT within the SLO.
-
-    Bisection on the rate (monotone: every latency grows with load) using :func:`loaded_latency`,
-    first at the largest batch cap that fits, then the smallest power-of-two cap that reaches 99%
-    of that rate (less KV memory committed for the same capacity). Infeasible replicas (memory,
-    FP8 support, SLO unreachable even unloaded) return ``feasible=False`` with the reason.
-    A mixture of experts on several GPUs is also tried with expert parallelism (whole experts
-    per GPU) and the higher rate kept (``layout`` names it; ``layout="tp"`` or ``"ep"`` forces
-    one).
-
-    >>> from planner.physics.train import _toy_gpu, _toy_model
-    >>> r = replica_capacity(_toy_model(), _toy_gpu(), 1, "fp16", 512, 256, 500, 50)
-    >>> r.feasible, r.p95_ttft_ms <= 500, r.p95_tpot_ms <= 50
-    (True, True, True)
-    """
-    calib = calib or default_calibration()
-    args = (model, gpu, gpus, precision, prompt, output, float(slo_ttft_ms), float(slo_tpot_ms))
-    if layout is not None:
-        return _capacity(*args, with_layout(calib, layout))
-    tp = _capacity(*args, calib)
-    if not ep_possible(model, gpus):
-        return tp
-    # a MoE replica is also tried with whole experts per GPU; the higher rate wins
-    ep = _capacity(*args, with_layout(calib, "ep"))
-    return ep if ep.feasible and (not tp.feasible or ep.rate_rps > tp.rate_rps) else tp
-
-
-def ep_possible(model: ModelArch, gpus: int) -> bool:
-    """Expert parallelism is a distinct layout: a MoE on several GPUs that share its experts
-    evenly.
-
-    >>> from planner.physics.train import _toy_model
-    >>> ep_possible(_toy_model(), 8)
-    False
-    """
-    return model.moe is not None and gpus > 1 and model.moe.experts % gpus == 0
-
-
-def _layout(model: ModelArch, gpus: int, calib: Calibration) -> str:
-    """The layout an estimate was made in (``tp`` unless expert parallelism applies)."""
-    return calib.moe_layout if ep_possible(model, gpus) else "tp"
+from planner.physics.serving.replica import (
+    GIB as GIB,
+)
+from planner.physics.serving.replica import (
+    PRECISIONS as PRECISIONS,
+)
+from planner.physics.serving.replica import (
+    TP_SIZES as TP_SIZES,
+)
+from planner.physics.serving.replica import (
+    ReplicaCapacity as ReplicaCapacity,
+)
+from planner.physics.serving.replica import (
+    ServeEstimate as ServeEstimate,
+)
+from planner.physics.serving.replica import (
+    _cannot_serve as _cannot_serve,
+)
+from planner.physics.serving.replica import (
+    _check as _check,
+)
+from planner.physics.serving.replica import (
+    _decode_coeffs as _decode_coeffs,
+)
+from planner.physics.serving.replica import (
+    _layout as _layout,
+)
+from planner.physics.serving.replica import (
+    decode_step_s as decode_step_s,
+)
+from planner.physics.serving.replica import (
+    ep_possible as ep_possible,
+)
+from planner.physics.serving.replica import (
+    erlang_c as erlang_c,
+)
+from planner.physics.serving.replica import (
+    estimate_serve as estimate_serve,
+)
+from planner.physics.serving.replica import (
+    kv_bytes_per_token as kv_bytes_per_token,
+)
+from planner.physics.serving.replica import (
+    layer_overhead_s as layer_overhead_s,
+)
+from planner.physics.serving.replica import (
+    max_batch as max_batch,
+)
+from planner.physics.serving.replica import (
+    memory_cap_gb as memory_cap_gb,
+)
+from planner.physics.serving.replica import (
+    moe_factors as moe_factors,
+)
+from planner.physics.serving.replica import (
+    peak_flops as peak_flops,
+)
+from planner.physics.serving.replica import (
+    poisson_quantile as poisson_quantile,
+)
+from planner.physics.serving.replica import (
+    prefill_compute_s as prefill_compute_s,
+)
+from planner.physics.serving.replica import (
+    prefill_iter_s as prefill_iter_s,
+)
+from planner.physics.serving.replica import (
+    serve_memory_gb as serve_memory_gb,
+)
+from planner.physics.serving.replica import (
+    tp_comm_s as tp_comm_s,
+)
+from planner.physics.serving.replica import (
+    weight_bw as weight_bw,
+)
+from planner.physics.serving.replica import (
+    weight_bytes_per_param as weight_bytes_per_param,
+)
+from planner.physics.serving.replica import (
+    weight_read_s as weight_read_s,
+)
+from planner.physics.serving.replica import (
+    with_layout as with_layout,
+)
+from planner.physics.serving.replica_capacity import (
+    _UNSTABLE as _UNSTABLE,
+)
+from planner.physics.serving.replica_capacity import (
+    _best_rate as _best_rate,
+)
+from planner.physics.serving.replica_capacity import (
+    _capacity as _capacity,
+)
+from planner.physics.serving.replica_capacity import (
+    _decode_step_fn as _decode_step_fn,
+)
+from planner.physics.serving.replica_capacity import (
+    _loaded as _loaded,
+)
+from planner.physics.serving.replica_capacity import (
+    _SloQuery as _SloQuery,
+)
+from planner.physics.serving.replica_capacity import (
+    _smallest_cap as _smallest_cap,
+)
+from planner.physics.serving.replica_capacity import (
+    _unreachable_reason as _unreachable_reason,
+)
+from planner.physics.serving.replica_capacity import (
+    loaded_latency as loaded_latency,
+)
+from planner.physics.serving.replica_capacity import (
+    replica_capacity as replica_capacity,
+)

@@ -65,7 +65,7 @@ def _generation_figure(gpu: GpuSpec, own: SourcedRange | None) -> SourcedRange |
 
     by = dict(default_calibration().serve.serve_efficiency_by_gpu or ())
     gen = by.get(gpu.id)
-    if gen is None:
+    if gen is None or gpu.vendor == "nvidia":  # NVIDIA is the reference the physics is fitted to
         return None
     vendor = _shipped_vendors().get(gpu.vendor)
     if own is not None and (vendor is None or own != vendor.serve_efficiency):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration
-from planner.physics.serve import ReplicaCapacity, ServeEstimate
 from planner.physics.serving.aggregated import aggregated_capacity, estimate_aggregated
 from planner.physics.serving.candidates import MAX_CANDIDATES, candidate_deployments
 from planner.physics.serving.deployment import MODES, Deployment, Worker, parse_worker
@@ -29,6 +28,7 @@ from planner.physics.serving.disaggregated import (
     estimate_disaggregated,
     kv_transfer_s,
 )
+from planner.physics.serving.replica import ReplicaCapacity, ServeEstimate
 from planner.physics.serving.worker import (
     WorkerPhysics,
     accepted_tokens,

@@ -13,9 +13,7 @@ from __future__ import annotations
 import math
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics import serve as legacy
 from planner.physics.calibration_values import Calibration
-from planner.physics.serve import ReplicaCapacity, ServeEstimate
 from planner.physics.serve_queueing import (
     LoadedLatency,
     _arrival_iterations,
@@ -26,6 +24,8 @@ from planner.physics.serve_queueing import (
     _steady_state,
 )
 from planner.physics.serving.deployment import Deployment
+from planner.physics.serving.replica import ReplicaCapacity, ServeEstimate
+from planner.physics.serving.replica_capacity import replica_capacity
 from planner.physics.serving.worker import WorkerPhysics
 
 _UNSTABLE = LoadedLatency(False, math.inf, math.inf, math.inf, math.inf, 1.0)
@@ -176,7 +176,7 @@ def aggregated_capacity(
     if reason is not None:
         return no_capacity(dep, precision, reason)
     if wp.is_legacy and not dep.mtp:
-        one = legacy.replica_capacity(
+        one = replica_capacity(
             model, gpu, wk.gpus, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib,
             layout="ep" if wp.mode == "ep" else "tp",
         )  # fmt: skip

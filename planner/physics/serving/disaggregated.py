@@ -25,10 +25,10 @@ import math
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration
 from planner.physics.moe import kv_bytes_per_token
-from planner.physics.serve import ReplicaCapacity, ServeEstimate
 from planner.physics.serving.aggregated import bisect_rate, cannot, no_capacity, worker_loaded
 from planner.physics.serving.constants import const
 from planner.physics.serving.deployment import Deployment
+from planner.physics.serving.replica import ReplicaCapacity, ServeEstimate
 from planner.physics.serving.worker import WorkerPhysics, scaleup_domain
 from planner.physics.train import GB, inter_node_link
 

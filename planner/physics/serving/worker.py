@@ -29,7 +29,6 @@ import math
 from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics import serve as legacy
 from planner.physics.calibration_values import Calibration
 from planner.physics.moe import (
     attn_flops_per_token,
@@ -49,6 +48,7 @@ from planner.physics.serve_weights import (
     weight_bytes_per_param,
     with_layout,
 )
+from planner.physics.serving import replica as legacy
 from planner.physics.serving.constants import const
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, Worker
 from planner.physics.train import GB, allreduce_s, inter_node_link, intra_node_link, node_gpus
