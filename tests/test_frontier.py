@@ -269,8 +269,11 @@ def test_chart_is_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "f.png"
     r = run("--model", "llama-2-7b", "--gpu", "h100-sxm,l4", "--precision", "fp8", "--prompt",
-            "512", "--output", "256", "--chart", str(out))  # fmt: skip
+            "512", "--output", "256", "--disaggregated", "off", "--mtp", "off", "--chart",
+            str(out), "--json")  # fmt: skip
     assert r.exit_code == 0, r.output
+    points = [p for ps in json.loads(r.stdout).values() for p in ps]
+    assert points and not any(p["disaggregated"] or p["mtp"] for p in points)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
