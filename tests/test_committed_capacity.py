@@ -72,3 +72,24 @@ def test_without_commitments_the_same_load_is_all_on_demand_within_caps():
         per_month[a.month].add(a.source)
         gpus[a.month] += a.replicas * a.gpus_per_replica
     assert max(gpus.values()) > 64 and all(len(s) >= 2 for s in per_month.values())
+
+
+def test_workbook_says_which_commitments_and_for_how_long(tmp_path):
+    """Page 1 and the Rentals sheet name each commitment: GPUs, provider, offer, term, first
+    and last month, rate; a plan without one says so on the Rentals sheet."""
+    from openpyxl import load_workbook
+
+    from planner.reports.excel import write_workbook
+    from tests.conftest_excel import make_plan
+
+    plan = make_plan()
+    path = tmp_path / "p.xlsx"
+    write_workbook(plan, path)
+    wb = load_workbook(path)
+    text = "2 l40s (coreweave coreweave-l40s-res) for 3 months, 2027-02 to 2027-04, at $0.80/GPU-h"
+    page1 = [c.value for row in wb["Summary"].iter_rows() for c in row if isinstance(c.value, str)]
+    assert any(v.startswith("Commit to " + text) for v in page1), page1[:12]
+    assert "Commitments signed: " + text in wb["Rentals"]["A2"].value
+    none = make_plan().model_copy(update={"reservations": []})
+    write_workbook(none, tmp_path / "n.xlsx")
+    assert "signs no new commitment" in load_workbook(tmp_path / "n.xlsx")["Rentals"]["A2"].value

@@ -10,7 +10,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from planner.plan.data import Plan, Purchase
+from planner.inputs.months import month_label
+from planner.plan.data import Plan, Purchase, Reservation
 
 # What the model leaves out: finance must not read the plan as covering these.
 NOT_MODELED = (
@@ -401,8 +402,19 @@ def commitment_text(r: Reservation) -> str:
     """What a reservation signs: how many GPUs, with whom, for how long and at what rate."""
     return (
         f"{r.gpus} {r.gpu} ({r.provider} {r.offer}) for {r.term_months} months, "
-        f"{r.start_month} to {commitment_end(r)}, at ${r.usd_per_gpu_hour:,.4g}/GPU-h"
+        f"{r.start_month} to {commitment_end(r)}, at {_rate(r.usd_per_gpu_hour)}/GPU-h"
     )
+
+
+def _rate(x: float) -> str:
+    """A price per GPU-hour with 2 to 4 decimals: ``$3.30``, ``$2.7885``.
+
+    >>> _rate(3.3), _rate(2.78851), _rate(12.0)
+    ('$3.30', '$2.7885', '$12.00')
+    """
+    text = f"{x:,.4f}".rstrip("0")
+    whole, _, dec = text.partition(".")
+    return f"${whole}.{dec.ljust(2, '0')}"
 
 
 def reserve_sentences(plan: Plan) -> list[str]:

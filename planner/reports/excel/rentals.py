@@ -22,6 +22,7 @@ from planner.reports.excel.cells import (
 )
 from planner.reports.excel.context import _OWN_FIGURE, Ctx
 from planner.reports.excel.paths import rental_rate
+from planner.reports.plan_facts import commitment_text
 from planner.reports.excel.tables import (
     _Col,
     _fit,
@@ -43,6 +44,7 @@ def write_rentals(ctx: Ctx) -> int:
         "Rentals",
         "Cost = GPU-hours x rate (USD per GPU-hour). Reserved commitments are rows of "
         "kind 'reserved' (workload '(reserved)'), paid whether used or not."
+        + _commitments_note(ctx)
         + (_PATH_NOTE if ctx.paths else ""),
     )
     cols = _rental_cols(ctx)
@@ -53,6 +55,14 @@ def write_rentals(ctx: Ctx) -> int:
     _widths(ws, cols)
     _print_setup(ws, f"{HEADER_ROW}:{HEADER_ROW}", f"A{FIRST_ROW}")
     return last
+
+
+def _commitments_note(ctx: Ctx) -> str:
+    """The commitments the plan signs and for how long, or that it signs none."""
+    res = ctx.plan.reservations
+    if not res:
+        return " The plan signs no new commitment (no reserved offer)."
+    return " Commitments signed: " + "; ".join(commitment_text(r) for r in res) + "."
 
 
 _PATH_NOTE = (
