@@ -45,7 +45,7 @@ from planner.physics.train import TrainEstimate, estimate_train, with_inter_node
 if TYPE_CHECKING:
     pass
 
-from planner.optimize.deployments import deployment_candidates
+from planner.optimize.deployments import deployment_candidates, deployment_gpu_cap
 from planner.optimize.serve_options import ServeCandidate as ServeCandidate
 from planner.optimize.serve_options import capped as capped
 from planner.optimize.serve_options import layout_slug as layout_slug
@@ -299,6 +299,7 @@ def serve_candidates(
     # a mix keeps every size: which is best differs per bucket
     keep = SERVE_KEEP_PER_GPU if len(w.buckets()) == 1 else len(TP_SIZES) + 8
     plain_ok = w.disaggregated is not True and w.mtp is not True
+    plain: dict[str, tuple[list[ServeCandidate], list[tuple[int | str, str]]]] = {}
     for gid in serve_gpus(w, inputs):
         found: list[ServeCandidate] = []
         reasons: list[tuple[int | str, str]] = []
@@ -309,9 +310,12 @@ def serve_candidates(
             else:
                 found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
+        plain[gid] = (found, reasons)
+    cap = deployment_gpu_cap(w, inputs, [c for f, _ in plain.values() for c in f])
+    for gid, (found, reasons) in plain.items():
         # a measured configuration is always offered: the team runs it and trusts it
         out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
-        deployed = deployment_candidates(w, inputs, gid, calib, reasons, found)
+        deployed = deployment_candidates(w, inputs, gid, calib, reasons, found, cap)
         out.extend(deployed)
         if not found and not deployed:
             dropped.append(

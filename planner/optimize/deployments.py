@@ -16,7 +16,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from planner.inputs.problem import Inputs, ServeWorkload
+from planner.inputs.problem import Inputs, ServeWorkload, month_index
 from planner.optimize.serve_options import ServeCandidate
 from planner.physics.calibration_values import Calibration
 from planner.physics.capacity import (
@@ -25,6 +25,7 @@ from planner.physics.capacity import (
     replica_of_mix,
     serve_precision,
 )
+from planner.physics.demand import mean_request_rate, peak_request_rate
 
 if TYPE_CHECKING:
     from planner.physics.serving import Deployment
@@ -79,6 +80,36 @@ def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deploy
     return [d for d in dict.fromkeys(deps) if not (plain_ok and plain_replica(d))]
 
 
+# A deployment may have at most this many times the GPUs the workload's best plain replica
+# type needs at its peak (spares included), and at least DEPLOY_GPU_FLOOR.
+DEPLOY_GPU_FACTOR = 2
+DEPLOY_GPU_FLOOR = 16
+
+
+def deployment_gpu_cap(w: ServeWorkload, inputs: Inputs, plain: list[ServeCandidate]) -> int | None:
+    """The most GPUs one deployment of ``w`` may have: :data:`DEPLOY_GPU_FACTOR` x the GPUs
+    of the plain replica type (any GPU) that needs the fewest at the workload's peak demand
+    over max_load with its ``redundancy`` spares (at least :data:`DEPLOY_GPU_FLOOR`); None
+    (no cap) where no plain replica serves. A deployment several times larger than a whole
+    plain fleet cannot be the cheaper plan unless its GPUs cost a fraction as much; leaving
+    it out spares its physics (a 72-GPU rack for a service that needs 8 GPUs)."""
+    live = [c for c in plain if c.rate_rps > 0]
+    if not live:
+        return None
+    p = inputs.problem
+    first = month_index(p.horizon.start, w.start)
+    last = p.horizon.months - 1
+    if w.end is not None:
+        last = min(last, month_index(p.horizon.start, w.end))
+    mean = mean_request_rate(w.traffic.daily_active_users, w.traffic.requests_per_user_per_day)
+    peak = peak_request_rate(
+        mean, w.traffic.utilization, w.traffic.growth_per_month, max(0, last - first)
+    )
+    need = peak / w.slo.max_load
+    fleet = min((math.ceil(need / c.rate_rps) + w.redundancy) * c.tp for c in live)
+    return max(DEPLOY_GPU_FLOOR, DEPLOY_GPU_FACTOR * fleet)
+
+
 def deployment_candidates(
     w: ServeWorkload,
     inputs: Inputs,
@@ -86,20 +117,22 @@ def deployment_candidates(
     calib: Calibration,
     reasons: list[tuple[int | str, str]],
     plain: list[ServeCandidate] | None = None,
+    cap: int | None = None,
 ) -> list[ServeCandidate]:
     """The deployments of ``gid`` kept for ``w`` (:data:`DEPLOY_KEEP_PER_GPU` per class, and
     the smallest of each class); why the others cannot serve goes to ``reasons``.
 
     An MTP variant costs the physics several times its twin without MTP (the draft length is
-    searched), so under ``mtp: auto`` only the variants of the :data:`MTP_TWINS` twins of each kind
-    (aggregated, disaggregated) with the most req/s per GPU (deployments or the ``plain``
-    replicas) are computed, a disaggregated
-    one with its twin's prefill pool."""
-    tried = deployments_tried(w, inputs, gid)
+    searched), so under ``mtp: auto`` only the variants of the :data:`MTP_TWINS` twins of
+    each kind (aggregated, disaggregated) with the most req/s per GPU (deployments or the
+    ``plain`` replicas) are computed, a disaggregated one with its twin's prefill pool and
+    only where the twin's decode pool limits it. Deployments of more than ``cap`` GPUs
+    (:func:`deployment_gpu_cap`) are not tried."""
+    tried = [d for d in deployments_tried(w, inputs, gid) if cap is None or d.total_gpus <= cap]
     base = [d for d in tried if not d.mtp]
-    found = [c for d in base if (c := _sized_candidate(w, inputs, gid, d, calib, reasons))]
+    found = [c for d in base if (c := _sized_candidate(w, inputs, gid, d, calib, reasons, cap))]
     mtp = [d for d in tried if d.mtp]
-    sized = {_twin(c.deployment): c.deployment for c in found}
+    sized = {_twin(c.deployment): c for c in found}
     if mtp and base and w.mtp == "auto":
         twins = [(c.rate_rps / c.tp, _twin(c.deployment, c)) for c in [*found, *(plain or [])]]
         twins.sort(key=lambda x: -x[0])
@@ -111,11 +144,13 @@ def deployment_candidates(
         mtp = [d for d in mtp if _twin(d) in best]
     for d in mtp:
         twin = sized.get(_twin(d))
-        if twin is not None and twin.prefill is not None:  # the twin's P: one computation
-            d = replace(d, prefill=twin.prefill)
+        if twin is not None and twin.deployment.prefill is not None:
+            if twin.capacity.p95_tpot_ms < DECODE_BOUND * w.slo.p95_tpot_ms:
+                continue  # its prefill pool limits it: MTP, which speeds decode, cannot help
+            d = replace(d, prefill=twin.deployment.prefill)  # the twin's P: one computation
             c = _deployment_candidate(w, inputs, gid, d, calib, reasons)
         else:
-            c = _sized_candidate(w, inputs, gid, d, calib, reasons)
+            c = _sized_candidate(w, inputs, gid, d, calib, reasons, cap)
         if c is not None:
             found.append(c)
     kept: list[ServeCandidate] = []
@@ -129,6 +164,10 @@ def deployment_candidates(
         kept.extend(chosen)
     return kept
 
+
+# A disaggregated deployment whose p95 TPOT at its capacity is below this share of the SLO
+# is held back by its prefill pool, not its decode pool (its MTP variant is not computed)
+DECODE_BOUND = 0.95
 
 # MTP variants computed under mtp: auto, per GPU type: those of the best twin without MTP
 # of each kind (aggregated, disaggregated)
@@ -156,6 +195,7 @@ def _sized_candidate(
     dep: Deployment,
     calib: Calibration,
     reasons: list[tuple[int | str, str]],
+    cap: int | None = None,
 ) -> ServeCandidate | None:
     """``dep`` as a candidate; a disaggregated one with its prefill pool sized to its decode
     pool (the P of P:D): the physics' P gives req/s per prefill worker, the most prefill
@@ -165,18 +205,21 @@ def _sized_candidate(
     if first is None or dep.prefill is None:
         return first
     p0 = dep.prefill.count
+    most = MAX_PREFILL_WORKERS
+    if cap is not None:
+        most = min(most, (cap - dep.decode.total_gpus) // dep.prefill.gpus)
 
     def with_p(p: int) -> ServeCandidate | None:
         d = replace(dep, prefill=replace(dep.prefill, count=p))
         return _deployment_candidate(w, inputs, gid, d, calib, [])
 
-    top = with_p(MAX_PREFILL_WORKERS) if p0 < MAX_PREFILL_WORKERS else None
+    top = with_p(most) if p0 < most else None
     if top is None or top.rate_rps <= first.rate_rps * (1 + 1e-9):
         return first
     ratio = top.rate_rps / (first.rate_rps / p0)
     best = first
     for p in sorted({math.floor(ratio), math.ceil(ratio)}):
-        if 1 <= p <= MAX_PREFILL_WORKERS and p != p0:
+        if 1 <= p <= most and p != p0:
             c = with_p(p)
             if c is not None and c.rate_rps / c.tp > best.rate_rps / best.tp:
                 best = c
