@@ -100,7 +100,7 @@ def test_h800_is_an_h100_with_400_gbs_nvlink():
          "--tokens", "14.8T", "--precision", "fp8", "--stack", "mature", "--json"],
     )  # fmt: skip
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output[r.output.index("{"):])
+    d = json.loads(r.output[r.output.index("{") :])
     assert d["gpu"] == "h800" and d["layout"]["ep"] > 1
     assert d["gpu_hours_p10"] < 2.664e6 < d["gpu_hours_p90"]
 

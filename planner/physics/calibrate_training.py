@@ -242,7 +242,8 @@ def format_report(rows: Sequence[LooRow], summary: Summary) -> str:
         f"(log_sd {s.log_sd:.3f})"
     )
     out.append(
-        "fitted production factors: " + ", ".join(f"{k} {v:.3f}" for k, v in s.production.items())
+        "fitted production factors: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in s.production.items())
         + f"; throughput-derived (T) runs {s.throughput:.3f}"
     )
     return "\n".join(out)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.inputs.catalog import load_models
+from planner.physics.calibrate_training import run_gpu, throughput_factor
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.realized import goodput
-from planner.physics.calibrate_training import run_gpu, throughput_factor
 from planner.physics.train import estimate_train
 
 
@@ -151,16 +151,20 @@ def main() -> None:
     med = statistics.median(abs(math.expm1(r.log_error)) for r in rows)
     print(f"median |LOO error| {med:.1%}")
     loso = leave_one_source_out()
-    print("leave-one-source-out (factor from the other labs' runs): " + ", ".join(
-        f"{r.id} {math.expm1(r.log_error):+.1%}" for r in loso))
+    print(
+        "leave-one-source-out (factor from the other labs' runs): "
+        + ", ".join(f"{r.id} {math.expm1(r.log_error):+.1%}" for r in loso)
+    )
     med = statistics.median(abs(math.expm1(r.log_error)) for r in loso)
     print(f"median |LOSO error| {med:.1%}")
     print(f"{'run':18} {'published':>10} {'median':>10} {'P10':>10} {'P90':>10} {'error':>7} band")
     for r, e in predictions():
         inside = e.gpu_hours_p10 <= r.gpu_hours <= e.gpu_hours_p90
-        print(f"{r.id:18} {r.gpu_hours:>10,.0f} {e.gpu_hours:>10,.0f} {e.gpu_hours_p10:>10,.0f} "
-              f"{e.gpu_hours_p90:>10,.0f} {e.gpu_hours / r.gpu_hours - 1:>+7.1%} "
-              f"{'inside' if inside else 'OUTSIDE'}")
+        print(
+            f"{r.id:18} {r.gpu_hours:>10,.0f} {e.gpu_hours:>10,.0f} {e.gpu_hours_p10:>10,.0f} "
+            f"{e.gpu_hours_p90:>10,.0f} {e.gpu_hours / r.gpu_hours - 1:>+7.1%} "
+            f"{'inside' if inside else 'OUTSIDE'}"
+        )
 
 
 if __name__ == "__main__":

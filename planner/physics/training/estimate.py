@@ -59,6 +59,7 @@ def pretrain_batch_tokens(tokens: float, calib: Calibration) -> float:
     """Global batch (tokens per optimizer step) of a full run of ``tokens`` tokens:
     ``global_batch_tokens`` (2M), or ``tokens / 500k steps`` for runs longer than 1T tokens.
 
+    >>> from planner.physics.calibration_values import default_calibration
     >>> pretrain_batch_tokens(1e11, default_calibration()) == 2097152
     True
     >>> pretrain_batch_tokens(14.8e12, default_calibration()) / 1e6
@@ -185,5 +186,3 @@ def _infeasible(
         layout=None,
         tokens_per_s_per_gpu=0.0,
     )
-
-

@@ -192,8 +192,10 @@ def _best_layout(
                 for recompute in (False, True):
                     for mbs in (1, 2, 4, 8):
                         m = _micro_batches(gbs_tokens, dp, mbs, seq_len)
-                        if mbs > 1 and (dp * mbs * seq_len > gbs_tokens * 1.5
-                                        or sched not in schedules_for(pp, stage_layers, m)):
+                        if mbs > 1 and (
+                            dp * mbs * seq_len > gbs_tokens * 1.5
+                            or sched not in schedules_for(pp, stage_layers, m)
+                        ):
                             break  # the global batch holds no larger micro-batch
                         lay = TrainLayout(tp, pp, dp, zero, recompute, mbs, ep, sched)
                         ev = run(lay)

@@ -7,15 +7,12 @@ GB = 1e9 bytes.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 from planner.inputs.catalog import ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration_values import Calibration
 from planner.physics.moe import expert_params
 from planner.physics.training.links import in_flight_micro_batches
-
-if TYPE_CHECKING:
-    from planner.physics.training.layout import TrainLayout
 
 GB = 1e9
 
@@ -96,7 +93,7 @@ def activation_bytes_per_layer(
 
 def train_memory_gb(
     model: ModelArch,
-    layout: TrainLayout,
+    layout: Any,  # a layout.TrainLayout (not imported: layout imports this module)
     method: str,
     seq_len: int,
     micro_batches: int,
@@ -112,6 +109,7 @@ def train_memory_gb(
     to ``pp`` on the first stage), plus one layer's full working set when recomputing, plus the
     FP32 logits and their gradient (``8 s b V / t``).
 
+    >>> from planner.physics.calibration_values import default_calibration
     >>> from planner.physics.train import TrainLayout, _toy_model
     >>> lay = TrainLayout(tp=1, pp=1, dp=8, zero_stage=3, recompute=False, micro_batch=1)
     >>> mem = train_memory_gb(_toy_model(), lay, "full", 2048, 4, default_calibration())
@@ -159,5 +157,3 @@ def train_memory_gb(
         "activations": act / GB,
         "overhead": t.framework_overhead_gb.value,
     }
-
-
