@@ -86,23 +86,9 @@ def _measured(row) -> dict[str, float]:
 
 
 def predict(row, models, gpus, calib: Calibration) -> Row:
-    """The physics' figures for one measurement (or why it cannot be predicted). A pool whose
-    attention parallelism the source does not state (mode ``ep``) is predicted both ways,
-    tensor-parallel attention (``ep``) and data-parallel (``dep``), and the faster kept (what
-    the engine's tuned configuration would pick)."""
-    text = str(row.get("deployment"))
-    if "'ep'" not in text:
-        return _predict(row, models, gpus, calib)
-    a = _predict(row, models, gpus, calib)
-    alt = {**row, "deployment": yaml.safe_load(text.replace("'ep'", "'dep'"))}
-    b = _predict(alt, models, gpus, calib)
-    key = "output_tokens_per_s_per_gpu"
-    if a.refused or (not b.refused and b.predicted.get(key, 0) > a.predicted.get(key, 0)):
-        return b
-    return a
-
-
-def _predict(row, models, gpus, calib: Calibration) -> Row:
+    """The physics' figures for one measurement (or why it cannot be predicted). Pools in
+    mode ``ep`` (attention parallelism not stated) are read as the physics' ep: tensor-parallel
+    attention within a server, data-parallel across servers."""
     dep = row.get("deployment") or {}
     mtp, draft = _mtp(row)
     phase = row.get("phase")
@@ -227,11 +213,11 @@ def summary(rs: list[Row]) -> dict[str, dict[str, float]]:
 
 FITTED = {
     "a2a_eff": (0.3, 0.45, 0.6, 0.8),
-    "a2a_latency_us": (15.0, 30.0, 60.0, 100.0, 150.0),
-    "a2a_overlap": (0.0, 0.3, 0.5, 0.7),
-    "dp_imbalance": (0.5, 1.0, 1.5, 2.0),
+    "a2a_latency_us": (30.0, 60.0, 100.0, 150.0, 200.0, 300.0),
+    "a2a_overlap": (0.3, 0.5, 0.7, 0.85),
+    "dp_imbalance": (0.25, 0.5, 1.0, 1.5),
     "wide_compute_eff": (0.4, 0.55, 0.7, 0.85, 1.0),
-    "wide_prefill_eff": (0.5, 0.6, 0.7, 0.85, 1.0),
+    "wide_prefill_eff": (0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
     "mtp_acceptance": (0.7, 0.8, 0.85, 0.9),
 }
 
@@ -249,8 +235,12 @@ def loss(rs: list[Row]) -> float:
     return (sum(xs) / max(len(xs), 1)) + 0.0 * refused
 
 
-def fit(data, models, gpus, base: Calibration, exclude: str | None = None, passes: int = 2):
-    """Coordinate descent over :data:`FITTED` (each constant on its grid, the rest held)."""
+def fit(
+    data, models, gpus, base: Calibration, exclude: str | None = None, passes: int = 2,
+    near: bool = False,
+):  # fmt: skip
+    """Coordinate descent over :data:`FITTED` (each constant on its grid, the rest held);
+    ``near``: only the grid neighbours of the current values (leave-one-source-out refits)."""
     sel = [r for r in data if r.get("source_group") != exclude]
     values = {k: DEFAULTS_OF(base, k) for k in FITTED}
 
@@ -262,6 +252,9 @@ def fit(data, models, gpus, base: Calibration, exclude: str | None = None, passe
     for _ in range(passes):
         changed = False
         for k, grid in FITTED.items():
+            if near and values[k] in grid:
+                i = grid.index(values[k])
+                grid = grid[max(0, i - 1): i + 2]
             for v in grid:
                 if v == values[k]:
                     continue
@@ -306,7 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.loso:
             held: list[Row] = []
             for g in sorted({r["source_group"] for r in data}):
-                v, _ = fit(data, models, gpus, calib, exclude=g, passes=1)
+                if not any(r.group == g and not r.refused for r in rs):
+                    continue
+                v, _ = fit(data, models, gpus, with_values(calib, values), exclude=g, passes=1,
+                           near=True)  # fmt: skip
                 c = with_values(calib, v)
                 held += [predict(r, models, gpus, c) for r in data if r["source_group"] == g]
             print("leave-one-source-out:")

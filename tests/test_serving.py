@@ -90,7 +90,10 @@ def test_data_parallel_attention_imbalance():
     assert wp.ranks_busiest(0) == 0 and wp.ranks_busiest(1) == 1
     busy = wp.ranks_busiest(32 * 16)
     assert 16 < busy < 16 * 2
-    assert WorkerPhysics(R1, GB200, Worker(32, "ep"), "fp4", CAL).ranks_busiest(100) == 100
+    assert WorkerPhysics(R1, GB200, Worker(8, "ep"), "fp4", CAL).ranks_busiest(100) == 100
+    # an ep worker beyond a server: tensor-parallel attention per 8 GPUs, data-parallel across
+    ep32 = WorkerPhysics(R1, GB200, Worker(32, "ep"), "fp4", CAL)
+    assert (ep32.attn_group, ep32.ranks) == (8, 4) and 25 < ep32.ranks_busiest(100) < 100
 
 
 @pytest.mark.parametrize("gpu", ["gb200", "b200"])

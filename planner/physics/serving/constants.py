@@ -11,15 +11,15 @@ from planner.physics.calibration_values import Calibration
 # name -> default (the value fitted in catalogs/calibration.yaml; see catalogs/NOTES.md)
 DEFAULTS: dict[str, float] = {
     # share of the per-direction scale-up bandwidth an all-to-all (DeepEP / NCCL) achieves
-    "a2a_eff": 0.6,
+    "a2a_eff": 0.8,
     # fixed time of one dispatch or combine (kernel, synchronisation), microseconds
-    "a2a_latency_us": 60.0,
+    "a2a_latency_us": 150.0,
     # extra fixed time when the all-to-all crosses the scale-out fabric (RDMA), microseconds
     "a2a_scaleout_latency_us": 40.0,
     # share of the all-to-all hidden behind compute (two-batch overlap), decode and prefill
-    "a2a_overlap": 0.5,
+    "a2a_overlap": 0.7,
     # spread of the busiest attention rank: n/G + this x sqrt(n/G x 2 ln G) sequences
-    "dp_imbalance": 1.0,
+    "dp_imbalance": 0.5,
     # share of the fabric bandwidth the prefill->decode KV transfer achieves (NIXL, Mooncake)
     "kv_transfer_eff": 0.5,
     # fixed time of one request's KV transfer, milliseconds
@@ -34,8 +34,8 @@ DEFAULTS: dict[str, float] = {
     "mtp_max_draft": 3.0,
     # decode and prefill compute efficiency of a worker beyond today's replicas (wide EP, DP
     # attention, multi-node), relative to decode_compute_eff / prefill_compute_eff
-    "wide_compute_eff": 0.7,
-    "wide_prefill_eff": 0.7,
+    "wide_compute_eff": 0.55,
+    "wide_prefill_eff": 0.5,
     # cost of one draft step relative to one transformer layer of the main model
     "mtp_draft_layers": 2.0,
 }

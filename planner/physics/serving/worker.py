@@ -170,24 +170,42 @@ class WorkerPhysics:
         return inter_node_link(self.gpu, self.calib)
 
     # ------------------------------------------------------------------ memory
+    @property
+    def attn_group(self) -> int:
+        """GPUs one attention instance spans: G (tp), 1 (dep), and for ep the tensor-parallel
+        group of one server (min(G, 8)): beyond a server, engines run the attention of an
+        expert-parallel worker data-parallel across servers (SGLang --dp, TensorRT-LLM
+        attention DP), as no one replicates an MLA cache 16 or 72 times."""
+        if self.mode == "tp":
+            return self.g
+        if self.mode == "dep":
+            return 1
+        return min(self.g, 8)
+
+    @property
+    def ranks(self) -> int:
+        """Data-parallel attention ranks of the worker: G / attn_group."""
+        return max(1, self.g // self.attn_group)
+
     def ranks_busiest(self, n: float) -> float:
-        """Sequences on the busiest attention rank: n (tp/ep), or with data-parallel attention
-        ``n/G + dp_imbalance x sqrt(n/G x 2 ln G)`` (at least one while any runs, at most n)."""
-        if self.mode != "dep" or n <= 0:
+        """Sequences on the busiest attention rank: n with one rank, else ``n/r + dp_imbalance x
+        sqrt(n/r x 2 ln r)`` for r ranks (at least one while any runs, at most n)."""
+        r = self.ranks
+        if r <= 1 or n <= 0:
             return n
-        per = n / self.g
-        spread = const(self.calib, "dp_imbalance") * math.sqrt(per * 2 * math.log(self.g))
+        per = n / r
+        spread = const(self.calib, "dp_imbalance") * math.sqrt(per * 2 * math.log(r))
         return min(n, max(min(n, 1.0), per + spread))
 
     def _weights_per_gpu_params(self) -> float:
         m, g = self.model, self.g
         extra = mtp_params(m) if self.mtp else 0.0
         total = m.params + extra
-        if self.mode != "dep" or m.moe is None:
+        if self.mode == "tp" or m.moe is None:
             return total / g
         exp = expert_params(m) * total / m.params
         slots = math.ceil(m.moe.experts / g) / m.moe.experts  # whole experts, redundant slots
-        return (total - exp) + exp * slots
+        return (total - exp) / self.attn_group + exp * slots
 
     def memory_gb(self, batch: float, context: int, prompt: int) -> dict[str, float]:
         """Memory per GPU (GB) with ``batch`` sequences of ``context`` tokens on the worker."""
@@ -199,12 +217,9 @@ class WorkerPhysics:
         b = weight_bytes_per_param(self.precision, c)
         weights = self._weights_per_gpu_params() * b
         kvb = legacy.kv_bytes_per_token(self.model, self.precision, context)
-        if self.mode == "dep":
-            kv = batch / self.g * context * kvb
-            act_share = 1
-        else:
-            kv = batch * context * kvb * kv_share_per_gpu(self.model, self.g)
-            act_share = self.g
+        a = self.attn_group
+        kv = batch / self.ranks * context * kvb * kv_share_per_gpu(self.model, a)
+        act_share = a
         s = c.serve
         overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / (
             act_share
@@ -284,7 +299,7 @@ class WorkerPhysics:
             return (ne + routed / eff) * b / g / wbw
         ep_eff = c.serve.moe_ep_bw_eff.value if c.serve.moe_ep_bw_eff else eff
         busiest = ep_routed_params_read(m, tokens, g) / ep_eff
-        return ((ne / g if self.mode == "ep" else ne) + busiest) * b / wbw
+        return (ne / self.attn_group + busiest) * b / wbw
 
     def a2a_s(self, tokens_per_gpu: float) -> float:
         """Dispatch (FP8) + combine (BF16) of one MoE layer for ``tokens_per_gpu`` tokens on the
@@ -300,28 +315,44 @@ class WorkerPhysics:
             nv = intra_node_link(self.gpu, min(g, 8), c)[0] * GB
         if g <= dom:
             return lat + nbytes / nv
+        # across servers each token crosses the fabric once per *other server* holding one of its
+        # k experts (DeepEP's per-node dedupe, forwarded over NVLink inside): of N servers,
+        # (N - 1)(1 - (1 - 1/N)^k) expected
         ib = inter_node_link(self.gpu, c)[0] * const(c, "a2a_eff") * GB
+        nodes = g / dom
+        k = m.moe.experts_per_token
+        remote = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)
+        outside = tokens_per_gpu * remote * m.hidden * 3.0
         inside = nbytes * (dom - 1) / (g - 1)
-        outside = nbytes - inside
         lat += 2 * const(c, "a2a_scaleout_latency_us") * 1e-6
         return lat + max(inside / nv, outside / ib)
 
-    def _comm_s(self, tokens: float, busiest_tokens: float, prefill: bool) -> float:
-        m, g = self.model, self.g
+    def _comm_s(self, tokens: float, rank_tokens: float) -> float:
+        """Communication of one forward: ``tokens`` in all, ``rank_tokens`` on the busiest
+        attention rank. tp: 2 all-reduces per layer over G; ep/dep: 2 all-reduces per layer
+        inside the attention group (if it has more than one GPU) and, with several ranks, one
+        dispatch + combine per MoE layer, ``(1 - a2a_overlap)`` of it exposed."""
+        m, g, a = self.model, self.g, self.attn_group
         if g <= 1:
             return 0.0
-        if self.mode == "dep":
-            return m.moe_layers * self.a2a_s(busiest_tokens) * (1 - const(self.calib, "a2a_overlap"))
-        bw, lat = self.link()
-        return 2 * m.layers * allreduce_s(tokens * m.hidden * 2.0, g, bw, lat)
+        if self.mode == "tp" or self.ranks <= 1:
+            bw, lat = self.link()
+            return 2 * m.layers * allreduce_s(tokens * m.hidden * 2.0, g, bw, lat)
+        out = 0.0
+        if a > 1:
+            bw, lat = intra_node_link(self.gpu, a, self.calib)
+            out += 2 * m.layers * allreduce_s(rank_tokens * m.hidden * 2.0, a, bw, lat)
+        a2a = self.a2a_s(rank_tokens / a)
+        return out + m.moe_layers * a2a * (1 - const(self.calib, "a2a_overlap"))
 
     def head_padding(self) -> float:
         """Attention work per GPU relative to an even split: ``ceil(heads / G) G / heads``
         (tensor-parallel attention over G GPUs that do not divide the heads)."""
-        if self.mode == "dep" or self.g <= 1:
+        a = self.attn_group
+        if a <= 1:
             return 1.0
         h = self.model.heads
-        return math.ceil(h / self.g) * self.g / h
+        return math.ceil(h / a) * a / h
 
     def _peak(self) -> float:
         return legacy.peak_flops(self.gpu, self.precision, self.calib)
@@ -345,22 +376,21 @@ class WorkerPhysics:
         m, g, c, s = self.model, self.g, self.calib, self.calib.serve
         tokens = n * t
         busy = self.ranks_busiest(n)
+        a = self.attn_group
         kvb = legacy.kv_bytes_per_token(m, self.precision, context)
-        share = 1.0 / 1.0 if self.mode == "dep" else kv_share_per_gpu(m, g)
-        kv_seq = busy if self.mode == "dep" else n
-        kv = kv_seq * context * kvb * share
+        kv = busy * context * kvb * kv_share_per_gpu(m, a)
         bw = self.gpu.memory_bandwidth_gbs.value * GB
         t_mem = self._weights_read_s(tokens) + kv / (bw * s.kv_bw_eff.value)
         cp = compute_params(m)
-        attn = attn_flops_per_token(m, context)
-        if self.mode == "dep":
-            ne = m.params - expert_params(m)
-            flops = busy * t * (2 * ne + attn) + tokens * 2 * (cp - ne) / g
+        attn = attn_flops_per_token(m, context) * self.head_padding()
+        if self.mode == "tp" or m.moe is None:
+            flops = tokens * (2 * cp + attn) / g
         else:
-            flops = tokens * (2 * cp + attn * self.head_padding()) / g
+            ne = m.params - expert_params(m)
+            flops = busy * t * (2 * ne + attn) / a + tokens * 2 * (cp - ne) / g
         eff = s.decode_compute_eff.value * const(c, "wide_compute_eff")
         t_comp = flops / (self._peak() * eff)
-        comm = self._comm_s(tokens, busy * t, prefill=False)
+        comm = self._comm_s(tokens, busy * t)
         t = max(t_mem, t_comp) + comm + legacy.layer_overhead_s(m, c)
         return t / serve_efficiency(self.gpu)
 
@@ -376,13 +406,12 @@ class WorkerPhysics:
         comp = flops / (
             self._peak() * c.serve.prefill_compute_eff.value * const(c, "wide_prefill_eff")
         )
-        busiest = tokens / g if self.mode == "dep" else tokens
-        if self.mode == "dep" and prompts > 0:
-            busiest = max(busiest, float(prompt) if prompts < g else busiest)
+        r = self.ranks
+        rank_tokens = tokens / r if prompts >= r else min(tokens, float(prompt))
         t = (
             comp
             + self._weights_read_s(max(prompts, 1) * prompt)
-            + self._comm_s(tokens, busiest, prefill=True)
+            + self._comm_s(tokens, rank_tokens)
             + legacy.layer_overhead_s(m, c)
         )
         return t / serve_efficiency(self.gpu)
@@ -390,8 +419,7 @@ class WorkerPhysics:
     def prefill_rate(self, prompt: int) -> tuple[float, float]:
         """(prompts/s, seconds per iteration) of this worker prefilling full chunks
         (``prefill_chunk_tokens`` per attention rank)."""
-        ranks = self.g if self.mode == "dep" else 1
-        k = max(1.0, math.floor(const(self.calib, "prefill_chunk_tokens") * ranks / prompt))
+        k = max(1.0, math.floor(const(self.calib, "prefill_chunk_tokens") * self.ranks / prompt))
         t = self.prefill_iter_s(k, prompt)
         return k / t, t
 
