@@ -40,7 +40,9 @@ _MODES = {"tp": "tp", "tep": "ep", "ep": "ep", "dep": "dep"}
 class Row:
     id: str
     group: str
-    category: str  # disaggregated | disaggregated+mtp | aggregated | aggregated+mtp | prefill | decode
+    category: (
+        str  # disaggregated | disaggregated+mtp | aggregated | aggregated+mtp | prefill | decode
+    )
     gpu: str
     measured: dict[str, float]
     predicted: dict[str, float]
@@ -254,7 +256,7 @@ def fit(
         for k, grid in FITTED.items():
             if near and values[k] in grid:
                 i = grid.index(values[k])
-                grid = grid[max(0, i - 1): i + 2]
+                grid = grid[max(0, i - 1) : i + 2]
             for v in grid:
                 if v == values[k]:
                     continue

@@ -70,7 +70,9 @@ def candidate_deployments(
     dom = scaleup_domain(gpu, calib)
     node = min(dom, 8)
     sizes = [g for g in (1, 2, 4, 8) if g <= node]
-    fit_tp = [g for g in sizes if _fits(model, gpu, Worker(g, "tp"), precision, prompt, output, calib)]
+    fit_tp = [
+        g for g in sizes if _fits(model, gpu, Worker(g, "tp"), precision, prompt, output, calib)
+    ]
     moe = model.moe is not None
     agg: list[Worker] = []
     wide: list[Worker] = []

@@ -53,7 +53,9 @@ def kv_transfer_s(
         assert dep.prefill is not None
         if dep.prefill.mode == "tp" and model.mla is None:  # K/V heads split over the ranks
             bw *= min(dep.prefill.gpus, dep.decode.gpus, model.kv_heads)
-    return const(calib, "kv_transfer_ms") * 1e-3 + nbytes / (bw * GB * const(calib, "kv_transfer_eff"))
+    return const(calib, "kv_transfer_ms") * 1e-3 + nbytes / (
+        bw * GB * const(calib, "kv_transfer_eff")
+    )
 
 
 def _pools(model, gpu, dep, precision, calib):

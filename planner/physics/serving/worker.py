@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import planner.physics.serving.replica as legacy
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration
 from planner.physics.moe import (
@@ -48,7 +49,6 @@ from planner.physics.serve_weights import (
     weight_bytes_per_param,
     with_layout,
 )
-from planner.physics.serving import replica as legacy
 from planner.physics.serving.constants import const
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, Worker
 from planner.physics.train import GB, allreduce_s, inter_node_link, intra_node_link, node_gpus
@@ -367,8 +367,12 @@ class WorkerPhysics:
         main = self._step(n, context, 1 + draft)
         if draft == 0:
             return main
-        one = self._step(n, context, 1) if not self.is_legacy else legacy.decode_step_s(
-            self.model, self.gpu, self.g, self.precision, n, context, self.legacy_calib
+        one = (
+            self._step(n, context, 1)
+            if not self.is_legacy
+            else legacy.decode_step_s(
+                self.model, self.gpu, self.g, self.precision, n, context, self.legacy_calib
+            )
         )
         return main + draft * const(self.calib, "mtp_draft_layers") / self.model.layers * one
 
@@ -430,9 +434,7 @@ class WorkerPhysics:
         if not self.mtp:
             return best
         drafts = (
-            [self.draft]
-            if self.draft
-            else range(1, int(const(self.calib, "mtp_max_draft")) + 1)
+            [self.draft] if self.draft else range(1, int(const(self.calib, "mtp_max_draft")) + 1)
         )
         for d in drafts:
             a = accepted_tokens(d, const(self.calib, "mtp_acceptance"),
