@@ -12,9 +12,10 @@ features below, through a chooser, so the same code serves two drivers:
 Features (``FEATURES``): owned fleets (keep or sell, arriving later), contracts, discounts,
 reserved offers, spot (training and serving), price paths (problem-wide and per GPU), lead
 times, ``capex_at``, scenarios and each risk measure, request mixes, measured profiles,
-budgets (capex and total), power caps, and today's accelerators (``today``: an H200, B200,
+budgets (capex and total), power caps, today's accelerators (``today``: an H200, B200,
 GB200 or MI300X beside the older cards, services at FP8 or FP4, a vendor quote or a vendor
-efficiency as a per-GPU override). A problem is written as YAML beside its files (a
+efficiency as a per-GPU override), and deployments (``deployments``: services with
+``disaggregated`` and ``mtp`` auto, true or false, a list of precisions, a ``gpus`` subset). A problem is written as YAML beside its files (a
 profiles file when profiles are drawn) by :func:`write_case`; every draw is a valid problem:
 the planner must end it in a verified plan (exit 0) or an infeasibility diagnosis (exit 3).
 """
@@ -48,6 +49,7 @@ FEATURES = (
     "power_cap",
     "catalog_offers",
     "today",
+    "deployments",
 )
 START_YEAR = 2027
 # Cards with catalog specs, prices and resale curves; the consumer card only where allowed.
@@ -148,7 +150,8 @@ def month(m: int) -> str:
 
 def compose(pick: Pick, time_limit: float = 10.0) -> Case:
     """Draw one problem with a random subset of :data:`FEATURES` (see the module docstring)."""
-    on = {f for f in FEATURES if pick.flag(0.25 if f == "catalog_offers" else 0.5)}
+    # "deployments" is drawn last, so the draws of every earlier seed stay what they were
+    on = {f for f in FEATURES[:-1] if pick.flag(0.25 if f == "catalog_offers" else 0.5)}
     months = pick.int(6, 12)
     gpus = pick.subset(GPUS)
     if gpus == ["rtx-4090"]:
@@ -182,7 +185,23 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
         problem["scenarios"], risk = _scenarios(pick)
         problem["risk"] = risk
         problem["solver"]["time_limit_s"] = time_limit * len(problem["scenarios"])
+    if pick.flag():
+        on.add("deployments")
+        for w in problem["workloads"].get("serve", []):
+            _deployments(pick, w, gpus)
     return Case(problem, frozenset(on), files)
+
+
+def _deployments(pick: Pick, w: dict[str, Any], gpus: list[str]) -> None:
+    """Feature ``deployments`` (issue 44) on one service: disaggregated and mtp each auto,
+    false or (rarely) true, a list of precisions, the service kept to some of the GPU types.
+    A draw no GPU can serve (mtp: true on a model without MTP layers) ends in exit 3."""
+    w["disaggregated"] = pick.one(["auto", "auto", False, True])
+    w["mtp"] = pick.one(["auto", "auto", False, True])
+    if pick.flag():
+        w["precision"] = pick.one([["bf16", "fp8"], ["fp8", "fp4"], ["fp16", "fp8", "fp4"]])
+    if pick.flag() and len(gpus) > 1:
+        w["gpus"] = pick.subset(gpus)
 
 
 def _override(pick: Pick, gpu: str) -> dict[str, Any]:
@@ -380,7 +399,7 @@ def _profiles(pick: Pick, problem: dict[str, Any], gpus: list[str]) -> dict[str,
         "model": w["model"],
         "gpu": gpu,
         "tp": 1,
-        "precision": w["precision"],
+        "precision": w["precision"] if isinstance(w["precision"], str) else w["precision"][0],
         "prompt": shape["prompt"],
         "output": shape["output"],
         "max_rps": pick.one([0.5, 2.0, 6.0]),

@@ -303,7 +303,7 @@ def serve_candidates(
     for gid in serve_gpus(w, inputs):
         found: list[ServeCandidate] = []
         reasons: list[tuple[int | str, str]] = []
-        for tp in serve_tp_sizes(w, inputs, gid) if plain_ok else []:
+        for tp in serve_tp_sizes(w, inputs, gid):
             c = serve_candidate(w, inputs, gid, tp, calib)
             if isinstance(c, str):
                 reasons.append((tp, c))
@@ -311,8 +311,11 @@ def serve_candidates(
                 found.append(c)
         found.sort(key=lambda c: -c.rate_rps / c.tp)
         plain[gid] = (found, reasons)
+    # the plain replicas bound the deployments tried, offered or not (disaggregated: true)
     cap = deployment_gpu_cap(w, inputs, [c for f, _ in plain.values() for c in f])
     for gid, (found, reasons) in plain.items():
+        if not plain_ok:
+            found, reasons = [], []
         # a measured configuration is always offered: the team runs it and trusts it
         out.extend(c for i, c in enumerate(found) if i < keep or c.measured)
         deployed = deployment_candidates(w, inputs, gid, calib, reasons, found, cap)
