@@ -95,6 +95,7 @@ class ServeCalibration(Strict):
     mtp_draft_layers: Sourced | None = None
     wide_compute_eff: Sourced | None = None
     wide_prefill_eff: Sourced | None = None
+    moe_prefill_eff: Sourced | None = None
     # each GPU generation's serving software efficiency where one vendor figure does not fit
     # (AMD CDNA 3 vs CDNA 4); absent: the vendor's (catalogs/vendors.yaml)
     # (a mapping gpu id -> figure in the file; kept as sorted pairs so the calibration hashes)

@@ -13,7 +13,7 @@ DEFAULTS: dict[str, float] = {
     # share of the per-direction scale-up bandwidth an all-to-all (DeepEP / NCCL) achieves
     "a2a_eff": 0.8,
     # fixed time of one dispatch or combine (kernel, synchronisation), microseconds
-    "a2a_latency_us": 150.0,
+    "a2a_latency_us": 200.0,
     # extra fixed time when the all-to-all crosses the scale-out fabric (RDMA), microseconds
     "a2a_scaleout_latency_us": 40.0,
     # share of the all-to-all hidden behind compute (two-batch overlap), decode and prefill
@@ -35,7 +35,9 @@ DEFAULTS: dict[str, float] = {
     # decode and prefill compute efficiency of a worker beyond today's replicas (wide EP, DP
     # attention, multi-node), relative to decode_compute_eff / prefill_compute_eff
     "wide_compute_eff": 0.55,
-    "wide_prefill_eff": 0.5,
+    "wide_prefill_eff": 1.0,
+    # a mixture of experts' prefill (every replica): grouped expert GEMMs below a dense GEMM
+    "moe_prefill_eff": 0.5,
     # cost of one draft step relative to one transformer layer of the main model
     "mtp_draft_layers": 2.0,
 }

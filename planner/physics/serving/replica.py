@@ -288,7 +288,10 @@ def prefill_compute_s(
     True
     """
     flops = 2.0 * compute_params(model) * prompt + prefill_attn_flops(model, prompt)
-    return flops / tp / (peak_flops(gpu, precision, calib) * calib.serve.prefill_compute_eff.value)
+    eff = calib.serve.prefill_compute_eff.value
+    if model.moe is not None and calib.serve.moe_prefill_eff is not None:
+        eff *= calib.serve.moe_prefill_eff.value  # grouped expert GEMMs, routing, permutation
+    return flops / tp / (peak_flops(gpu, precision, calib) * eff)
 
 
 def prefill_iter_s(

@@ -407,9 +407,10 @@ class WorkerPhysics:
         m, g, c = self.model, self.g, self.calib
         tokens = prompts * prompt
         flops = prompts * (2.0 * compute_params(m) * prompt + prefill_attn_flops(m, prompt)) / g
-        comp = flops / (
-            self._peak() * c.serve.prefill_compute_eff.value * const(c, "wide_prefill_eff")
-        )
+        eff = c.serve.prefill_compute_eff.value * const(c, "wide_prefill_eff")
+        if m.moe is not None:
+            eff *= const(c, "moe_prefill_eff")
+        comp = flops / (self._peak() * eff)
         r = self.ranks
         rank_tokens = tokens / r if prompts >= r else min(tokens, float(prompt))
         t = (
