@@ -93,3 +93,17 @@ def test_workbook_says_which_commitments_and_for_how_long(tmp_path):
     none = make_plan().model_copy(update={"reservations": []})
     write_workbook(none, tmp_path / "n.xlsx")
     assert "signs no new commitment" in load_workbook(tmp_path / "n.xlsx")["Rentals"]["A2"].value
+
+
+def test_breakeven_varies_a_committed_price():
+    """`planner breakeven` on a reserved offer's price watches the commitments signed: above
+    the break-even the plan drops the 36-month commitment for the 12-month one."""
+    from planner.analysis.breakeven import COMMITMENTS, breakeven, parse_watch
+
+    assert parse_watch("commitments") == COMMITMENTS and parse_watch(None) is None
+    key = "overrides.offers.nebius-b200-36m.usd_per_gpu_hour"
+    be = breakeven(PROBLEM, f"{key}=3:6", tol=0.5, scan=2)
+    assert be.watch == COMMITMENTS and be.changed
+    assert 3 < be.value < 6
+    assert "nebius-b200-36m" in be.below.reserved and "nebius-b200-36m" not in be.above.reserved
+    assert "commits to" in be.sentence and "nebius-b200-36m" in be.sentence

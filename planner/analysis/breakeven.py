@@ -73,23 +73,33 @@ def resolve_tol(lo: float, hi: float, tol: Any) -> float:
     return float(tol)
 
 
+#: ``--watch commitments``: the commitments signed (reserved offers and GPUs under each), the
+#: default when the KEY is the price of a reserved offer (``overrides.offers.<id>...``).
+COMMITMENTS = "commitments"
+
+
 def _signature(r: ScenarioResult, watch: str | None) -> Any:
     if not r.ok:
         return ("no plan", r.status)
     if watch is None:
         return tuple(sorted(r.bought))
+    if watch == COMMITMENTS:
+        return tuple(sorted(r.reserved.items()))
     return r.bought.get(watch, 0)
 
 
 def parse_watch(text: str | None, base: Base | None = None) -> str | None:
-    """``--watch gpu=h100-sxm`` -> ``"h100-sxm"``; None/``gpus`` -> the set of types bought."""
+    """``--watch gpu=h100-sxm`` -> ``"h100-sxm"``; None/``gpus`` -> the set of types bought;
+    ``commitments`` -> :data:`COMMITMENTS` (the reserved offers signed and their GPUs)."""
     if text is None or text.strip() in ("", "gpus", "types"):
         return None
+    if text.strip() in (COMMITMENTS, "reserved", "gpu=" + COMMITMENTS):
+        return COMMITMENTS
     key, sep, val = text.partition("=")
     if key.strip() != "gpu" or not sep or not val.strip():
         raise InputError(
-            f"--watch {text!r}: expected gpu=<id> (the count of one GPU type bought) "
-            "or nothing (the set of GPU types bought)"
+            f"--watch {text!r}: expected gpu=<id> (the count of one GPU type bought), "
+            "commitments (the reserved offers signed) or nothing (the set of GPU types bought)"
         )
     gpu = val.strip()
     if (
@@ -140,9 +150,38 @@ def _fmt_val(x: float, tol: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _commits(r: ScenarioResult) -> str:
+    """What a plan signs: "commits to 16 GPUs of nebius-b200-36m" or "signs no commitment"."""
+    if not r.ok:
+        return f"has no plan ({r.status})"
+    if not r.reserved:
+        return "signs no commitment"
+    return "commits to " + " and ".join(f"{n} GPUs of {o}" for o, n in r.reserved.items())
+
+
+def reserved_offer_key(base: Base, key: str) -> str | None:
+    """The id of the offer whose price ``key`` varies when that offer is reserved (a
+    commitment's price): ``overrides.offers.<id>.usd_per_gpu_hour`` or an inline
+    ``offers.extra`` entry of kind reserved; else None."""
+    parts = key.split(".")
+    if len(parts) == 4 and parts[:2] == ["overrides", "offers"] and parts[3] == "usd_per_gpu_hour":
+        oid = parts[2]
+        try:
+            from planner.inputs.problem import load_problem
+
+            inputs = load_problem(base.path)
+        except Exception:  # an invalid problem is reported by the solves themselves
+            return None
+        o = inputs.offers.get(oid)
+        return oid if o is not None and o.kind == "reserved" else None
+    return None
+
+
 def _buys(r: ScenarioResult, watch: str | None) -> str:
     if not r.ok:
         return f"has no plan ({r.status})"
+    if watch == COMMITMENTS:
+        return _commits(r)
     items = {watch: r.bought.get(watch, 0)} if watch else r.bought
     items = {g: n for g, n in items.items() if n}
     if not items:
@@ -154,6 +193,8 @@ def _describe_other(r: ScenarioResult, other: ScenarioResult, watch: str | None)
     """What ``r`` does instead of what ``other`` buys ("rents them", "buys 2 a100...")."""
     if not r.ok:
         return f"there is no plan ({r.status}: {r.message.splitlines()[0] if r.message else ''})"
+    if watch == COMMITMENTS:
+        return "it " + _commits(r)
     types = [watch] if watch else list(other.bought)
     mine = {g: n for g, n in r.bought.items() if (g in types if watch else True) and n}
     rented = {g for g, h in r.rented_gpu_hours.items() if h > 1e-6}
@@ -285,7 +326,9 @@ def _unchanged_sentence(
 ) -> str:
     """The report when every scanned value gives the same signature."""
     tried = f"at every one of the {len(points)} values tried"
-    if watch:
+    if watch == COMMITMENTS:
+        what = f"the commitments signed stay the same (it {_commits(points[0])} {tried})"
+    elif watch:
         what = f"the number of {watch} bought stays the same (it {_buys(points[0], watch)} {tried})"
     else:
         what = _types_unchanged(points, tried)
@@ -328,6 +371,8 @@ def _change_sentence(
     It leads with the side that buys: "above X the plan buys ...", unless the plan above
     has no plan or buys nothing where the one below buys.
     """
+    if watch == COMMITMENTS:
+        return f"below {key} {xt} the plan {_commits(ra)}; above it {_commits(rb).removeprefix('it ')}"
     if not rb.ok or (not rb.bought and ra.bought):
         return f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
     return f"above {key} {xt} the plan {_buys(rb, watch)}; below it {_describe_other(ra, rb, watch).removeprefix('it ')}"
@@ -348,7 +393,9 @@ def breakeven(
     """Find the value of one KEY in [lo, hi] at which the plan changes, by bisection on solves.
 
     The plan's *signature* is the set of GPU types bought (or, with ``watch="<gpu>"``, the
-    count of that type bought). ``scan`` evenly spaced values (ends included) are solved
+    count of that type bought; with ``watch="commitments"``, the reserved offers signed and
+    the GPUs under each, the default when KEY is a reserved offer's price,
+    ``overrides.offers.<id>.usd_per_gpu_hour``). ``scan`` evenly spaced values (ends included) are solved
     first; the first interval whose ends differ is bisected until it is narrower than
     ``tol`` (default (hi - lo) / 200, at least :func:`tol_floor`), in at most
     :data:`MAX_BISECT_STEPS` solves (at most 30 with the floor). So the search makes at
@@ -365,6 +412,8 @@ def breakeven(
         key, lo, hi = vary
         lo, hi = check_bounds(key, lo, hi)
     watch = parse_watch(watch if watch is None or "=" in watch else f"gpu={watch}", base)
+    if watch is None and reserved_offer_key(base, key) is not None:
+        watch = COMMITMENTS  # a commitment's price: does the plan still sign it?
     tol = resolve_tol(lo, hi, tol)
     if isinstance(scan, bool) or not isinstance(scan, int) or not 2 <= scan <= MAX_SCAN:
         raise InputError(f"--scan {scan!r}: expected a whole number from 2 to {MAX_SCAN}")

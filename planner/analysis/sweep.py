@@ -71,6 +71,8 @@ class ScenarioResult:
     rented_share: float | None = None
     usd_per_1m_tokens: float | None = None
     bought: dict[str, int] = field(default_factory=dict)  # GPUs bought per type over the horizon
+    # Commitments signed (reserved offers): offer -> most GPUs under commitment at once
+    reserved: dict[str, int] = field(default_factory=dict)
     rented_by: dict[str, dict[str, float]] = field(default_factory=dict)  # gpu -> {kind: GPU-h}
     rental_usd_by_gpu: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
@@ -132,6 +134,14 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
     bought: dict[str, int] = defaultdict(int)
     for p in plan.purchases:
         bought[p.gpu] += p.count
+    at_once: dict[tuple[str, str], int] = defaultdict(int)  # (offer, month) -> GPUs committed
+    for res in plan.reservations:
+        t0 = plan.months.index(res.start_month) if res.start_month in plan.months else 0
+        for m in plan.months[t0 : t0 + res.term_months]:
+            at_once[(res.offer, m)] += res.gpus
+    reserved: dict[str, int] = defaultdict(int)
+    for (offer, _m), n in at_once.items():
+        reserved[offer] = max(reserved[offer], n)
     gpus = sorted(set(owned) | set(rented) | set(bought))
     total_h = sum(owned.values()) + sum(rented.values())
     serve = [w for w in plan.workloads if w.kind == "serve"]
@@ -149,6 +159,7 @@ def summarize(plan: Plan, index: int = 0, params: dict[str, Value] | None = None
         rented_share=(sum(rented.values()) / total_h) if total_h > 0 else 0.0,
         usd_per_1m_tokens=per_m,
         bought={g: n for g, n in sorted(bought.items()) if n},
+        reserved={o: n for o, n in sorted(reserved.items()) if n},
         rented_by={g: dict(k) for g, k in sorted(by.items())},
         rental_usd_by_gpu=dict(sorted(rusd.items())),
         seconds=plan.solve_seconds,

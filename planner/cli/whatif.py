@@ -295,8 +295,9 @@ def _side_by_side(be) -> Table:
     "--watch",
     default=None,
     metavar="WHAT",
-    help="what counts as a change: default the set of GPU types bought; "
-    "gpu=<id> for the number of that type bought",
+    help="what counts as a change: default the set of GPU types bought (the commitments "
+    "signed when KEY is a reserved offer's price, overrides.offers.<id>.usd_per_gpu_hour); "
+    "gpu=<id> for the number of that type bought; commitments for the reserved offers signed",
 )
 @click.option(
     "--tol",
