@@ -215,7 +215,8 @@ def summary(rs: list[Row]) -> dict[str, dict[str, float]]:
 
 FITTED = {
     "a2a_eff": (0.3, 0.45, 0.6, 0.8),
-    "a2a_latency_us": (30.0, 60.0, 100.0, 150.0, 200.0, 300.0),
+    "a2a_latency_us": (15.0, 30.0, 60.0, 100.0, 150.0, 200.0, 300.0),
+    "a2a_scaleout_latency_us": (0.0, 40.0, 100.0, 200.0, 300.0),
     "a2a_overlap": (0.3, 0.5, 0.7, 0.85),
     "dp_imbalance": (0.25, 0.5, 1.0, 1.5),
     "wide_compute_eff": (0.4, 0.55, 0.7, 0.85, 1.0),

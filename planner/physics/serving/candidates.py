@@ -30,17 +30,37 @@ def _fits(model, gpu, w: Worker, precision, prompt, output, calib, mtp=False) ->
 
 
 def _prefill_count(model, gpu, pre: Worker, dec: Worker, precision, prompt, output, calib, mtp):
-    """Prefill workers whose prompts/s match the decode worker's at its reference batch."""
+    """Prefill workers whose prompt capacity matches what the decode worker finishes at its
+    reference batch: the largest whose step is at most 1.5x the batch-1 step (high throughput
+    at a still interactive TPOT), prompts/s = n x tokens per step / step / output; one prefill
+    worker sustains 0.9 / s1 prompts/s (s1 = one prompt's marginal prefill time)."""
     dw = WorkerPhysics(model, gpu, dec, precision, calib, mtp)
     pw = WorkerPhysics(model, gpu, pre, precision, calib, mtp)
-    top = dw.max_batch(prompt, output)
-    per_gpu = 64 if dec.mode == "dep" else 32
-    n = max(1, min(top, per_gpu * dec.gpus))
+    top = max(1, dw.max_batch(prompt, output))
     ctx = prompt + (output - 1) / 2
-    _, acc, step = dw.best_draft(n, ctx)
-    need = n * acc / step / output  # prompts/s the decode worker finishes
-    have, _ = pw.prefill_rate(prompt)
-    return max(1, min(64, math.ceil(need / have - 0.25)))
+    limit = 1.5 * dw.best_draft(1, ctx)[2]
+    lo, hi = 1, top
+    if dw.best_draft(hi, ctx)[2] <= limit:
+        lo = hi
+    while hi - lo > max(1, lo // 32):
+        mid = (lo + hi) // 2
+        if dw.best_draft(mid, ctx)[2] <= limit:
+            lo = mid
+        else:
+            hi = mid
+    _, acc, step = dw.best_draft(lo, ctx)
+    need = lo * acc / step / output  # prompts/s the decode worker finishes
+    s1 = pw.prefill_iter_s(1, prompt) - pw.prefill_iter_s(0, prompt)
+    have = 0.9 / s1 if s1 > 0 else math.inf
+    return max(1, min(64, math.ceil(need / have)))
+
+
+def _with_mtp_prefill(model, gpu, x: Deployment, precision, prompt, output, calib):
+    """The prefill pool of ``x`` resized for its decode worker with MTP (it finishes more)."""
+    if x.prefill is None:
+        return None
+    p = _prefill_count(model, gpu, x.prefill, x.decode, precision, prompt, output, calib, True)
+    return Worker(x.prefill.gpus, x.prefill.mode, p)
 
 
 def candidate_deployments(
@@ -127,7 +147,9 @@ def candidate_deployments(
     out += dis
     if True in mtp_opts:  # MTP where it is served: the wide and disaggregated decoders, TP
         extra = [
-            Deployment(x.decode, x.prefill, True)
+            Deployment(
+                x.decode, _with_mtp_prefill(model, gpu, x, precision, prompt, output, calib), True
+            )  # fmt: skip
             for x in out
             if (x.decode.mode == "dep" or x.decode.gpus >= 8 or x == out[0])
             and _fits(model, gpu, x.decode, precision, prompt, output, calib, True)
