@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from planner.inputs.problem import Inputs, ServeWorkload, month_index
-from planner.optimize.serve_options import ServeCandidate
+from planner.optimize.serve_options import ServeCandidate, rentable_on
 from planner.physics.calibration_values import Calibration
 from planner.physics.capacity import (
     deployment_bucket_capacity,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # Deployments kept per GPU type and class (aggregated without MTP; disaggregated or with
 # MTP), best req/s per GPU first, besides the smallest of each class that serves (the one-
 # replica floor makes a small replica worth having where demand is low).
-DEPLOY_KEEP_PER_GPU = 3
+DEPLOY_KEEP_PER_GPU = 2
 
 
 def _toggle(v: object) -> bool | None:
@@ -153,9 +153,12 @@ def deployment_candidates(
             c = _sized_candidate(w, inputs, gid, d, calib, reasons, cap)
         if c is not None:
             found.append(c)
+    offers = [o for o in inputs.offers.values() if o.gpu == gid]
+    if w.redundancy <= 1 and w.requests is None:
+        found = _undominated(found, plain or [], offers)
     kept: list[ServeCandidate] = []
     for extra in (False, True):
-        group = [c for c in found if (c.deployment.disaggregated or c.deployment.mtp) == extra]
+        group = [c for c in found if _extra(c) == extra]
         group.sort(key=lambda c: (-c.rate_rps / c.tp, c.tp, c.key))
         chosen = group[:DEPLOY_KEEP_PER_GPU]
         small = min(group, key=lambda c: (c.tp, -c.rate_rps, c.key), default=None)
@@ -163,6 +166,37 @@ def deployment_candidates(
             chosen.append(small)
         kept.extend(chosen)
     return kept
+
+
+def _extra(c: ServeCandidate) -> bool:
+    """Of the class only ``auto`` has: disaggregated or with MTP."""
+    return c.deployment is not None and (c.deployment.disaggregated or c.deployment.mtp)
+
+
+def _undominated(found: list, plain: list, offers: list) -> list:
+    """The deployments no other candidate of the GPU type beats outright: ``a`` beats ``b``
+    with at most ``b``'s GPUs, at least its req/s, rentable on every offer ``b`` is (ties:
+    a plain replica, then the class without MTP or pools, then the smaller, earlier key).
+    Replacing each replica of ``b`` by one of ``a`` costs no more, keeps the replica count
+    and adds at least the spare capacity a larger ``L`` takes where ``redundancy`` <= 1 (the
+    caller's condition). A deployment of the class ``auto`` alone has is beaten by anything;
+    one of the other class only by its class or a plain replica, so that every candidate of
+    ``disaggregated: false, mtp: false`` is one of ``auto``'s."""
+
+    def rank(c: ServeCandidate) -> tuple:
+        return (c.deployment is not None, _extra(c), c.tp, c.key)
+
+    def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
+        if a is b or a.tp > b.tp or a.rate_rps < b.rate_rps:
+            return False
+        if _extra(a) and not _extra(b):
+            return False
+        if not all(rentable_on(a.workers, o) for o in offers if rentable_on(b.workers, o)):
+            return False
+        return a.tp < b.tp or a.rate_rps > b.rate_rps or rank(a) < rank(b)
+
+    pool = [*plain, *found]
+    return [b for b in found if not any(beats(a, b) for a in pool)]
 
 
 # A disaggregated deployment whose p95 TPOT at its capacity is below this share of the SLO

@@ -111,11 +111,12 @@ SERVER_GPUS = 8
 def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
     """The serving candidates of one workload worth an owned-replica variable.
 
-    Candidate ``b`` is left out when another ``a`` on the same GPU type has a ``tp`` that
-    divides ``b``'s, ``mu_a <= mu_b`` and ``tp_b / tp_a`` replicas of ``a`` give at least
-    ``mu_b``: on the same owned GPUs they serve as much, count as at least as many replicas
-    (``serve_floor``) and none is larger (the spare ``R L``), so any plan with ``b`` is matched
-    at no higher cost (ties: the earlier key stays).
+    Candidate ``b`` is left out when another ``a`` on the same GPU type has at most ``b``'s
+    GPUs, ``mu_a <= mu_b`` and ``floor(tp_b / tp_a)`` replicas of ``a`` give at least
+    ``mu_b``: on the same owned GPUs (some left idle where ``tp_a`` does not divide ``tp_b``,
+    as a 20-GPU deployment's GPUs hold five of 4) they serve as much, count as at least as
+    many replicas (``serve_floor``) and none is larger (the spare ``R L``), so any plan with
+    ``b`` is matched at no higher cost (ties: the earlier key stays).
 
     >>> from types import SimpleNamespace as NS
     >>> c = lambda k, tp, mu: NS(gpu="g", tp=tp, rate_rps=mu, key=k)
@@ -125,23 +126,28 @@ def owned_serve_options(cands: list[ServeCandidate]) -> list[ServeCandidate]:
     ['a']
     >>> [x.key for x in owned_serve_options([c("fast", 1, 4.0), c("tp2", 2, 3.0)])]
     ['fast', 'tp2']
+    >>> [x.key for x in owned_serve_options([c("4", 4, 20.0), c("20", 20, 99.0), c("12", 12, 61.0)])]
+    ['4', '12']
     """
-
-    def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
-        if a is b or a.gpu != b.gpu or b.tp % a.tp:
-            return False
-        if a.rate_rps > b.rate_rps:  # a larger replica: more spare capacity to hold
-            return False
-        given, wanted = (b.tp // a.tp) * a.rate_rps, b.rate_rps
-        return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))
 
     live = [c for c in cands if c.rate_rps > 0]
     test = mix_beats if any(getattr(c, "mixed", False) for c in live) else beats
     return [b for b in live if not any(test(a, b) for a in live)]
 
 
+def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
+    """``floor(tp_b / tp_a)`` replicas of ``a`` do what one of ``b`` does on its GPUs (one
+    request shape; :func:`owned_serve_options`)."""
+    if a is b or a.gpu != b.gpu or b.tp < a.tp:
+        return False
+    if a.rate_rps > b.rate_rps:  # a larger replica: more spare capacity to hold
+        return False
+    given, wanted = (b.tp // a.tp) * a.rate_rps, b.rate_rps
+    return given > wanted * (1 + 1e-12) or (given >= wanted and (a.tp, a.key) < (b.tp, b.key))
+
+
 def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
-    """For a request mix: ``tp_b / tp_a`` replicas of ``a`` on the same GPUs serve at least
+    """For a request mix: ``floor(tp_b / tp_a)`` replicas of ``a`` on the same GPUs serve at least
     what one of ``b`` does in every bucket (each type keeps its own spares, so a smaller
     replica never needs more of them). Ties: the smaller, then earlier key stays.
 
@@ -150,7 +156,7 @@ def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
     >>> mix_beats(c("a", 1, (3.0, 1.0)), c("b", 2, (5.0, 2.0))), mix_beats(c("a", 1, (3.0, 0.9)), c("b", 2, (5.0, 2.0)))
     (True, False)
     """
-    if a is b or a.gpu != b.gpu or b.tp % a.tp:
+    if a is b or a.gpu != b.gpu or b.tp < a.tp:
         return False
     k = b.tp // a.tp
     pairs = list(zip(a.bucket_rates, b.bucket_rates, strict=True))
@@ -230,7 +236,7 @@ def serve_rental_pairs(
         return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, capped(o), i)
 
     if any(getattr(c, "mixed", False) for c, _ in kept):
-        return _mix_pairs(kept)
+        return _same_offer(_mix_pairs(kept), mix_beats)
     leaders = [rank(i) for i, (_, o) in enumerate(kept) if o.kind != "reserved" and not capped(o)]
     out = []
     for i, (c, o) in enumerate(kept):
@@ -244,7 +250,25 @@ def serve_rental_pairs(
             ):
                 continue
         out.append((c, o))
-    return out
+    return _same_offer(out, beats)
+
+
+def _same_offer(pairs: list, test) -> list:
+    """Drop a non-reserved pair when another candidate on the same offer beats it (``test``:
+    :func:`beats` or :func:`mix_beats`): its replicas fit in the GPUs, the cap and the price of
+    one of the other's, so any plan renting it can rent them instead (capped offers included:
+    every on-demand offer of a GPU may be capped, and then no uncapped pair leads). Only
+    deployments are dropped so: the plain replicas' pairs stay as they always were."""
+    by_offer: dict[str, list] = {}
+    for c, o in pairs:
+        by_offer.setdefault(o.id, []).append(c)
+    return [
+        (c, o)
+        for c, o in pairs
+        if o.kind == "reserved"
+        or getattr(c, "deployment", None) is None
+        or not any(test(d, c) for d in by_offer[o.id] if d is not c)
+    ]
 
 
 def _mix_pairs(kept: list[tuple[ServeCandidate, Offer]]) -> list[tuple[ServeCandidate, Offer]]:
