@@ -250,3 +250,46 @@ def test_workers_memory_dep_splits_the_kv_cache():
     assert dep.max_batch(1024, 1024) > 4 * ep.max_batch(1024, 1024)
     assert math.isclose(dep.memory_gb(80, 2048, 1024)["kv_cache"] * 8,
                         ep.memory_gb(80, 2048, 1024)["kv_cache"])  # fmt: skip
+
+
+def test_import_hf_reads_mtp_layers_and_the_released_precision():
+    from pathlib import Path
+
+    from planner.inputs.importers.hf_config import model_entry
+
+    fx = Path(__file__).parent / "fixtures" / "hf"
+    ds = model_entry(json.loads((fx / "deepseek-v3.json").read_text()), "ds", fx / "x.json")
+    assert ds["num_nextn_predict_layers"] == 1 and ds["released_precision"] == "fp8"
+    k2 = model_entry(json.loads((fx / "kimi-k2.json").read_text()), "k2", fx / "x.json")
+    assert "num_nextn_predict_layers" not in k2 and k2["released_precision"] == "fp8"
+    oss = model_entry(json.loads((fx / "gpt-oss-120b.json").read_text()), "o", fx / "x.json")
+    assert oss["released_precision"] == "fp4"
+    assert R1.num_nextn_predict_layers == 1 and R1.released_precision == "fp8"
+
+
+def test_kv_transfer_by_hand():
+    """DeepSeek-R1 FP8, 1,024 prompt tokens: 61 layers x 576 latent x 1 B per token = 35.98 MB;
+    inside one NVL72 rack over NVLink (900 GB/s per direction x kv_transfer_eff), else one
+    GPU's 50 GB/s NIC; plus the fixed kv_transfer_ms."""
+    from planner.physics.serving import kv_transfer_s
+
+    nbytes = 1024 * 61 * 576
+    fixed = const(CAL, "kv_transfer_ms") * 1e-3
+    eff = const(CAL, "kv_transfer_eff")
+    rack = Deployment(Worker(32, "dep"), Worker(4, "dep", 4))
+    assert kv_transfer_s(R1, GB200, rack, "fp8", 1024, CAL) == pytest.approx(
+        fixed + nbytes / (900e9 * eff)
+    )
+    hgx = Deployment(Worker(16, "dep"), Worker(8, "dep", 2))
+    assert kv_transfer_s(R1, B200, hgx, "fp8", 1024, CAL) == pytest.approx(
+        fixed + nbytes / (50e9 * eff)
+    )
+
+
+def test_concurrency_beyond_the_kv_cache_waits_instead_of_refusing():
+    d = Deployment(Worker(8, "ep"))
+    top = WorkerPhysics(R1, B200, d.decode, "fp4", CAL).max_batch(1024, 1024)
+    at = estimate_deployment(R1, B200, d, "fp4", 1024, 1024, top)
+    over = estimate_deployment(R1, B200, d, "fp4", 1024, 1024, 3 * top)
+    assert over.fits and over.tokens_per_s == pytest.approx(at.tokens_per_s)
+    assert over.ttft_ms > 10 * at.ttft_ms

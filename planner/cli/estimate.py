@@ -362,7 +362,7 @@ def _train_table(
     show_default=True,
     help="with --gpus, a MoE's worker mode: experts sliced across the GPUs (tp), whole experts "
     "per GPU with tensor-parallel attention (ep) or data-parallel attention (dep); auto keeps "
-    "the fastest",
+    "the faster of tp and ep within one server, the fastest of tp, ep and dep beyond it",
 )
 @click.option(
     "--prefill",
@@ -442,6 +442,13 @@ def serve_cmd(
     dep, est = best
     if not est.fits and est.reason and "weights" in est.reason:
         est = _with_released_hint(est, model, precision)
+    slots = _most_that_fit(model, gpu, dep, precision, prompt, output, calib)
+    if est.fits and est.batch > slots:
+        click.echo(
+            f"note: the KV cache holds {slots} of the {est.batch} concurrent requests; "
+            "the rest wait for a slot (their wait is in ttft_ms)",
+            err=True,
+        )
     out: dict[str, Any] = {
         "model": model.id,
         "params": model.params,
@@ -450,6 +457,7 @@ def serve_cmd(
         "output": output,
         **asdict(est),
         "tokens_per_s_per_gpu": est.tokens_per_s / est.gpus,
+        "kv_slots": slots,
         "deployment": dep.to_dict(),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
