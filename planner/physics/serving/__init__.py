@@ -18,6 +18,8 @@ of one replica, with ``gpus`` = the deployment's total and ``layout`` = its labe
 
 from __future__ import annotations
 
+import functools
+
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration_values import Calibration, default_calibration
 from planner.physics.serving.aggregated import aggregated_capacity, estimate_aggregated
@@ -82,8 +84,14 @@ def deployment_capacity(
     none is. ``gpus`` is the deployment's total, ``layout`` its label, ``batch`` its concurrent
     requests at that rate."""
     calib = calib or default_calibration()
-    args = (model, gpu, deployment, precision, prompt, output, float(slo_ttft_ms),
-            float(slo_tpot_ms), calib)  # fmt: skip
+    return _capacity(model, gpu, deployment, precision, prompt, output, float(slo_ttft_ms),
+                     float(slo_tpot_ms), calib)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _capacity(model, gpu, deployment, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib):
+    """:func:`deployment_capacity`, cached (a plan asks for the same deployment many times)."""
+    args = (model, gpu, deployment, precision, prompt, output, slo_ttft_ms, slo_tpot_ms, calib)
     if deployment.disaggregated:
         return disaggregated_capacity(*args)
     return aggregated_capacity(*args)
