@@ -357,6 +357,13 @@ class WorkerPhysics:
     def _peak(self) -> float:
         return legacy.peak_flops(self.gpu, self.precision, self.calib)
 
+    def _attn_peak(self) -> float:
+        """Peak FLOP/s of decode attention: the FP8 peak with fp4 weights (FP8 KV cache and
+        attention kernels), else the precision's."""
+        if self.precision == "fp4" and self.gpu.fp8_dense_tflops is not None:
+            return legacy.peak_flops(self.gpu, "fp8", self.calib)
+        return self._peak()
+
     def decode_step_s(self, n: float, context: float, draft: int = 0) -> float:
         """One decode step of ``n`` sequences of mean ``context`` tokens, each verifying
         ``1 + draft`` tokens (MTP), including the ``draft`` draft steps (s)."""
@@ -387,11 +394,13 @@ class WorkerPhysics:
         t_mem = self._weights_read_s(tokens) + kv / (bw * s.kv_bw_eff.value)
         cp = compute_params(m)
         attn = attn_flops_per_token(m, context) * self.head_padding()
+        # attention runs on the KV cache's precision (FP8 beside FP4 weights), not at FP4
+        attn_slow = self._peak() / self._attn_peak()
         if self.mode == "tp" or m.moe is None:
-            flops = tokens * (2 * cp + attn) / g
+            flops = tokens * (2 * cp + attn * attn_slow) / g
         else:
             ne = m.params - expert_params(m)
-            flops = busy * t * (2 * ne + attn) / a + tokens * 2 * (cp - ne) / g
+            flops = busy * t * (2 * ne + attn * attn_slow) / a + tokens * 2 * (cp - ne) / g
         eff = s.decode_compute_eff.value * const(c, "wide_compute_eff")
         t_comp = flops / (self._peak() * eff)
         comm = self._comm_s(tokens, busy * t)
