@@ -527,7 +527,11 @@ def _deployment(
                 "(use tp)"
             )
     if mtp and model.num_nextn_predict_layers < 1:
-        raise InputError(f"--mtp: {model.id} has no multi-token-prediction layers")
+        click.echo(
+            f"note: {model.id} has no multi-token-prediction layers; --mtp assumes a one-layer "
+            "draft head (EAGLE-style) with the MTP acceptance",
+            err=True,
+        )
     return dep
 
 

@@ -119,10 +119,11 @@ def accepted_tokens(draft: int, acceptance: float, decay: float = 1.0) -> float:
 
 
 def mtp_params(model: ModelArch) -> float:
-    """Parameters of the model's multi-token-prediction modules (0 without): one transformer
-    layer each (a MoE layer for DeepSeek-V3/R1, ~11B of the 14B module with the shared
-    embedding and head), ``num_nextn_predict_layers x params / layers``."""
-    return model.num_nextn_predict_layers * model.params / model.layers
+    """Parameters of the draft modules: one transformer layer each (a MoE layer for
+    DeepSeek-V3/R1, ~11B of the 14B module with the shared embedding and head),
+    ``num_nextn_predict_layers x params / layers``; a model without MTP layers drafts with one
+    layer's worth of head (an EAGLE-style draft head trained for it)."""
+    return max(1, model.num_nextn_predict_layers) * model.params / model.layers
 
 
 @dataclass(frozen=True)
@@ -266,8 +267,6 @@ class WorkerPhysics:
                 f"mode {self.worker.mode} places whole experts per GPU; {m.id} is dense "
                 "(use tp workers)"
             )
-        if self.mtp and m.num_nextn_predict_layers < 1:
-            return f"{m.id} has no multi-token-prediction layers (mtp needs them)"
         if prompt + output > m.max_context:
             return f"prompt+output {prompt + output} tokens > {m.id} context {m.max_context}"
         mem = self.memory_gb(0, prompt + output, prompt)
