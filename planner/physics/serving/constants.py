@@ -13,9 +13,9 @@ DEFAULTS: dict[str, float] = {
     # share of the per-direction scale-up bandwidth an all-to-all (DeepEP / NCCL) achieves
     "a2a_eff": 0.8,
     # fixed time of one dispatch or combine (kernel, synchronisation), microseconds
-    "a2a_latency_us": 200.0,
+    "a2a_latency_us": 150.0,
     # extra fixed time when the all-to-all crosses the scale-out fabric (RDMA), microseconds
-    "a2a_scaleout_latency_us": 40.0,
+    "a2a_scaleout_latency_us": 100.0,
     # share of the all-to-all hidden behind compute (two-batch overlap), decode and prefill
     "a2a_overlap": 0.7,
     # spread of the busiest attention rank: n/G + this x sqrt(n/G x 2 ln G) sequences
