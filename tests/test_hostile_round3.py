@@ -287,3 +287,9 @@ def test_explain_plans_with_the_time_solve_gives_its_solve(monkeypatch):
         # what is left of 30 s less solve's 20 % kept for after the solve: 24 s less building
         # (a fixed 60 % share, 18 s less building, came back $67k dearer than solve's plan)
         assert seconds == pytest.approx(t0 + 30 - asked - 0.2 * 30, abs=0.05)
+
+
+def test_an_empty_list_of_precisions_is_refused():
+    text = (ROOT / "problems" / "inference_startup.yaml").read_text()
+    with pytest.raises(InputError, match=r"workloads.serve\[0\].precision.*at least 1 item"):
+        load_problem_text(text.replace("precision: int4", "precision: []"), "s.yaml", ROOT)

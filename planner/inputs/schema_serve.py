@@ -149,7 +149,8 @@ def _toggle(v: Any) -> Any:
 class ServeWorkload(Strict):
     name: str = Field(min_length=1, max_length=NAME_MAX, description="unique among workloads")
     model: str = Field(max_length=NAME_MAX, description="model id (catalogs/models.yaml)")
-    precision: ServePrecision | list[ServePrecision] = Field(
+    # a list holds at least one precision: an empty one has no precision to serve at
+    precision: ServePrecision | Annotated[list[ServePrecision], Field(min_length=1)] = Field(
         "fp16",
         description="the precision the model is served at; a list: the precisions allowed, "
         "each GPU using the best one it supports (fp4, then fp8, int4, int8, bf16, fp16)",
