@@ -293,3 +293,11 @@ def test_an_empty_list_of_precisions_is_refused():
     text = (ROOT / "problems" / "inference_startup.yaml").read_text()
     with pytest.raises(InputError, match=r"workloads.serve\[0\].precision.*at least 1 item"):
         load_problem_text(text.replace("precision: int4", "precision: []"), "s.yaml", ROOT)
+
+
+@pytest.mark.parametrize("field", ["disaggregated", "mtp"])
+def test_a_number_is_no_toggle(field):
+    text = (ROOT / "problems" / "inference_startup.yaml").read_text()
+    text = text.replace("precision: int4", f"precision: int4\n      {field}: 1")
+    with pytest.raises(InputError, match=rf"serve\[0\].{field}: expected auto, true or false"):
+        load_problem_text(text, "s.yaml", ROOT)

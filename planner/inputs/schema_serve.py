@@ -143,6 +143,9 @@ def _toggle(v: Any) -> Any:
     if isinstance(v, str):
         low = v.strip().lower()
         return {"auto": "auto", "true": True, "false": False}.get(low, v)
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        # pydantic would take 1 for true (1 == True): a toggle is written auto, true or false
+        raise ValueError(f"expected auto, true or false, got {v!r}")
     return v
 
 
