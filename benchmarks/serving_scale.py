@@ -221,7 +221,8 @@ FITTED = {
     "dp_imbalance": (0.25, 0.5, 1.0, 1.5),
     "wide_compute_eff": (0.4, 0.55, 0.7, 0.85, 1.0),
     "wide_prefill_eff": (0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
-    "mtp_acceptance": (0.7, 0.8, 0.85, 0.9),
+    "mtp_acceptance": (0.8, 0.85, 0.9, 0.95),
+    "mtp_acceptance_decay": (0.6, 0.7, 0.8, 0.9),
     "moe_prefill_eff": (0.3, 0.4, 0.5, 0.7, 1.0),
 }
 

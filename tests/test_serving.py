@@ -117,8 +117,8 @@ def test_mtp_never_slower_at_batch_1(label):
     off = estimate_deployment(R1, gpu, Deployment.from_label(label), "fp4", 1024, 1024, 1)
     on = estimate_deployment(R1, gpu, Deployment.from_label(label + " mtp"), "fp4", 1024, 1024, 1)
     assert on.fits and on.tpot_ms < off.tpot_ms and on.tokens_per_s > off.tokens_per_s
-    # ~1.5-2x tokens per step at small batch
-    assert 1.4 < off.tpot_ms / on.tpot_ms < 2.5
+    # ~1.5-3x at batch 1 (TensorRT-LLM B200 min latency: 9 ms -> 3.5 ms with 3 drafts)
+    assert 1.4 < off.tpot_ms / on.tpot_ms < 3.0
 
 
 def test_a_model_without_mtp_layers_drafts_with_a_one_layer_head():

@@ -27,7 +27,7 @@ DEFAULTS: dict[str, float] = {
     # prompt tokens a prefill iteration takes per attention rank (chunked prefill)
     "prefill_chunk_tokens": 8192.0,
     # probability the MTP head's draft token i is accepted given the previous ones were
-    "mtp_acceptance": 0.9,
+    "mtp_acceptance": 0.95,
     # each further draft token's acceptance is this times the previous one's
     "mtp_acceptance_decay": 0.7,
     # most draft tokens an engine runs per step (SGLang/TRT-LLM: 1-3)
