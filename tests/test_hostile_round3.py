@@ -301,3 +301,18 @@ def test_a_number_is_no_toggle(field):
     text = text.replace("precision: int4", f"precision: int4\n      {field}: 1")
     with pytest.raises(InputError, match=rf"serve\[0\].{field}: expected auto, true or false"):
         load_problem_text(text, "s.yaml", ROOT)
+
+
+# ------------------------------------------------------------------ planner schema -o
+
+
+def test_schema_output_never_replaces_a_problem_file(tmp_path):
+    problem = tmp_path / "p.yaml"
+    problem.write_text((ROOT / "problems" / "finetune_lab.yaml").read_text())
+    before = problem.read_text()
+    code, out = run("schema", "-o", problem)
+    assert code == 2 and "not a JSON Schema" in out and problem.read_text() == before
+    schema = tmp_path / "problem.schema.json"
+    assert run("schema", "-o", schema)[0] == 0
+    assert run("schema", "-o", schema)[0] == 0  # refreshing a schema is fine
+    assert json.loads(schema.read_text())["$defs"]

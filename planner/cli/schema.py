@@ -329,5 +329,26 @@ def schema(output: Path | None) -> None:
         return
     from planner.base.files import atomic_write_bytes
 
+    _refuse_overwriting_other_files(output)
     atomic_write_bytes(output, text.encode("utf-8"))
     click.echo(f"wrote {output}")
+
+
+def _refuse_overwriting_other_files(output: Path) -> None:
+    """An existing ``output`` is replaced only when it is a JSON Schema (refreshing one):
+    ``-o problem.yaml`` would put the schema in place of the user's problem file."""
+    from planner.base.errors import InputError
+
+    if not output.is_file():
+        return  # a new file, or what atomic_write_bytes refuses with its own message
+    try:
+        with output.open("rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return  # atomic_write_bytes says what is wrong with the path
+    if head.lstrip().startswith("{") and ('"$defs"' in head or '"$schema"' in head):
+        return  # a JSON Schema (this command's sorts "$defs" near the top)
+    raise InputError(
+        f"-o {output}: the file exists and is not a JSON Schema (a problem file?); not "
+        "overwritten: write the schema to a new file, or remove this one first"
+    )
