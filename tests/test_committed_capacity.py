@@ -57,7 +57,9 @@ def test_without_commitments_the_same_load_is_all_on_demand_within_caps():
     """The issue's "today": only the default offers; every on-demand offer capped at 64 GPUs,
     so a load of more than 64 GPUs spreads over providers."""
     text = PROBLEM.read_text()
-    text = text.replace("offers: {files: [offers.yaml, offers-market.yaml]}", "offers: {files: [offers.yaml]}")
+    text = text.replace(
+        "offers: {files: [offers.yaml, offers-market.yaml]}", "offers: {files: [offers.yaml]}"
+    )
     text = text.replace("daily_active_users: 240000", "daily_active_users: 1000000")
     assert "offers-market" not in text.split("name:")[1]
     inputs = load_problem_text(text, base_dir=PROBLEM.parent)

@@ -372,7 +372,9 @@ def _change_sentence(
     has no plan or buys nothing where the one below buys.
     """
     if watch == COMMITMENTS:
-        return f"below {key} {xt} the plan {_commits(ra)}; above it {_commits(rb).removeprefix('it ')}"
+        return (
+            f"below {key} {xt} the plan {_commits(ra)}; above it {_commits(rb).removeprefix('it ')}"
+        )
     if not rb.ok or (not rb.bought and ra.bought):
         return f"below {key} {xt} the plan {_buys(ra, watch)}; above it {_describe_other(rb, ra, watch).removeprefix('it ')}"
     return f"above {key} {xt} the plan {_buys(rb, watch)}; below it {_describe_other(ra, rb, watch).removeprefix('it ')}"

@@ -194,7 +194,9 @@ def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
             Col("source", drop=8)]  # fmt: skip
     cells = []
     for r in rows:
-        flags = [f for f, on in (("marketplace", r["marketplace"]), ("estimate", r["estimate"])) if on]
+        flags = [
+            f for f, on in (("marketplace", r["marketplace"]), ("estimate", r["estimate"])) if on
+        ]
         src = r["source"] if wide or len(r["source"]) <= 60 else r["source"][:59] + "…"
         cells.append([
             r["id"], r["provider"], r["gpu"],
@@ -215,10 +217,17 @@ def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
 @click.option("--problem", type=click.Path(path_type=Path),
               help="The offers this problem's plan may use (its offers files, providers, "
                    "marketplaces, discounts and overrides); default: every shipped offers file.")  # fmt: skip
-@click.option("--file", "files", multiple=True,
-              help="Offers file(s) to list instead of the shipped ones (a later file's id wins).")
-@click.option("--marketplaces", is_flag=True,
-              help="Include marketplace/reseller offers (a problem leaves them out by default).")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    help="Offers file(s) to list instead of the shipped ones (a later file's id wins).",
+)
+@click.option(
+    "--marketplaces",
+    is_flag=True,
+    help="Include marketplace/reseller offers (a problem leaves them out by default).",
+)
 @wide_option
 def list_offers(
     gpu: str | None,
@@ -254,7 +263,9 @@ def list_offers(
         click.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        click.echo(f"{title}: none" + (f" for {gpu}" if gpu else "") + (f" of kind {kind}" if k else ""))
+        click.echo(
+            f"{title}: none" + (f" for {gpu}" if gpu else "") + (f" of kind {kind}" if k else "")
+        )
         return
     _show(rows, f"{title}: {len(rows)}", wide)
 

@@ -419,8 +419,7 @@ def _rate(x: float) -> str:
 
 def reserve_sentences(plan: Plan) -> list[str]:
     return [
-        f"Commit to {commitment_text(r)}: {_usd(r.usd)} in the horizon, paid whether used or "
-        "not."
+        f"Commit to {commitment_text(r)}: {_usd(r.usd)} in the horizon, paid whether used or not."
         for r in plan.reservations
     ]
 

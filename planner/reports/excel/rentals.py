@@ -22,7 +22,6 @@ from planner.reports.excel.cells import (
 )
 from planner.reports.excel.context import _OWN_FIGURE, Ctx
 from planner.reports.excel.paths import rental_rate
-from planner.reports.plan_facts import commitment_text
 from planner.reports.excel.tables import (
     _Col,
     _fit,
@@ -34,6 +33,7 @@ from planner.reports.excel.tables import (
     _total_row,
     _widths,
 )
+from planner.reports.plan_facts import commitment_text
 
 
 def write_rentals(ctx: Ctx) -> int:
