@@ -316,3 +316,11 @@ def test_schema_output_never_replaces_a_problem_file(tmp_path):
     assert run("schema", "-o", schema)[0] == 0
     assert run("schema", "-o", schema)[0] == 0  # refreshing a schema is fine
     assert json.loads(schema.read_text())["$defs"]
+
+
+def test_a_thousands_separator_in_a_vary_list_is_refused():
+    from planner.inputs.keys import parse_vary
+
+    with pytest.raises(InputError, match=r"'000' in '2,500,000' looks like a thousands group"):
+        parse_vary("budget.capex_usd=2,500,000")
+    assert parse_vary("power_price=0.08,0,0.2")[1] == [0.08, 0, 0.2]

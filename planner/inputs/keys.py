@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import types
 import typing
 from collections.abc import Iterable, Sequence
@@ -241,9 +242,28 @@ def parse_values(text: str, what: str = "values") -> list[Value]:
     n = text.count(",") + 1
     if n > MAX_VALUES:
         raise InputError(f"{what}: the list has {n:,} values; the limit is {MAX_VALUES}")
+    _no_thousands_groups(text, what)
     values = [_scalar(t, what) for t in text.split(",")]
     _no_repeats(values, what, text)
     return values
+
+
+def _no_thousands_groups(text: str, what: str) -> None:
+    """Refuse a list item with a leading zero (``2,500,000`` -> 2, 500 and 0): nobody writes
+    a value ``000``, it is a thousands group, and the comma separates values here.
+
+    >>> _no_thousands_groups("0.08,0,100", "--vary x")
+    >>> _no_thousands_groups("2,500,000", "--vary capex_usd")
+    Traceback (most recent call last):
+    ...
+    planner.base.errors.InputError: --vary capex_usd: '000' in '2,500,000' looks like a thousands group, but a comma separates values here: write one value as 2500000 or 2.5M
+    """
+    for part in text.split(","):
+        if re.fullmatch(r"0[0-9]+", part.strip()):
+            raise InputError(
+                f"{what}: {part.strip()!r} in {_short(text)!r} looks like a thousands group, "
+                "but a comma separates values here: write one value as 2500000 or 2.5M"
+            )
 
 
 def check_values_list(values: Sequence[Value], what: str) -> list[Value]:
