@@ -98,6 +98,14 @@ def test_data_parallel_attention_imbalance():
 
 @pytest.mark.parametrize("gpu", ["gb200", "b200"])
 def test_more_gpus_never_less_throughput_at_fixed_batch_per_gpu(gpu):
+    g_ = GPUS[gpu]
+    for mode in ("tp", "ep", "dep"):  # across servers too (tp: pipeline stages between them)
+        last = 0.0
+        for size in (8, 16, 32, 64):
+            d = Deployment(Worker(size, mode))
+            e = estimate_deployment(R1, g_, d, "fp4", 1024, 1024, 16 * size)
+            assert e.fits and e.tokens_per_s >= last * 0.999, (mode, size)
+            last = e.tokens_per_s
     g = GPUS[gpu]
     last = 0.0
     for size in (8, 16, 32, 72) if gpu == "gb200" else (8, 16, 32):

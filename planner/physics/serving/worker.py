@@ -184,6 +184,28 @@ class WorkerPhysics:
         return min(self.g, 8)
 
     @property
+    def pp(self) -> int:
+        """Pipeline stages of a tp worker wider than the scale-up domain (a whole number of
+        domains): tensor parallel inside each server or rack, pipeline parallel across (as
+        vLLM and SGLang run TP over several HGX servers); 1 otherwise."""
+        dom = scaleup_domain(self.gpu, self.calib)
+        if self.mode != "tp" or self.g <= dom or self.g % dom:
+            return 1
+        return self.g // dom
+
+    def _stage(self) -> WorkerPhysics:
+        """One pipeline stage's tensor-parallel group (the whole model's step at 1/pp of the
+        batch: a token passes every stage in turn, pp micro-batches in flight)."""
+        dom = scaleup_domain(self.gpu, self.calib)
+        return WorkerPhysics(self.model, self.gpu, Worker(dom, "tp"), self.precision,
+                             self.calib, self.mtp, self.draft)  # fmt: skip
+
+    def _p2p_s(self, tokens: float) -> float:
+        """Activations of ``tokens`` tokens across the pp - 1 stage boundaries (s)."""
+        bw, lat = inter_node_link(self.gpu, self.calib)
+        return (self.pp - 1) * (lat + tokens * self.model.hidden * 2.0 / (bw * GB))
+
+    @property
     def ranks(self) -> int:
         """Data-parallel attention ranks of the worker: G / attn_group."""
         return max(1, self.g // self.attn_group)
@@ -219,7 +241,7 @@ class WorkerPhysics:
         weights = self._weights_per_gpu_params() * b
         kvb = legacy.kv_bytes_per_token(self.model, self.precision, context)
         a = self.attn_group
-        kv = batch / self.ranks * context * kvb * kv_share_per_gpu(self.model, a)
+        kv = batch / self.ranks * context * kvb * kv_share_per_gpu(self.model, a) / self.pp
         act_share = a
         s = c.serve
         overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / (
@@ -366,6 +388,10 @@ class WorkerPhysics:
     def decode_step_s(self, n: float, context: float, draft: int = 0) -> float:
         """One decode step of ``n`` sequences of mean ``context`` tokens, each verifying
         ``1 + draft`` tokens (MTP), including the ``draft`` draft steps (s)."""
+        if self.pp > 1:
+            return self._stage().decode_step_s(n / self.pp, context, draft) + self._p2p_s(
+                n / self.pp * (1 + draft)
+            )
         if self.is_legacy and draft == 0:
             return legacy.decode_step_s(
                 self.model, self.gpu, self.g, self.precision, n, context, self.legacy_calib
@@ -408,6 +434,9 @@ class WorkerPhysics:
 
     def prefill_iter_s(self, prompts: float, prompt: int) -> float:
         """One prefill iteration of ``prompts`` prompts of ``prompt`` tokens (s)."""
+        if self.pp > 1:  # pp prompts in flight at once; one prompt passes every stage
+            per = prompts / self.pp if prompts >= self.pp else min(prompts, 1.0)
+            return self._stage().prefill_iter_s(per, prompt) + self._p2p_s(per * prompt)
         if self.is_legacy:
             return legacy.prefill_iter_s(
                 self.model, self.gpu, self.g, self.precision, prompts, prompt, self.legacy_calib
