@@ -303,3 +303,39 @@ def test_concurrency_beyond_the_kv_cache_waits_instead_of_refusing():
     over = estimate_deployment(R1, B200, d, "fp4", 1024, 1024, 3 * top)
     assert over.fits and over.tokens_per_s == pytest.approx(at.tokens_per_s)
     assert over.ttft_ms > 10 * at.ttft_ms
+
+
+def test_dep_decode_step_by_hand():
+    """GB200 1x8:dep, DeepSeek-R1 FP4, 64 sequences of 1,536 tokens, no MTP: the busiest of 8
+    ranks holds 8 + 0.5 sqrt(8 x 2 ln 8) sequences; it reads the replicated non-expert weights,
+    its whole experts touched, and its KV cache; the all-to-all of its tokens is 30 % exposed."""
+    from planner.physics.moe import (
+        attn_flops_per_token,
+        compute_params,
+        ep_routed_params_read,
+        expert_params,
+        kv_bytes_per_token,
+    )
+
+    s = CAL.serve
+    wp = WorkerPhysics(R1, GB200, Worker(8, "dep"), "fp4", CAL)
+    n, ctx = 64, 1536
+    busy = 8 + const(CAL, "dp_imbalance") * math.sqrt(8 * 2 * math.log(8))
+    assert wp.ranks_busiest(n) == pytest.approx(busy)
+    ne = R1.params - expert_params(R1)
+    wbw = 8000e9 * s.weight_bw_eff.value
+    weights = (ne + ep_routed_params_read(R1, n, 8) / s.moe_ep_bw_eff.value) * 0.5625 / wbw
+    kv = busy * ctx * kv_bytes_per_token(R1, "fp4", ctx) / (8000e9 * s.kv_bw_eff.value)
+    fp4 = 10000e12 * s.fp8_compute_factor.value
+    fp8 = 5000e12 * s.fp8_compute_factor.value
+    eff = s.decode_compute_eff.value * const(CAL, "wide_compute_eff")
+    flops = (
+        busy * (2 * ne + attn_flops_per_token(R1, ctx) * fp4 / fp8)
+        + n * 2 * (compute_params(R1) - ne) / 8
+    )
+    comm = R1.moe_layers * wp.a2a_s(busy) * (1 - const(CAL, "a2a_overlap"))
+    fixed = R1.layers * s.layer_overhead_us.value * 1e-6 + R1.moe_layers * (
+        s.moe_layer_overhead_us.value * 1e-6
+    )
+    want = max(weights + kv, flops / (fp4 * eff)) + comm + fixed
+    assert wp.decode_step_s(n, ctx) == pytest.approx(want, rel=1e-9)
