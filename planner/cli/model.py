@@ -19,8 +19,8 @@ from rich.table import Table
 
 from planner.base.errors import InputError
 from planner.base.files import refuse_overwriting_inputs
-from planner.base.yamlio import load_yaml, validate
-from planner.inputs.catalog import CATALOG_DIR, ModelCatalogFile, load_models
+from planner.base.yamlevents import load_plain_yaml
+from planner.inputs.catalog import CATALOG_DIR, load_models
 from planner.inputs.importers.hf_config import model_entry, read_hf_config
 from planner.inputs.importers.profiles import dump_yaml, write_yaml
 from planner.inputs.model_arch import ModelArch, count_params
@@ -36,8 +36,8 @@ def _merge(out: Path, entry: dict) -> dict:
     """The catalog in ``out`` (if it exists) with ``entry`` added or replacing its id."""
     if not out.exists():
         return {"models": [entry]}
-    doc = load_yaml(out)
-    validate(ModelCatalogFile, doc, "model catalog")  # refuse to extend a broken file
+    load_models(out)  # refuse to extend a broken (or huge) file
+    doc = load_plain_yaml(out, "model catalog")
     models = [m for m in doc.data["models"] if m.get("id") != entry["id"]]
     return {"models": [*models, entry]}
 
