@@ -107,7 +107,7 @@ workloads:
     - name: s
       model: deepseek-r1
       start: 2027-01
-      traffic: {daily_active_users: 100000, requests_per_user_per_day: 10}
+      traffic: {daily_active_users: 1000000, requests_per_user_per_day: 10}
       tokens: {prompt: 1000, output: 1000}
       slo: {p95_ttft_ms: 2000, p95_tpot_ms: 30}
 """
@@ -169,3 +169,15 @@ def test_workers_wider_than_a_server_rent_only_across_a_multi_node_fabric():
     hgx = NS(gpus_per_instance=8, multi_node=False)
     ib = NS(gpus_per_instance=8, multi_node=True)
     assert rentable_on((4, 8), hgx) and not rentable_on((16,), hgx) and rentable_on((16,), ib)
+
+
+def test_a_service_not_at_scale_keeps_its_plain_replicas_on_auto():
+    """Below AT_SCALE_GPUS of plain replicas at peak, auto plans plain replicas (true asks)."""
+    small = _with("precision: fp4").replace(
+        "daily_active_users: 1000000", "daily_active_users: 20000"
+    )
+    cands = build_candidates(load_problem_text(small, "t.yaml")).serve["s"]
+    assert cands and all(c.deployment is None for c in cands)
+    asked = small.replace("precision: fp4", "precision: fp4\n      disaggregated: true")
+    cands = build_candidates(load_problem_text(asked, "t.yaml")).serve["s"]
+    assert cands and all(c.deployment is not None for c in cands)

@@ -80,9 +80,13 @@ def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deploy
     return [d for d in dict.fromkeys(deps) if not (plain_ok and plain_replica(d))]
 
 
+# A deployment is kept only with more req/s per GPU than this times the best plain replica
+# of its GPU type (a request mix: any)
+EFFICIENCY_GATE = 1.0
+
 # A deployment may have at most this many times the GPUs the workload's best plain replica
 # type needs at its peak (spares included), and at least DEPLOY_GPU_FLOOR.
-DEPLOY_GPU_FACTOR = 2
+DEPLOY_GPU_FACTOR = 1
 DEPLOY_GPU_FLOOR = 16
 
 
@@ -92,7 +96,11 @@ def deployment_gpu_cap(w: ServeWorkload, inputs: Inputs, plain: list[ServeCandid
     over max_load with its ``redundancy`` spares (at least :data:`DEPLOY_GPU_FLOOR`); None
     (no cap) where no plain replica serves. A deployment several times larger than a whole
     plain fleet cannot be the cheaper plan unless its GPUs cost a fraction as much; leaving
-    it out spares its physics (a 72-GPU rack for a service that needs 8 GPUs)."""
+    it out spares its physics (a 72-GPU rack for a service that needs 8 GPUs). 0 (no
+    deployment) for a workload not at scale (fewer than :data:`AT_SCALE_GPUS`) unless its
+    ``disaggregated`` or ``mtp`` is true: a service a few servers carry is planned on plain
+    replicas (deployments of 16-48 GPUs made moe_all_gpus's MILP miss its 60 s limit and
+    none entered its plan)."""
     live = [c for c in plain if c.rate_rps > 0]
     if not live:
         return None
@@ -107,7 +115,14 @@ def deployment_gpu_cap(w: ServeWorkload, inputs: Inputs, plain: list[ServeCandid
     )
     need = peak / w.slo.max_load
     fleet = min((math.ceil(need / c.rate_rps) + w.redundancy) * c.tp for c in live)
+    if fleet < AT_SCALE_GPUS and w.disaggregated is not True and w.mtp is not True:
+        return 0  # not at scale: its plain replicas (disaggregated or mtp true asks)
     return max(DEPLOY_GPU_FLOOR, DEPLOY_GPU_FACTOR * fleet)
+
+
+# A workload is served at scale where its plain replicas need at least this many GPUs at its
+# peak: there auto (and false) also try deployments; below it, only true asks for them.
+AT_SCALE_GPUS = 64
 
 
 def deployment_candidates(
@@ -128,6 +143,8 @@ def deployment_candidates(
     ``plain`` replicas) are computed, a disaggregated one with its twin's prefill pool and
     only where the twin's decode pool limits it. Deployments of more than ``cap`` GPUs
     (:func:`deployment_gpu_cap`) are not tried."""
+    if cap == 0:
+        return []
     tried = [d for d in deployments_tried(w, inputs, gid) if cap is None or d.total_gpus <= cap]
     base = [d for d in tried if not d.mtp]
     found = [c for d in base if (c := _sized_candidate(w, inputs, gid, d, calib, reasons, cap))]
@@ -154,8 +171,11 @@ def deployment_candidates(
         if c is not None:
             found.append(c)
     offers = [o for o in inputs.offers.values() if o.gpu == gid]
-    if w.redundancy <= 1 and w.requests is None:
-        found = _undominated(found, plain or [], offers)
+    if w.requests is None:
+        found = _undominated(found, plain or [], offers, w.redundancy)
+        # larger than a plain replica and no more efficient: a coarser way to buy the same
+        best = max((c.rate_rps / c.tp for c in plain or []), default=0.0)
+        found = [c for c in found if c.rate_rps / c.tp > best * EFFICIENCY_GATE]
     kept: list[ServeCandidate] = []
     for extra in (False, True):
         group = [c for c in found if _extra(c) == extra]
@@ -173,13 +193,15 @@ def _extra(c: ServeCandidate) -> bool:
     return c.deployment is not None and (c.deployment.disaggregated or c.deployment.mtp)
 
 
-def _undominated(found: list, plain: list, offers: list) -> list:
-    """The deployments no other candidate of the GPU type beats outright: ``a`` beats ``b``
-    with at most ``b``'s GPUs, at least its req/s, rentable on every offer ``b`` is (ties:
-    a plain replica, then the class without MTP or pools, then the smaller, earlier key).
-    Replacing each replica of ``b`` by one of ``a`` costs no more, keeps the replica count
-    and adds at least the spare capacity a larger ``L`` takes where ``redundancy`` <= 1 (the
-    caller's condition). A deployment of the class ``auto`` alone has is beaten by anything;
+def _undominated(found: list, plain: list, offers: list, redundancy: int) -> list:
+    """The deployments no other candidate of the GPU type beats: ``a`` beats ``b`` with at
+    most ``b``'s GPUs, rentable on every offer ``b`` is, and either ``floor(tp_b / tp_a)``
+    replicas of it give at least ``b``'s req/s at no more per replica (on ``b``'s GPUs they
+    serve as much, count as at least as many replicas and need no larger spare), or one of
+    it gives at least ``b``'s req/s (one ``a`` for each ``b`` costs no more and adds at least
+    the spare capacity a larger ``L`` takes, where ``redundancy`` <= 1). Ties: a plain
+    replica, then the class without MTP or pools, then the smaller, earlier key. A
+    deployment of the class ``auto`` alone has is beaten by anything;
     one of the other class only by its class or a plain replica, so that every candidate of
     ``disaggregated: false, mtp: false`` is one of ``auto``'s."""
 
@@ -187,13 +209,16 @@ def _undominated(found: list, plain: list, offers: list) -> list:
         return (c.deployment is not None, _extra(c), c.tp, c.key)
 
     def beats(a: ServeCandidate, b: ServeCandidate) -> bool:
-        if a is b or a.tp > b.tp or a.rate_rps < b.rate_rps:
-            return False
-        if _extra(a) and not _extra(b):
+        if a is b or a.tp > b.tp or (_extra(a) and not _extra(b)):
             return False
         if not all(rentable_on(a.workers, o) for o in offers if rentable_on(b.workers, o)):
             return False
-        return a.tp < b.tp or a.rate_rps > b.rate_rps or rank(a) < rank(b)
+        if a.rate_rps <= b.rate_rps:  # floor(tp_b / tp_a) of a on b's GPUs, no larger spare
+            given = (b.tp // a.tp) * a.rate_rps
+            if given > b.rate_rps * (1 + 1e-12):
+                return True
+            return given >= b.rate_rps and rank(a) < rank(b)
+        return redundancy <= 1  # one a for each b: the larger spare is covered
 
     pool = [*plain, *found]
     return [b for b in found if not any(beats(a, b) for a in pool)]
