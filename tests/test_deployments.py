@@ -181,3 +181,20 @@ def test_a_service_not_at_scale_keeps_its_plain_replicas_on_auto():
     asked = small.replace("precision: fp4", "precision: fp4\n      disaggregated: true")
     cands = build_candidates(load_problem_text(asked, "t.yaml")).serve["s"]
     assert cands and all(c.deployment is not None for c in cands)
+
+
+def test_the_workbook_shows_the_layout(tmp_path):
+    import openpyxl
+
+    from planner.reports.excel.workbook import write_workbook
+
+    _, plan = _solved()
+    write_workbook(plan, tmp_path / "r1.xlsx")
+    wb = openpyxl.load_workbook(tmp_path / "r1.xlsx")
+    text = {
+        ws.title: " ".join(str(v) for row in ws.iter_rows(values_only=True) for v in row if v)
+        for ws in (wb["Summary"], wb["Workloads"])
+    }
+    assert "a prefill pool of" in text["Summary"] and "a decode pool of" in text["Summary"]
+    labels = {a.layout.label for a in plan.serve_allocations if a.layout and a.layout.prefill}
+    assert any(f"layout={label}" in text["Workloads"] for label in labels)
