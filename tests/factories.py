@@ -207,6 +207,7 @@ def fake_capacity(rate: float) -> SimpleNamespace:
         batch=8,
         tokens_per_s=rate * 100,
         gpus=1,
+        layout="tp",  # as ReplicaCapacity's default: a plain replica
     )
 
 
