@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.inputs.catalog import load_gpus, load_models  # noqa: E402
-from planner.physics.calibration_values import default_calibration  # noqa: E402
+from planner.physics.calibration.values import default_calibration  # noqa: E402
 from planner.physics.serve import decode_step_s, prefill_iter_s  # noqa: E402
 
 

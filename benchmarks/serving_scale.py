@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from planner.inputs.catalog import Sourced, load_gpus, load_models
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serving import Deployment, Worker, WorkerPhysics, estimate_deployment
 
 DATA = Path(__file__).resolve().parents[1] / "catalogs/sources/serving-scale-measurements.yaml"

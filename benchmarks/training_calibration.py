@@ -5,7 +5,7 @@
 1. dense runs: the held-out file (catalogs/sources/training-runs-heldout.yaml) predicted with
    factors fitted on training-runs.yaml alone; leave-one-out and leave-one-source-out over all
    of them (the shipped factors are the fit on all);
-2. mixture-of-experts runs (planner/physics/calibration_moe_train.py): leave-one-out and
+2. mixture-of-experts runs (planner/physics/calibration/training_moe.py): leave-one-out and
    leave-one-source-out of ``moe_mfu_factor``;
 3. the famous runs as ``planner estimate train`` predicts them (median and P10-P90 against the
    published GPU-hours) with the run's stack and with the default (typical) stack, and the
@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Sequence
 
 from planner.inputs.catalog import load_models
-from planner.physics.calibrate_training import (
+from planner.physics.calibration.training import (
     HELDOUT_PATH,
     RUNS_PATH,
     Z90,
@@ -35,10 +35,10 @@ from planner.physics.calibrate_training import (
     run_gpu,
     summarize,
 )
-from planner.physics.calibration_moe_train import RUNS as MOE_RUNS
-from planner.physics.calibration_moe_train import leave_one_out as moe_leave_one_out
-from planner.physics.calibration_moe_train import leave_one_source_out as moe_loso
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.training_moe import RUNS as MOE_RUNS
+from planner.physics.calibration.training_moe import leave_one_out as moe_leave_one_out
+from planner.physics.calibration.training_moe import leave_one_source_out as moe_loso
+from planner.physics.calibration.values import default_calibration
 from planner.physics.realized import goodput
 from planner.physics.train import estimate_train
 

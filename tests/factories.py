@@ -282,7 +282,7 @@ def _same_speed(inputs: Inputs, job: Any, gid: str, hours: float) -> tuple:
     """Fabric hours of a test candidate: the same hours on every fabric its offers have (tests
     of the mechanics; the physics of fabrics is tested on its own)."""
     from planner.optimize.candidates import fabric_gbs
-    from planner.physics.calibration_values import default_calibration
+    from planner.physics.calibration.values import default_calibration
 
     speeds = {fabric_gbs(o, job.ethernet, default_calibration()) for o in inputs.offers.values()}
     return tuple((g, hours) for g in sorted(x for x in speeds if x is not None))

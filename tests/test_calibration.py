@@ -1,6 +1,6 @@
 """Calibration: the shipped factors reproduce published figures (tuned) and predict others (checked).
 
-Run with ``-s`` to see the table; ``python -m planner.physics.calibration`` prints the same.
+Run with ``-s`` to see the table; ``python -m planner.physics.calibration.serving`` prints the same.
 """
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from planner.base.errors import InputError
-from planner.physics.calibration import (
+from planner.physics.calibration.serving import (
     calibration_checks,
     calibration_table,
     format_table,
     median_abs_error,
 )
-from planner.physics.calibration_values import (
+from planner.physics.calibration.values import (
     CALIBRATION_PATH,
     default_calibration,
     gpu_family,

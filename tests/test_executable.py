@@ -89,7 +89,7 @@ def test_slow_fabric_costs_more_hours_in_the_physics():
     """The same 64-GPU job predicts more wall hours over Ethernet than over InfiniBand."""
     from planner.inputs.catalog import load_gpus, load_models
     from planner.optimize.candidates import fabric_gbs
-    from planner.physics.calibration_values import default_calibration
+    from planner.physics.calibration.values import default_calibration
     from planner.physics.train import estimate_train, with_inter_node_gbs
 
     cal = default_calibration()

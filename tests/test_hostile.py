@@ -227,7 +227,7 @@ def test_training_stack_and_confidence_are_checked(tmp_path, key, value, says):
 
 
 def test_calibration_profile_outside_physical_bounds_is_refused(tmp_path):
-    from planner.physics.calibration_values import CALIBRATION_PATH, load_calibration
+    from planner.physics.calibration.values import CALIBRATION_PATH, load_calibration
 
     text = CALIBRATION_PATH.read_text().replace(
         "production: {value: 0.731", "production: {value: 7.31"

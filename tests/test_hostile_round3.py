@@ -19,7 +19,7 @@ from planner.inputs.catalog import load_gpus, load_models
 from planner.inputs.model_arch import ModelArch
 from planner.inputs.problem import load_problem, load_problem_text
 from planner.optimize.candidates import train_candidates
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import replica_capacity
 from planner.physics.serve_queueing import erlang_c
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.inputs.catalog import Sourced, load_gpus, load_models
-from planner.physics.calibration_moe import POINTS, predict
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.serving_moe import POINTS, predict
+from planner.physics.calibration.values import default_calibration
 from planner.physics.moe import (
     compute_params,
     experts_touched,
@@ -161,7 +161,7 @@ def test_moe_training_estimate_has_a_wider_band():
 
 
 def test_moe_training_factor_in_the_catalog_is_the_fit():
-    from planner.physics.calibration_moe_train import leave_one_out
+    from planner.physics.calibration.training_moe import leave_one_out
 
     full, sd, rows = leave_one_out(CAL)
     assert CAL.train.moe_mfu_factor.value == pytest.approx(full, abs=0.005)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import (
     decode_step_s,
     estimate_serve,

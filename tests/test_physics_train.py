@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.realized import goodput
 from planner.physics.train import (
     TrainLayout,

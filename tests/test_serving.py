@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.inputs.catalog import load_gpus, load_models
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import estimate_serve, replica_capacity
 from planner.physics.serving import (
     Deployment,

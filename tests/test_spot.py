@@ -10,7 +10,7 @@ import yaml
 
 from planner.inputs.problem import load_problem
 from planner.optimize.candidates import spot_overhead_for
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.realized import spot_overhead
 from planner.plan.make import plan_problem
 from planner.verify import verify_plan

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from planner.physics.calibrate_training import (
+from planner.physics.calibration.training import (
     HELDOUT_PATH,
     RUNS_PATH,
     Z90,
@@ -20,7 +20,7 @@ from planner.physics.calibrate_training import (
     predict_heldout,
     summarize,
 )
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 
 RUNS = load_all_runs()
 ROWS, SUMMARY = summarize(RUNS)

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.inputs.catalog import load_gpus, load_models
-from planner.physics.calibrate_training import run_gpu
-from planner.physics.calibration_moe_train import RUNS as MOE_RUNS
-from planner.physics.calibration_moe_train import leave_one_out, leave_one_source_out
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.training import run_gpu
+from planner.physics.calibration.training_moe import RUNS as MOE_RUNS
+from planner.physics.calibration.training_moe import leave_one_out, leave_one_source_out
+from planner.physics.calibration.values import default_calibration
 from planner.physics.train import (
     TrainLayout,
     all_to_all_s,

@@ -23,7 +23,7 @@ from planner.inputs.catalog import (
     with_vendors,
 )
 from planner.inputs.schema import GpuOverride
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import _decode_step_fn, decode_step_s, estimate_serve, prefill_iter_s
 from planner.physics.train import estimate_train, single_gpu_mfu
 from planner.physics.vendor import describe, serve_efficiency, train_efficiency

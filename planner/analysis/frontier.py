@@ -32,7 +32,7 @@ from typing import Any
 
 from planner.inputs.catalog import GpuSpec, ModelArch, Offer
 from planner.physics import economics
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.demand import HOURS_PER_MONTH
 
 # Concurrency swept per deployment: powers of two and the 1.5x steps between them. A deployment

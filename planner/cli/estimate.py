@@ -24,7 +24,7 @@ from planner.base.errors import ExitCode, InputError
 from planner.base.units import parse_count
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.physics import vendor
-from planner.physics.calibration_values import CALIBRATION_PATH, Calibration, load_calibration
+from planner.physics.calibration.values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import (
     PRECISIONS,
@@ -73,7 +73,7 @@ def _pick_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
 
 
 def _calib(path: Path | None) -> Calibration:
-    from planner.physics.calibration_values import default_calibration
+    from planner.physics.calibration.values import default_calibration
 
     return load_calibration(path) if path else default_calibration()
 

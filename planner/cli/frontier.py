@@ -245,7 +245,7 @@ def frontier(
 
 
 def _calib(path: Path | None) -> Any:
-    from planner.physics.calibration_values import default_calibration, load_calibration
+    from planner.physics.calibration.values import default_calibration, load_calibration
 
     return load_calibration(path) if path else default_calibration()
 

@@ -21,7 +21,7 @@ from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
 from planner.inputs.profiles import Measured
 from planner.optimize.fleet_size import check_fleet_size
 from planner.optimize.train_scale import idle_replicas
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.capacity import (
     bucket_capacity,
     measured_factor,

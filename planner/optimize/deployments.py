@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from planner.inputs.problem import Inputs, ServeWorkload, month_index
 from planner.optimize.serve_options import ServeCandidate, rentable_on
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.capacity import (
     deployment_bucket_capacity,
     plain_replica,

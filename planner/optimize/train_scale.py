@@ -11,7 +11,7 @@ recipe's, which changes the optimization: ``estimate train`` warns.
 
 from __future__ import annotations
 
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.train import TrainEstimate
 
 

@@ -14,9 +14,9 @@ fitted to NVIDIA runs; a GPU's vendor software efficiency relative to NVIDIA's c
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Calibration": "calibration_values",
-    "default_calibration": "calibration_values",
-    "load_calibration": "calibration_values",
+    "Calibration": "calibration.values",
+    "default_calibration": "calibration.values",
+    "load_calibration": "calibration.values",
     "PRECISIONS": "serve",
     "ReplicaCapacity": "serve",
     "ServeEstimate": "serve",
@@ -44,7 +44,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy re-exports (PEP 562), so ``python -m planner.physics.calibration`` runs cleanly."""
+    """Lazy re-exports (PEP 562), so ``python -m planner.physics.calibration.serving`` runs cleanly."""
     if name in _EXPORTS:
         import importlib
 
@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.physics.calibration_values import (
+    from planner.physics.calibration.values import (
         Calibration,
         default_calibration,
         load_calibration,

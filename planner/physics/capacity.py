@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from planner.inputs.catalog import GpuSpec
 from planner.inputs.problem import Inputs, RequestBucket, ServeWorkload, TrainJob
 from planner.inputs.profiles import Measured, serve_rate, train_rate
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.serve import TP_SIZES, ReplicaCapacity, replica_capacity
 from planner.physics.train import TrainEstimate
 

@@ -17,7 +17,7 @@ at scale, long context, less tuned stacks). So::
   expansion grows without bound (linearly in N) and overstates the loss once the mean time between
   failures nears ``R`` and ``tau`` (a typical stack on 16k GPUs: 0.56 against 0.43 exact).
 * ``production``: everything else, as one factor per *stack profile* (``mature``, ``typical``,
-  ``first-run``), fitted on published full runs (:mod:`planner.physics.calibrate_training`).
+  ``first-run``), fitted on published full runs (:mod:`planner.physics.calibration.training`).
 * The run-to-run scatter is log-normal with the fitted ``log_sd``: the P-th percentile of the
   hours is the median x ``exp(z_P x log_sd)``.
 

@@ -8,7 +8,7 @@ Split from :mod:`planner.physics.serve` (which re-exports every name).
 from __future__ import annotations
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import (
+from planner.physics.calibration.values import (
     Calibration,
     default_calibration,  # noqa: F401 (doctests)
 )

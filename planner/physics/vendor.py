@@ -61,7 +61,7 @@ def _generation_figure(gpu: GpuSpec, own: SourcedRange | None) -> SourcedRange |
     catalogs/calibration.yaml) where one vendor figure does not fit its generations (AMD: CDNA 3
     MI300X/MI325X vs CDNA 4 MI355X); None when the GPU has none or a problem file overrides the
     vendor's figure (an override always wins)."""
-    from planner.physics.calibration_values import default_calibration
+    from planner.physics.calibration.values import default_calibration
 
     by = dict(default_calibration().serve.serve_efficiency_by_gpu or ())
     gen = by.get(gpu.id)

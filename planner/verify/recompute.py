@@ -15,7 +15,7 @@ from planner.inputs.finance import FinanceTerms
 from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
 from planner.inputs.schema import Site
 from planner.optimize.candidates import planned_wall_hours
-from planner.physics.calibration_values import default_calibration
+from planner.physics.calibration.values import default_calibration
 from planner.physics.capacity import scale_train
 from planner.physics.demand import (
     FLAT,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serving.aggregated import aggregated_capacity, estimate_aggregated
 from planner.physics.serving.candidates import MAX_CANDIDATES, candidate_deployments
 from planner.physics.serving.deployment import MODES, Deployment, Worker, parse_worker

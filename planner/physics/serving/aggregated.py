@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.serve_queueing import (
     LoadedLatency,
     _arrival_iterations,

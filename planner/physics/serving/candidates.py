@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serving.deployment import Deployment, Worker
 from planner.physics.serving.worker import WorkerPhysics, scaleup_domain
 

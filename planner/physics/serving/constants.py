@@ -6,7 +6,7 @@ these existed keeps working).
 
 from __future__ import annotations
 
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 
 # name -> default (the value fitted in catalogs/calibration.yaml; see catalogs/NOTES.md)
 DEFAULTS: dict[str, float] = {
@@ -46,7 +46,7 @@ DEFAULTS: dict[str, float] = {
 def const(calib: Calibration, name: str) -> float:
     """The calibrated value of ``name`` (``calib.serve.<name>``), else its default.
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> 0 < const(default_calibration(), "a2a_eff") <= 1
     True
     """

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.moe import kv_bytes_per_token
 from planner.physics.serving.aggregated import bisect_rate, cannot, no_capacity, worker_loaded
 from planner.physics.serving.constants import const
@@ -38,7 +38,7 @@ def kv_transfer_s(
 ) -> float:
     """Time to move one prompt's KV cache from its prefill worker to its decode worker (s).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> from planner.physics.serving.deployment import Worker
     >>> d = Deployment(Worker(1, "tp"), Worker(1, "tp"))

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.moe import (
     attn_flops_per_token,
     compute_params,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serve_queueing import (
     LoadedLatency,
     _arrival_iterations,

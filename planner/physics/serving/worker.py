@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import planner.physics.serving.replica as legacy
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.moe import (
     attn_flops_per_token,
     compute_params,
@@ -59,7 +59,7 @@ def scaleup_domain(gpu: GpuSpec, calib: Calibration) -> int:
     """GPUs joined by the scale-up link (NVLink/xGMI): 72 on an NVL72 rack, 8 on an HGX server.
 
     >>> from planner.physics.train import _toy_gpu
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> scaleup_domain(_toy_gpu(), default_calibration())
     8
     """
@@ -84,7 +84,7 @@ def gpus_error(gpu: GpuSpec, g: int, calib: Calibration) -> str | None:
     :data:`MAX_WORKER_GPUS`; consumer cards stay in one server.
 
     >>> from planner.physics.train import _toy_gpu
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> gpus_error(_toy_gpu(), 16, default_calibration()) is None
     True
     >>> gpus_error(_toy_gpu(), 3, default_calibration())[:20]

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, gpu_family
+from planner.physics.calibration.values import Calibration, gpu_family
 from planner.physics.moe import compute_params, train_attn_flops_per_token
 from planner.physics.vendor import train_efficiency
 
@@ -55,7 +55,7 @@ def attention_flops_per_token(model: ModelArch, seq_len: int) -> float:
 def size_factor(hidden: int, calib: Calibration) -> float:
     """Model-size MFU factor ``hidden / (hidden + h_half)`` (dimensionless).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> 0.8 < size_factor(4096, default_calibration()) < 0.95
     True
     """
@@ -66,7 +66,7 @@ def size_factor(hidden: int, calib: Calibration) -> float:
 def gemm_factor(tokens_per_micro_batch: float, calib: Calibration) -> float:
     """Micro-batch GEMM factor ``t / (t + t_half)``, t = micro_batch * seq_len (dimensionless).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> gemm_factor(8192, default_calibration()) > gemm_factor(2048, default_calibration())
     True
     """
@@ -77,7 +77,7 @@ def gemm_factor(tokens_per_micro_batch: float, calib: Calibration) -> float:
 def base_mfu(gpu: GpuSpec, calib: Calibration) -> float:
     """Asymptotic single-GPU BF16 MFU of the GPU's family (calibrated; dimensionless).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> base_mfu(_toy_gpu(), default_calibration()) == gpu_family(_toy_gpu(), default_calibration()).value
     True
@@ -98,7 +98,7 @@ def single_gpu_mfu(
     """BF16 MFU of one GPU before communication: base x size x GEMM x recompute x QLoRA x MoE x
     the vendor's software efficiency (:func:`planner.physics.vendor.train_efficiency`; NVIDIA 1).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> c = default_calibration()
     >>> a = single_gpu_mfu(_toy_model(), _toy_gpu(), 2048, 4, False, "full", c)
@@ -143,7 +143,7 @@ def fp8_time_factor(
     The formula says why FP8 gives ~1.3-1.6x, not 2x, and more on wide models (f -> 1) than on
     long-context small ones (attention's share grows with s / h).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu, _toy_model
     >>> 0.5 < fp8_time_factor(_toy_model(), _toy_gpu(), 4096, "full", default_calibration()) < 0.8
     True

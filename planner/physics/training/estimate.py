@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS, hours_band, quantile_factor
 from planner.physics.training.layout import LayoutEval, TrainLayout, _best_layout
 
@@ -59,7 +59,7 @@ def pretrain_batch_tokens(tokens: float, calib: Calibration) -> float:
     """Global batch (tokens per optimizer step) of a full run of ``tokens`` tokens:
     ``global_batch_tokens`` (2M), or ``tokens / 500k steps`` for runs longer than 1T tokens.
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> pretrain_batch_tokens(1e11, default_calibration()) == 2097152
     True
     >>> pretrain_batch_tokens(14.8e12, default_calibration()) / 1e6

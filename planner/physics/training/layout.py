@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.moe import expert_params
 from planner.physics.training.compute import flops_per_token, fp8_time_factor, single_gpu_mfu
 from planner.physics.training.links import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from planner.inputs.catalog import GpuSpec, ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 
 GB = 1e9
 
@@ -17,7 +17,7 @@ GB = 1e9
 def node_gpus(gpu: GpuSpec, calib: Calibration) -> int:
     """GPUs that share one server's fast links: the SXM board size, else ``pcie_node_gpus``.
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> node_gpus(_toy_gpu(), default_calibration())
     8
@@ -34,7 +34,7 @@ def intra_node_link(gpu: GpuSpec, group: int, calib: Calibration) -> tuple[float
     two GPUs, so groups > 2 fall back to PCIe). PCIe: 15.75 GB/s x 2^(gen-3) x pcie_eff, halved
     without peer-to-peer (host bounce buffers).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> bw, lat = intra_node_link(_toy_gpu(), 8, default_calibration())
     >>> round(bw), lat
@@ -53,7 +53,7 @@ def intra_node_link(gpu: GpuSpec, group: int, calib: Calibration) -> tuple[float
 def inter_node_link(gpu: GpuSpec, calib: Calibration) -> tuple[float, float]:
     """(per-GPU network GB/s, latency s) between servers, by GPU class.
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> bw, lat = inter_node_link(_toy_gpu(), default_calibration())
     >>> bw, round(lat * 1e6)
@@ -74,7 +74,7 @@ def with_inter_node_gbs(calib: Calibration, gbs_per_gpu: float) -> Calibration:
     cluster's fabric replaces the catalog's assumption for the GPU's class (an owned cluster).
     Gb/s as offers publish them / 8 = GB/s.
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> c = with_inter_node_gbs(default_calibration(), 400 / 8)
     >>> inter_node_link(_toy_gpu(), c)[0]
@@ -220,7 +220,7 @@ def all_to_all_s(
     do). Each all-to-all takes the slower of the two links. FP8 runs dispatch in FP8 (1 B per
     element), everything else moves BF16 (DeepSeek-V3 s3.3.2).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import _toy_gpu
     >>> from planner.inputs.catalog import load_models
     >>> m = load_models()["mixtral-8x7b"]

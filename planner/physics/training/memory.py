@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from planner.inputs.catalog import ModelArch
-from planner.physics.calibration_values import Calibration
+from planner.physics.calibration.values import Calibration
 from planner.physics.moe import expert_params
 from planner.physics.training.links import in_flight_micro_batches
 
@@ -109,7 +109,7 @@ def train_memory_gb(
     to ``pp`` on the first stage), plus one layer's full working set when recomputing, plus the
     FP32 logits and their gradient (``8 s b V / t``).
 
-    >>> from planner.physics.calibration_values import default_calibration
+    >>> from planner.physics.calibration.values import default_calibration
     >>> from planner.physics.train import TrainLayout, _toy_model
     >>> lay = TrainLayout(tp=1, pp=1, dp=8, zero_stage=3, recompute=False, micro_batch=1)
     >>> mem = train_memory_gb(_toy_model(), lay, "full", 2048, 4, default_calibration())

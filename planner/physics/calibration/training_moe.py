@@ -1,11 +1,11 @@
 """Mixture-of-experts training calibration: published MoE runs, the fit, leave-one-out.
 
-A MoE run's GPU-hours are predicted as for a dense run (:mod:`planner.physics.calibrate_training`:
+A MoE run's GPU-hours are predicted as for a dense run (:mod:`planner.physics.calibration.training`:
 steady state from the physics, then the stack's production factor and goodput), with FLOPs from
 the active parameters and one more factor, ``moe_mfu_factor``: a run's factor is
 ``steady hours (factor 1) / (published hours x production x goodput)``; the fit is their
 geometric mean, ``moe_log_sd`` the standard deviation of the leave-one-out log errors.
-``python -m planner.physics.calibration_moe_train`` prints the table NOTES.md quotes.
+``python -m planner.physics.calibration.training_moe`` prints the table NOTES.md quotes.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.inputs.catalog import load_models
-from planner.physics.calibrate_training import run_gpu, throughput_factor
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.training import run_gpu, throughput_factor
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.realized import goodput
 from planner.physics.train import estimate_train
 

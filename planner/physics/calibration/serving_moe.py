@@ -5,7 +5,7 @@ Three factors are fitted (``catalogs/calibration.yaml`` serve: ``moe_expert_bw_e
 ``moe_ep_bw_eff`` on those with whole experts per GPU); every other factor is the dense
 calibration's. The fit minimises the mean squared log error by a grid search; leave-one-out refits
 without each measurement (and without each *source*, whose points share a software stack) and
-predicts it. ``python -m planner.physics.calibration_moe`` prints the table NOTES.md quotes.
+predicts it. ``python -m planner.physics.calibration.serving_moe`` prints the table NOTES.md quotes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from planner.inputs.catalog import Sourced, load_gpus, load_models
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serve import decode_step_s, estimate_serve, with_layout
 
 

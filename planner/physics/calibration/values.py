@@ -5,7 +5,7 @@ The factors live in ``catalogs/calibration.yaml``; :func:`load_calibration` vali
 
 The physics (``train``, ``serve``) reads its factors from here. This module imports no other
 physics module, so the physics never depends on the code that fits and checks these values
-(:mod:`planner.physics.calibration`).
+(:mod:`planner.physics.calibration.serving`).
 """
 
 from __future__ import annotations

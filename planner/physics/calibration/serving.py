@@ -1,9 +1,9 @@
 """Calibration checks: the model's prediction for every published figure it covers.
 
-The factors themselves live in :mod:`planner.physics.calibration_values` (re-exported here so
+The factors themselves live in :mod:`planner.physics.calibration.values` (re-exported here so
 existing imports keep working). This module runs the physics against the published figures, so it
 imports ``train`` and ``serve``; they import only the values, never this module.
-``python -m planner.physics.calibration`` prints the calibration table: the prediction for every
+``python -m planner.physics.calibration.serving`` prints the calibration table: the prediction for every
 published figure of ``shared/reference/published.yaml`` that the model covers, its error, and
 whether a calibration factor was *tuned* to that figure or the figure is only *checked*.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final, Literal
 
 from planner.inputs.catalog import GpuSpec, ModelArch, load_gpus, load_models
-from planner.physics.calibration_values import (
+from planner.physics.calibration.values import (
     CALIBRATION_PATH,
     Calibration,
     default_calibration,
@@ -374,7 +374,7 @@ def format_table(rows: list[Row]) -> str:
 
 
 def main() -> None:
-    """Print the calibration table (``python -m planner.physics.calibration``)."""
+    """Print the calibration table (``python -m planner.physics.calibration.serving``)."""
     print(format_table(calibration_table()))
 
 

@@ -1,6 +1,6 @@
 """Fit and check the realized-throughput layer on published full training runs.
 
-``python -m planner.physics.calibrate_training`` prints, for every usable run of
+``python -m planner.physics.calibration.training`` prints, for every usable run of
 ``catalogs/sources/training-runs.yaml``, the GPU-hours the run consumed, the planner's prediction
 with that run left out of the fit (leave-one-out), the error and whether the P10-P90 band
 covered it, then the fitted factors. ``tests/test_training_calibration.py`` holds the targets.
@@ -24,7 +24,7 @@ from typing import Any
 
 from planner.base.yamlio import load_yaml
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
-from planner.physics.calibration_values import Calibration, default_calibration
+from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.realized import STACKS, goodput, quantile_factor
 from planner.physics.train import derive_model, estimate_train, h800_from, llama_like
 
