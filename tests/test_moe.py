@@ -207,4 +207,4 @@ def test_expert_parallelism_wins_at_large_batch_and_capacity_names_it():
          "--precision", "fp8", "--prompt", "1000", "--output", "1000", "--batch", "256",
          "--json"],
     )  # fmt: skip
-    assert r.exit_code == 0 and json.loads(r.output)["layout"] == "ep"
+    assert r.exit_code == 0 and json.loads(r.output)["layout"] == "1x8:ep"

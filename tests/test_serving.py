@@ -339,3 +339,51 @@ def test_dep_decode_step_by_hand():
     )
     want = max(weights + kv, flops / (fp4 * eff)) + comm + fixed
     assert wp.decode_step_s(n, ctx) == pytest.approx(want, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- CLI sweep fixes
+# (benchmarks/serving_cli_sweep.py: the external check's calls over a broad grid)
+
+
+def _est(*args):
+    r = CliRunner().invoke(cli, ["estimate", "serve", *args, "--prompt", "1024", "--output",
+                                 "1024", "--json"])  # fmt: skip
+    return r, (json.loads(r.stdout) if r.exit_code in (0, 3) else None)
+
+
+def test_cli_one_server_replica_layout_is_a_label_like_every_deployment():
+    r, d = _est("--model", "deepseek-r1", "--gpu", "h200-sxm", "--precision", "fp8",
+                "--gpus", "8", "--layout", "tp", "--batch", "64")  # fmt: skip
+    assert r.exit_code == 0 and d["layout"] == "1x8:tp" and d["gpus"] == 8
+
+
+def test_cli_batch_beyond_kv_slots_waits_instead_of_refusing():
+    """A closed loop of more requests than the KV cache holds runs (the rest wait for a slot):
+    DeepSeek-R1 FP8 on 4 x B200 at 64 concurrent requests was refused ('at most batch 58')."""
+    args = ("--model", "deepseek-r1", "--gpu", "b200", "--precision", "fp8", "--gpus", "4",
+            "--layout", "tp")  # fmt: skip
+    r, full = _est(*args)
+    top = full["batch"]
+    r, at_top = _est(*args, "--batch", str(top))
+    r, over = _est(*args, "--batch", str(top + 6))
+    assert r.exit_code == 0 and over["fits"] and over["layout"] == "1x4:tp"
+    assert over["tokens_per_s"] == pytest.approx(at_top["tokens_per_s"], rel=1e-6)
+    assert over["tpot_ms"] == pytest.approx(at_top["tpot_ms"], rel=1e-6)
+    assert over["ttft_ms"] > at_top["ttft_ms"]  # the 6 waiting requests
+
+
+def test_legacy_batch_refusal_names_the_usable_memory():
+    e = estimate_serve(R1, B200, 4, "fp8", 1024, 1024, batch=10_000)
+    assert not e.fits and "usable of 180 GB" in e.reason
+    need = float(e.reason.split("needs ")[1].split(" GB")[0])
+    cap = float(e.reason.split("> ")[1].split(" GB")[0])
+    assert need > cap
+
+
+def test_cli_fp4_on_a_gpu_without_fp4_cores_is_weight_only():
+    """gpt-oss (MXFP4) on H100 runs in practice (dequantized GEMMs): estimated as int4, not
+    refused."""
+    r, d = _est("--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--precision", "fp4",
+                "--gpus", "1", "--batch", "64")  # fmt: skip
+    assert r.exit_code == 0 and d["fits"] and d["precision"] == "int4"
+    assert "weight-only" in r.stderr

@@ -421,14 +421,18 @@ def serve_cmd(
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     calib = _calib(calib_file)
-    precision = precision.lower()
+    precision = _weight_only_fp4(precision.lower(), gpu)
     layout = layout.lower()
     dep = _deployment(model, gpu, gpus, layout, prefill_spec, decode_spec, mtp, calib)
     if dep is None:  # today's replica: 1-8 GPUs of one server, tp or ep, no MTP
         assert gpus is not None
-        _legacy_serve(model, gpu, gpus, precision, prompt, output, batch, slo_ttft_ms,
-                      slo_tpot_ms, layout, calib, as_json)  # fmt: skip
-        return
+        if not _beyond_slots(model, gpu, gpus, precision, prompt, output, batch, calib, layout):
+            _legacy_serve(model, gpu, gpus, precision, prompt, output, batch, slo_ttft_ms,
+                          slo_tpot_ms, layout, calib, as_json)  # fmt: skip
+            return
+        # more concurrent requests than KV-cache slots: the deployment path, where the rest
+        # wait for a slot (a closed-loop benchmark at that concurrency runs, it does not fail)
+        dep = Deployment(Worker(gpus, "tp" if layout == "auto" else layout), None, mtp)
     deps = [dep] if layout == "auto" or dep.disaggregated else [dep]
     if layout == "auto" and decode_spec is None and model.moe is not None and gpus and gpus > 1:
         deps = [Deployment(Worker(gpus, m), None, mtp) for m in MODES]
@@ -535,6 +539,42 @@ def _deployment(
     return dep
 
 
+def _weight_only_fp4(precision: str, gpu: GpuSpec) -> str:
+    """``fp4`` on a GPU without FP4 tensor cores (Hopper, MI300X/MI325X) is served as engines
+    serve MXFP4 checkpoints there (gpt-oss on H100: vLLM's Marlin / Triton MXFP4 kernels):
+    4-bit weights dequantized into 16-bit GEMMs, i.e. the physics' weight-only ``int4``."""
+    if precision == "fp4" and gpu.fp4_dense_tflops is None:
+        click.echo(
+            f"note: {gpu.id} has no FP4 tensor cores; fp4 weights are served weight-only "
+            "(dequantized to bf16 GEMMs), estimated as --precision int4",
+            err=True,
+        )
+        return "int4"
+    return precision
+
+
+def _beyond_slots(
+    model: ModelArch,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None,
+    calib: Calibration,
+    layout: str,
+) -> bool:
+    """True when ``--batch`` exceeds the KV-cache slots of today's replica in every layout it
+    would try (the legacy estimate refuses such a batch; the deployment path queues it)."""
+    if batch is None:
+        return False
+    est = _best_layout(model, gpu, gpus, precision, prompt, output, batch, calib, layout)
+    if est.fits:
+        return False
+    top = _best_layout(model, gpu, gpus, precision, prompt, output, None, calib, layout)
+    return top.fits and top.batch < batch
+
+
 def _most_that_fit(model, gpu, dep: Deployment, precision, prompt, output, calib) -> int:
     w = WorkerPhysics(model, gpu, dep.decode, precision, calib, dep.mtp)
     if w.check(prompt, output) is not None:
@@ -584,6 +624,8 @@ def _legacy_serve(
         "output": output,
         **asdict(est),
         "tokens_per_s_per_gpu": est.tokens_per_s / gpus,
+        # the same WxG:MODE label as every other deployment (was the bare mode, "tp" / "ep")
+        "layout": Deployment(Worker(gpus, est.layout)).label(),
         "deployment": Deployment(Worker(gpus, est.layout)).to_dict(),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }

@@ -411,7 +411,8 @@ def estimate_serve(
             mem = serve_memory_gb(model, gpus, precision, batch, prompt + output, prompt, calib)
             reason = (
                 f"batch {batch} needs {sum(mem.values()):.1f} GB per GPU > "
-                f"{gpu.memory_gb.value:g} GB; at most batch {top} fits"
+                f"{memory_cap_gb(gpu, calib):.1f} GB usable of {gpu.memory_gb.value:g} GB; "
+                f"at most batch {top} fits"
             )
     if reason is not None:
         return _cannot_serve(model, gpus, precision, prompt, output, batch or 0, calib, reason)
