@@ -87,86 +87,119 @@ def candidate_deployments(
     if mtp and not has_mtp:
         return []
     mtp_opts = [False] if not has_mtp or mtp is False else ([True] if mtp else [False, True])
-    dom = scaleup_domain(gpu, calib)
-    node = min(dom, 8)
-    sizes = [g for g in (1, 2, 4, 8) if g <= node]
-    fit_tp = [
-        g for g in sizes if _fits(model, gpu, Worker(g, "tp"), precision, prompt, output, calib)
-    ]
-    moe = model.moe is not None
-    agg: list[Worker] = []
-    wide: list[Worker] = []
-    if fit_tp:
-        g0 = fit_tp[0]
-        agg.append(Worker(g0, "tp"))
-        if len(fit_tp) > 1:
-            agg.append(Worker(fit_tp[1], "tp"))
-    if moe:
-        for mode in ("ep", "dep"):
-            for g in sizes:
-                w = Worker(g, mode)
-                if g >= 4 and _fits(model, gpu, w, precision, prompt, output, calib):
-                    agg.append(w)
-                    break
-        for g in (16, 32):
-            if (g <= dom or (g % dom == 0 and not gpu.consumer)) and _fits(
-                model, gpu, Worker(g, "dep"), precision, prompt, output, calib
-            ):
-                wide.append(Worker(g, "dep"))
+    shape = (model, gpu, precision, prompt, output, calib)
     out: list[Deployment] = []
     if disaggregated is not True:
-        out += [Deployment(w) for w in agg + wide]
-    dis: list[Deployment] = []
+        out += [Deployment(w) for w in _aggregated_workers(*shape)]
     if disaggregated is not False:
-        pre_mode = "dep" if moe else "tp"
-        pre_sizes = sizes + [g for g in (16, 32) if g > node and (g <= dom or (
-            g % node == 0 and not gpu.consumer))]  # fmt: skip
-        pre = next(
-            (
-                Worker(g, pre_mode)
-                for g in pre_sizes
-                if (g >= 4 or not moe) and _fits(model, gpu, Worker(g, pre_mode), precision,
-                                                  prompt, output, calib)
-            ),
-            None,
-        )  # fmt: skip
-        decs: list[Worker] = []
-        if moe:
-            for g in sorted({8, 16, 32, dom} if dom > 8 else {8, 16, 32}):
-                if g > dom and (g % dom or gpu.consumer):
-                    continue
-                if _fits(model, gpu, Worker(g, "dep"), precision, prompt, output, calib):
-                    decs.append(Worker(g, "dep"))
-        elif fit_tp:
-            decs.append(Worker(fit_tp[0], "tp"))
-        if pre is not None:
-            for dec in decs:
-                for m in [False] if mtp is True else [False]:
-                    p = _prefill_count(model, gpu, pre, dec, precision, prompt, output, calib, m)
-                    dis.append(Deployment(dec, Worker(pre.gpus, pre.mode, p), m))
-    out += dis
-    if True in mtp_opts:  # MTP where it is served: the wide and disaggregated decoders, TP
-        extra = [
-            Deployment(
-                x.decode, _with_mtp_prefill(model, gpu, x, precision, prompt, output, calib), True
-            )  # fmt: skip
-            for x in out
-            if (x.decode.mode == "dep" or x.decode.gpus >= 8 or x == out[0])
-            and _fits(model, gpu, x.decode, precision, prompt, output, calib, True)
-        ]
+        out += _disaggregated(*shape)
+    if True in mtp_opts:
+        extra = _mtp_variants(out, *shape)
         out = extra if mtp_opts == [True] else out + extra
-    seen: list[Deployment] = []
-    for x in out:
-        if x not in seen:
-            seen.append(x)
-    if len(seen) > MAX_CANDIDATES:  # keep the most distinct: today's smallest, wide, disaggregated
+    return _bounded(list(dict.fromkeys(out)))
 
-        def rank(i_x: tuple[int, Deployment]) -> tuple[int, int]:
-            i, x = i_x
-            wide_ = x.decode.gpus > 8 or x.disaggregated
-            tier = 0 if i == 0 else (1 if wide_ and not x.mtp else 2 if wide_ else 3)
-            return tier, i
 
-        keep = {i for i, _ in sorted(enumerate(seen), key=rank)[:MAX_CANDIDATES]}
-        seen = [x for i, x in enumerate(seen) if i in keep]
-    return seen
+def _sizes(gpu: GpuSpec, calib: Calibration) -> tuple[int, int, list[int]]:
+    """The scale-up domain, the server (at most 8 GPUs) and the one-server worker sizes."""
+    dom = scaleup_domain(gpu, calib)
+    node = min(dom, 8)
+    return dom, node, [g for g in (1, 2, 4, 8) if g <= node]
+
+
+def _fitting_tp(model, gpu, precision, prompt, output, calib) -> list[int]:
+    """One-server tp worker sizes whose weights and KV cache fit."""
+    _, _, sizes = _sizes(gpu, calib)
+    return [
+        g for g in sizes if _fits(model, gpu, Worker(g, "tp"), precision, prompt, output, calib)
+    ]
+
+
+def _aggregated_workers(model, gpu, precision, prompt, output, calib) -> list[Worker]:
+    """Today's replicas (the two smallest tp that fit), a MoE's smallest ep and dep of 4+ GPUs
+    in one server, then its 16- and 32-GPU dep workers where the domain or fabric allows."""
+    dom, _, sizes = _sizes(gpu, calib)
+    fit_tp = _fitting_tp(model, gpu, precision, prompt, output, calib)
+    agg = [Worker(g, "tp") for g in fit_tp[:2]]
+    if model.moe is None:
+        return agg
+    for mode in ("ep", "dep"):
+        for g in sizes:
+            w = Worker(g, mode)
+            if g >= 4 and _fits(model, gpu, w, precision, prompt, output, calib):
+                agg.append(w)
+                break
+    wide = [
+        Worker(g, "dep")
+        for g in (16, 32)
+        if (g <= dom or (g % dom == 0 and not gpu.consumer))
+        and _fits(model, gpu, Worker(g, "dep"), precision, prompt, output, calib)
+    ]
+    return agg + wide
+
+
+def _disaggregated(model, gpu, precision, prompt, output, calib) -> list[Deployment]:
+    """The smallest prefill worker that fits, paired with each decode worker (a MoE's dep of
+    8, 16, 32 and the whole domain; a dense model's smallest tp), prefill workers counted to
+    keep the decode pool busy."""
+    dom, node, sizes = _sizes(gpu, calib)
+    moe = model.moe is not None
+    pre_mode = "dep" if moe else "tp"
+    pre_sizes = sizes + [
+        g for g in (16, 32) if g > node and (g <= dom or (g % node == 0 and not gpu.consumer))
+    ]
+    pre = next(
+        (
+            Worker(g, pre_mode)
+            for g in pre_sizes
+            if (g >= 4 or not moe)
+            and _fits(model, gpu, Worker(g, pre_mode), precision, prompt, output, calib)
+        ),
+        None,
+    )
+    if pre is None:
+        return []
+    decs: list[Worker] = []
+    if moe:
+        for g in sorted({8, 16, 32, dom} if dom > 8 else {8, 16, 32}):
+            if g > dom and (g % dom or gpu.consumer):
+                continue
+            if _fits(model, gpu, Worker(g, "dep"), precision, prompt, output, calib):
+                decs.append(Worker(g, "dep"))
+    else:
+        decs = [
+            Worker(g, "tp") for g in _fitting_tp(model, gpu, precision, prompt, output, calib)[:1]
+        ]
+    out = []
+    for dec in decs:
+        p = _prefill_count(model, gpu, pre, dec, precision, prompt, output, calib, False)
+        out.append(Deployment(dec, Worker(pre.gpus, pre.mode, p), False))
+    return out
+
+
+def _mtp_variants(
+    out: list[Deployment], model, gpu, precision, prompt, output, calib
+) -> list[Deployment]:
+    """MTP where it is served: the wide and disaggregated decoders, and today's first replica."""
+    return [
+        Deployment(
+            x.decode, _with_mtp_prefill(model, gpu, x, precision, prompt, output, calib), True
+        )
+        for x in out
+        if (x.decode.mode == "dep" or x.decode.gpus >= 8 or x == out[0])
+        and _fits(model, gpu, x.decode, precision, prompt, output, calib, True)
+    ]
+
+
+def _bounded(seen: list[Deployment]) -> list[Deployment]:
+    """At most MAX_CANDIDATES, keeping the most distinct: today's smallest, wide, disaggregated."""
+    if len(seen) <= MAX_CANDIDATES:
+        return seen
+
+    def rank(i_x: tuple[int, Deployment]) -> tuple[int, int]:
+        i, x = i_x
+        wide_ = x.decode.gpus > 8 or x.disaggregated
+        tier = 0 if i == 0 else (1 if wide_ and not x.mtp else 2 if wide_ else 3)
+        return tier, i
+
+    keep = {i for i, _ in sorted(enumerate(seen), key=rank)[:MAX_CANDIDATES]}
+    return [x for i, x in enumerate(seen) if i in keep]
