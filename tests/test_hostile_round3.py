@@ -5,6 +5,7 @@ silent nonsense, or minutes of work."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -256,6 +257,30 @@ def test_slos_that_look_like_seconds_are_warned():
     assert "workloads.serve[0] (assistant): slo.p95_tpot_ms 0.5 ms" in tpot
     assert "did you mean 500 ms?" in tpot
     assert load_problem_text(_startup_slo(800, 50), "s.yaml", ROOT / "problems").warnings == []
+
+
+_SERVE = ("estimate", "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "1",
+          "--prompt", "512", "--output", "256")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ttft", "tpot", "says"),
+    [
+        (500, 0.04, r"--slo-tpot-ms: 0.04 ms is below 0.1 ms.*did you mean 40 ms\?"),
+        (0.5, 50, r"--slo-ttft-ms: 0.5 ms is below 1 ms.*did you mean 500 ms\?"),
+    ],
+)
+def test_estimate_serve_refuses_slos_in_seconds_with_the_hint(ttft, tpot, says):
+    code, out = run(*_SERVE, "--slo-ttft-ms", ttft, "--slo-tpot-ms", tpot)
+    assert code == 2 and re.search(says, out), out
+
+
+def test_estimate_serve_warns_of_slos_that_look_like_seconds():
+    r = CliRunner().invoke(cli, [*_SERVE, "--slo-ttft-ms", "800", "--slo-tpot-ms", "0.5", "--json"])
+    assert "did you mean 500 ms?" in r.stderr and "--slo-tpot-ms" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["capacity"]["slo_tpot_ms"] == 0.5  # planned as given
+    quiet = CliRunner().invoke(cli, [*_SERVE, "--slo-ttft-ms", "800", "--slo-tpot-ms", "50"])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
 
 
 # ------------------------------------------------------------------ explain's time limit

@@ -23,6 +23,7 @@ from rich.table import Table
 from planner.base.errors import ExitCode, InputError
 from planner.base.units import parse_count
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
+from planner.inputs.slo_units import check_floor, unit_warning
 from planner.physics import vendor
 from planner.physics.calibration.values import CALIBRATION_PATH, Calibration, load_calibration
 from planner.physics.realized import DEFAULT_STACK, STACKS
@@ -418,6 +419,7 @@ def serve_cmd(
     for name, v in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-tpot-ms", slo_tpot_ms)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{name} must be a positive number of milliseconds, got {v}")
+    _check_slo_units(slo_ttft_ms, slo_tpot_ms)
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     calib = _calib(calib_file)
@@ -551,6 +553,24 @@ def _weight_only_fp4(precision: str, gpu: GpuSpec) -> str:
         )
         return "int4"
     return precision
+
+
+def _check_slo_units(ttft_ms: float | None, tpot_ms: float | None) -> None:
+    """The problem file's rules for targets that look like seconds (:mod:`planner.inputs.slo_units`):
+    below a floor no hardware reaches, exit 2; below what serving systems publish, a warning."""
+    for flag, field, ms in (
+        ("--slo-ttft-ms", "p95_ttft_ms", ttft_ms),
+        ("--slo-tpot-ms", "p95_tpot_ms", tpot_ms),
+    ):
+        if ms is None:
+            continue
+        try:
+            check_floor(field, ms)
+        except ValueError as exc:
+            raise InputError(f"{flag}: {exc}") from None
+        warning = unit_warning(flag, field, ms)
+        if warning:
+            click.echo(f"warning: {warning.replace(f'slo.{field} ', '')}", err=True)
 
 
 def _beyond_slots(
