@@ -35,8 +35,6 @@ from planner.optimize.whole import (
     MIN_REPAIR_S,
     POLISH_NODES,
     POLISH_S,
-    REFIT_GAP,
-    REFIT_SHARE,
     REPAIR_S,
     _make_whole,
     _two_stage,
@@ -46,7 +44,6 @@ from planner.optimize.whole import (
     fleet_variables,
     polish,
     proof_threads,
-    refit_with_fleet_fixed,
     repair_bound,
     round_up_replicas,
     whole_replicas,
@@ -63,8 +60,6 @@ __all__ = [
     "MIN_REPAIR_S",
     "POLISH_NODES",
     "POLISH_S",
-    "REFIT_GAP",
-    "REFIT_SHARE",
     "REPAIR_S",
     "ROOT_FACTOR",
     "SEARCH_SHARE",
@@ -84,7 +79,6 @@ __all__ = [
     "pick_solver",
     "polish",
     "proof_threads",
-    "refit_with_fleet_fixed",
     "rental_start",
     "repair_bound",
     "round_up_replicas",
@@ -363,7 +357,7 @@ def _message(
     if whole.exact_proof:
         message += (
             "; proven on the exact model (every rented replica whole), from the relaxed "
-            "model's fleet refitted with whole replicas"
+            "model's plan made whole"
         )
     elif repair > 0:
         if status == "feasible":

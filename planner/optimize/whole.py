@@ -1,9 +1,8 @@
 """Stage 4: whole rented replicas. The model may solve rented replica counts as fractional;
 :func:`_make_whole` then makes them whole per load slice (:func:`whole_replicas`, or
-:func:`round_up_replicas` if its re-solve fails), refits a small model with its fleet fixed
-(:func:`refit_with_fleet_fixed`) and polishes the plan on the exact model, every rented replica
-integer (:func:`polish`, within :func:`exact_model`), keeping whichever plan is cheaper
-(:func:`_keep_cheaper`). :func:`repair_bound` says what the repair may add at most."""
+:func:`round_up_replicas` if its re-solve fails) and polishes the plan on the exact model,
+every rented replica integer (:func:`polish`, within :func:`exact_model`), keeping whichever
+plan is cheaper (:func:`_keep_cheaper`). :func:`repair_bound` says what the repair may add at most."""
 
 from __future__ import annotations
 
@@ -46,18 +45,11 @@ EXACT_POLISH_INTEGERS = 4_000
 # The relaxed MILP's gap on such a model: it only picks the fleet. On the reference HiGHS has
 # a plan within 1.8 % of its bound at 2.6 s and needs 5.2 s for 0.1 %, with the same fleet.
 FLEET_GAP = 0.02
-# The refit with the fleet fixed (:func:`refit_with_fleet_fixed`) stops at this gap or at this
-# share of the repair's time: on tests/fixtures/buying.yaml it would take 20 s of 60. It only
-# hands the proof (:func:`polish`) a start: on the reference it has a plan $410 (0.06 %) above
-# the fleet's best after 0.9 s and needs 3.9 s more to reach it, while the proof from either
-# start takes the same time (benchmarks/README.md), so it stops at 0.3 %.
-REFIT_GAP, REFIT_SHARE = 3e-3, 0.25
-# ... and after this many seconds at most: it only pays where the relaxed model chose the
-# right fleet (0.9 s on the reference before the issue-46 training calibration); where it
-# chose another (the reference since: no A100 bought, rented H100 replicas made whole), fixing
-# that fleet leaves nothing cheaper to find, and the refit spent 5-6.6 s of the proof's time
-# for no gain (benchmarks/README.md, 2026-11-28).
-REFIT_MAX_S = 2.0
+# There is no refit with the fleet fixed between the repair and the proof: it only handed the
+# proof a start, and since the issue-46 training calibration it found nothing cheaper on any
+# shipped problem while taking 0.1-6.6 s (the reference: 6.1 s at the root, its fleet not the
+# exact model's), and under a clock it made the plan depend on the machine's speed
+# (benchmarks/README.md, 2026-11-28).
 # HiGHS options of the proof on a small exact model: HiGHS's restarts (after a fifth of the
 # integers became fixed at the root) cost the reference's proof ~1.2 s of ~5.5 s over four
 # random seeds, with no node saved (benchmarks/README.md).
@@ -285,14 +277,12 @@ def whole_replicas(m: PlannerModel, time_limit: float, threads: int) -> float:
         for v in m.prob.variables():
             v.varValue = values.get(v.name)
         round_up_replicas(m)
-    if exact_integers(m) <= EXACT_POLISH_INTEGERS:
-        refit_with_fleet_fixed(m, min(REFIT_MAX_S, REFIT_SHARE * time_limit), threads)
     return max(0.0, (pulp.value(m.prob.objective) or 0.0) - before)
 
 
 def _two_stage(m: PlannerModel) -> bool:
-    """A small model solved with relaxed rentals: its plan is then made whole, refitted with
-    its fleet fixed, and proven on the exact model (:func:`polish` without a node limit)."""
+    """A small model solved with relaxed rentals: its plan is then made whole and proven on
+    the exact model (:func:`polish` without a node limit)."""
     relaxed = any(v.cat == pulp.LpContinuous for v in m.q.values())
     return relaxed and exact_integers(m) <= EXACT_POLISH_INTEGERS
 
@@ -302,32 +292,6 @@ def fleet_variables(m: PlannerModel) -> list[pulp.LpVariable]:
     signed, existing nodes sold."""
     cards = [v for e in m.cards.values() for v in e if v.cat == pulp.LpInteger]
     return list(dict.fromkeys([*m.buy.values(), *cards, *m.res.values(), *m.sell.values()]))
-
-
-def refit_with_fleet_fixed(m: PlannerModel, time_limit: float, threads: int) -> None:
-    """With the whole-replica plan now in ``m`` as a start, fix only the fleet
-    (:func:`fleet_variables`) and re-solve everything else exactly: which replica types serve
-    (owned and rented, whole), the spare's types, training placement. Keeps the cheaper plan.
-
-    The plan's fleet came from the relaxed model, whose owned replicas and spare flags were
-    chosen against fractional rentals; on the reference (default price paths) this step takes
-    0.9 s at :data:`REFIT_GAP` and lowers the repaired plan from $717,161 to $713,276, $410
-    above the fleet's best, from which :func:`polish` proves it in ~4.4 s (from the repaired
-    plan alone the proof took ~12 s)."""
-    values = {v.name: v.varValue for v in m.prob.variables()}
-    before = pulp.value(m.prob.objective) or 0.0
-    fixed = [v for v in fleet_variables(m) if v.varValue is not None]
-    try:
-        with exact_model(m, fixed):
-            m.prob.solve(
-                _BulkHiGHS(
-                    msg=False, timeLimit=time_limit, gapRel=REFIT_GAP, threads=threads, start=True
-                )
-            )
-        after = pulp.value(m.prob.objective) if m.prob.sol_status in (1, 2) else None
-    except pulp.PulpSolverError:
-        after = None
-    _keep_cheaper(m, values, before, after)
 
 
 @contextlib.contextmanager
