@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.analysis.whatif import (
+    WhatIf,
     base_from_text,
     grid,
     load_base,
@@ -99,6 +100,15 @@ def small(tmp_path: Path) -> Path:
     p = tmp_path / "small.yaml"
     p.write_text(SMALL)
     return p
+
+
+@pytest.fixture(scope="module")
+def small_grid(tmp_path_factory) -> WhatIf:
+    """The 2x2 sweep of the small problem, with its base plan: run once, read by the tests of
+    its rows, workbook and table (each ran its own ~9 s sweep)."""
+    p = tmp_path_factory.mktemp("grid") / "small.yaml"
+    p.write_text(SMALL)
+    return run_whatif(p, ["utilization=0.3,0.9", "power_price=0.05,0.5"], workers=2)
 
 
 # ------------------------------------------------------------------ values
@@ -269,8 +279,8 @@ def test_grid_is_a_cartesian_product_and_keys_must_not_clash():
 # ------------------------------------------------------------------ runs
 
 
-def test_grid_run_json_and_workbook(small: Path, tmp_path: Path):
-    res = run_whatif(small, ["utilization=0.3,0.9", "power_price=0.05,0.5"], workers=2)
+def test_grid_run_json_and_workbook(small_grid: WhatIf, tmp_path: Path):
+    res = small_grid
     assert [r.params for r in res.results] == [
         {"utilization": 0.3, "power_price": 0.05},
         {"utilization": 0.3, "power_price": 0.5},
@@ -472,12 +482,12 @@ def test_default_grid_skips_utilization_without_serving():
     assert [len(v.values) for v in vs] == [8, 5] and len(grid(vs)) == 40
 
 
-def test_whatif_table_fits_80_columns(small: Path):
+def test_whatif_table_fits_80_columns(small_grid: WhatIf):
     from rich.console import Console
 
     from planner.cli.whatif import summary_table
 
-    res = run_whatif(small, [("utilization", [0.3, 0.6]), ("power_price", [0.1, 0.2])], workers=1)
+    res = small_grid
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(summary_table(res.results, ["utilization", "power_price"], console))
     text = console.export_text()
