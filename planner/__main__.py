@@ -10,6 +10,7 @@ import contextlib
 import signal
 import sys
 
+from planner.base.clock import mark_entry
 from planner.base.errors import terminate
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -58,6 +59,7 @@ def _signal_of(exc: object) -> int | None:
 
 
 def main() -> None:
+    mark_entry()  # the time limit counts from here (planner.base.clock)
     _tolerant_streams()
     sys.unraisablehook = redeliver_lost_signal
     try:
