@@ -2,8 +2,8 @@
 
 The frames are checked on the saved full plans of tests/fixtures/nominal (no solve): every
 table has one row per entry and a column per field, and the tables add up to the plan's own
-totals. One solve (the smallest problem) checks ``planner.solve`` end to end, with a mapping
-and with a path giving the same plan."""
+totals. A tiny problem (one GPU type, two months, one service) solved twice checks
+``planner.solve`` end to end, with a mapping and with a path giving the same plan."""
 
 from __future__ import annotations
 
@@ -21,7 +21,24 @@ NOMINAL = [
     for p in sorted((Path(__file__).parent / "fixtures" / "nominal").glob("*.json"))
     if '"planner_version"' in p.read_text()
 ]
-SMALL = Path(__file__).parent.parent / "problems" / "inference_startup.yaml"
+# Small enough to solve in about a second (problems/inference_startup.yaml took ~3 s a solve and
+# checks nothing more here); it still names the offers catalog, which a mapping must find too.
+TINY = """
+name: tiny
+horizon: {start: 2027-01, months: 2}
+budget: {capex_usd: 100000}
+site: {power_usd_per_kwh: 0.12, pue: 1.3, hosting_usd_per_gpu_month: 60}
+gpus: [a100-pcie-80gb]
+offers: {files: [offers.yaml]}
+workloads:
+  serve:
+    - name: chat
+      model: llama-2-7b
+      start: 2027-01
+      traffic: {daily_active_users: 500, requests_per_user_per_day: 10, utilization: 0.5}
+      tokens: {prompt: 200, output: 100}
+      slo: {p95_ttft_ms: 2000, p95_tpot_ms: 100}
+"""
 
 
 @pytest.mark.parametrize("path", NOMINAL, ids=lambda p: p.stem)
@@ -76,9 +93,11 @@ def test_read_plan_names_a_bad_file(tmp_path):
         planner.read_plan(bad)
 
 
-def test_solve_takes_a_path_or_a_mapping_and_returns_a_verified_plan():
-    by_path = planner.solve(SMALL, time_limit=30)
-    by_dict = planner.solve(yaml.safe_load(SMALL.read_text()), time_limit=30)
+def test_solve_takes_a_path_or_a_mapping_and_returns_a_verified_plan(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    by_path = planner.solve(path, time_limit=30)
+    by_dict = planner.solve(yaml.safe_load(TINY), time_limit=30)
     assert isinstance(by_path, planner.Plan)
     assert by_path.status == by_dict.status == "optimal"
     assert by_dict.totals.total_usd == pytest.approx(by_path.totals.total_usd, rel=1e-6)
