@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 from openpyxl import load_workbook
 
 from planner.cli import cli
@@ -15,15 +16,20 @@ ROOT = Path(__file__).resolve().parent.parent
 BUYING = ROOT / "tests" / "fixtures" / "buying.yaml"
 
 
-def test_solve_writes_workbook_and_json(tmp_path):
-    out = tmp_path / "plan.xlsx"
-    js = tmp_path / "plan.json"
-    r = CliRunner().invoke(
-        cli,
-        # the whole command path on a problem whose every good plan buys and rents (its 3 %
-        # gap is in the file): the reference's cheapest plans within 5 % no longer all buy
-        ["solve", str(BUYING), "-o", str(out), "--json", str(js), "--time-limit", "30"],
-    )
+@pytest.fixture(scope="module")
+def buying_solve(tmp_path_factory) -> tuple[Result, Path, Path]:
+    """One `solve` of the fixture, in an 80-column terminal, writing the workbook and the JSON:
+    the workbook/JSON test and the 80-column test read the same run (a solve each took ~6 s).
+    The whole command path on a problem whose every good plan buys and rents (its 3 % gap is
+    in the file): the reference's cheapest plans within 5 % no longer all buy."""
+    tmp = tmp_path_factory.mktemp("buying")
+    out, js = tmp / "plan.xlsx", tmp / "plan.json"
+    args = ["solve", str(BUYING), "-o", str(out), "--json", str(js), "--time-limit", "30"]
+    return CliRunner().invoke(cli, args, env={"COLUMNS": "80"}), out, js
+
+
+def test_solve_writes_workbook_and_json(buying_solve):
+    r, out, js = buying_solve
     assert r.exit_code == 0, r.output
     data = json.loads(js.read_text())
     assert data["status"] in ("optimal", "feasible")
@@ -115,15 +121,11 @@ def test_infeasible_exit_3(tmp_path):
     assert "foundation-13b" in r.output
 
 
-def test_solve_fits_80_columns_without_cut_cells(tmp_path):
+def test_solve_fits_80_columns_without_cut_cells(buying_solve):
     """In an 80-column terminal every line fits and no cell is cut with an ellipsis; tables drop
     their least important columns and say so; --wide shows them all."""
-    problem = str(BUYING)
-    js = tmp_path / "plan.json"
     # any good plan of the fixture buys and rents, so it has every table (3 % gap in the file)
-    fast = ["--time-limit", "30"]
-    args = ["solve", problem, "--no-excel", "--json", str(js), *fast]
-    r = CliRunner().invoke(cli, args, env={"COLUMNS": "80"})
+    r, _, js = buying_solve
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert max(len(ln) for ln in lines) <= 80
