@@ -102,6 +102,15 @@ def small(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.fixture()
+def one(tmp_path: Path) -> Path:
+    """ONE_TYPE's file: for tests of how scenarios are run and reported, not of what they
+    choose between GPU types; it solves in about a quarter of SMALL's time."""
+    p = tmp_path / "one.yaml"
+    p.write_text(ONE_TYPE)
+    return p
+
+
 @pytest.fixture(scope="module")
 def small_grid(tmp_path_factory) -> WhatIf:
     """The 2x2 sweep of the small problem, with its base plan: run once, read by the tests of
@@ -454,16 +463,16 @@ def test_offers_files_are_found_relative_to_the_problem(tmp_path: Path):
 # ------------------------------------------------------------------ CLI
 
 
-def test_cli_whatif(small: Path, tmp_path: Path, monkeypatch):
+def test_cli_whatif(one: Path, tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(
         cli,
-        ["whatif", str(small), "--vary", "power_price=0.05,0.3", "--workers", "1", "--json", "-"],
+        ["whatif", str(one), "--vary", "power_price=0.05,0.3", "--workers", "1", "--json", "-"],
     )
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout[r.stdout.index("[") :])
     assert [row["params"] for row in rows] == [{"power_price": 0.05}, {"power_price": 0.3}]
-    assert (tmp_path / "outputs" / "small-whatif.xlsx").exists()
+    assert (tmp_path / "outputs" / "one-whatif.xlsx").exists()
 
 
 def test_cli_whatif_bad_path_exit_code_2(small: Path):
