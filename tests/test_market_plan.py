@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -22,9 +23,13 @@ from tests.golden import signature
 
 ROOT = Path(__file__).resolve().parent.parent
 OFF = "\nmarket: {rent_change_per_year: 0, buy_change_per_year: 0, lead_months: 0}\n"
+FALLING = "\nmarket: {rent_change_per_year: -0.2, buy_change_per_year: 0, lead_months: 0}\n"
 
 
+@functools.cache
 def _solve(name: str, extra: str, time_limit: float = 60):
+    """The problem with EXTRA appended, solved once per process: the flat and the falling
+    finetune_lab plans are read by more than one test (no test changes what it is given)."""
     text = (ROOT / "problems" / f"{name}.yaml").read_text() + extra
     inputs = load_problem_text(text, f"{name}.yaml", base_dir=ROOT / "problems")
     return inputs, plan_problem(inputs, time_limit=time_limit)
@@ -47,10 +52,7 @@ def test_no_path_and_no_lead_plan_as_before_price_paths(name):
 
 def test_falling_rents_price_each_month_on_the_path_and_never_cost_more():
     inputs, flat = _solve("finetune_lab", OFF)
-    falling_text = (
-        "\nmarket: {rent_change_per_year: -0.2, buy_change_per_year: 0, lead_months: 0}\n"
-    )
-    inputs, falling = _solve("finetune_lab", falling_text)
+    inputs, falling = _solve("finetune_lab", FALLING)
     months = falling.months
     rented = [r for r in falling.rentals if r.kind in ("on_demand", "spot")]
     assert rented, "the plan rents nothing: the relation is not exercised"
@@ -65,9 +67,8 @@ def test_falling_rents_price_each_month_on_the_path_and_never_cost_more():
 
 
 def test_a_tampered_monthly_price_is_caught():
-    inputs, plan = _solve(
-        "finetune_lab", "\nmarket: {rent_change_per_year: -0.2, lead_months: 0}\n"
-    )
+    # the falling-rents plan (its flat purchase prices do not matter to a rental's price)
+    inputs, plan = _solve("finetune_lab", FALLING)
     # a row after month 0, where the path and the month-0 price differ
     rows = [
         i
