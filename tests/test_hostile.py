@@ -20,6 +20,33 @@ from planner.inputs.problem import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "problems" / "finetune_lab.yaml"
+# A problem that plans in a fraction of a second (LAB takes ~3 s): one LoRA job with spot
+# allowed, as LAB's, and one service, both rented. The tests that need *a* solved plan (its
+# output written, printed or piped) solve this; the plan prints the same tables as LAB's.
+TINY = """\
+name: tiny lab
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 200000}
+site: {power_usd_per_kwh: 0.12, pue: 1.3, power_cap_kw: 100}
+gpus: [h100-sxm, l40s]
+workloads:
+  train:
+    - {name: lora, model: llama-2-7b, tokens: 1e9, method: lora,
+       window: {start: 2027-02, deadline: 2027-02}, spot: {allowed: true, max_share: 0.6}}
+  serve:
+    - name: chat
+      model: llama-3-8b
+      start: 2027-01
+      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10}
+      tokens: {prompt: 500, output: 250}
+      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
+"""
+
+
+def tiny(tmp_path: Path, name: str = "tiny.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(TINY)
+    return p
 
 
 def run(*args: object) -> tuple[int, str]:
@@ -72,7 +99,7 @@ def test_json_to_a_symlink_keeps_the_link(tmp_path):
     target.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(target.name)
-    assert run("solve", LAB, "--no-excel", "--json", link)[0] == 0
+    assert run("solve", tiny(tmp_path), "--no-excel", "--json", link)[0] == 0
     assert link.is_symlink() and os.readlink(link) == target.name
     assert target.read_text().startswith("{")
 
@@ -86,11 +113,14 @@ def test_full_disk_is_a_clean_error_and_leaves_no_file(tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    (tmp_path / "in").mkdir()  # the problem in a folder of its own, the plan in another
+    problem = tiny(tmp_path / "in")
     monkeypatch.setattr(os, "replace", full)
-    out = tmp_path / "plan.json"
-    code, text = run("solve", LAB, "--no-excel", "--json", out)
+    out = tmp_path / "out" / "plan.json"
+    out.parent.mkdir()
+    code, text = run("solve", problem, "--no-excel", "--json", out)
     assert code == 2 and "No space left" in text
-    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+    assert list(out.parent.iterdir()) == []  # no temporary file left behind
 
 
 # ------------------------------------------------------------------ catalog figures
@@ -99,7 +129,10 @@ def test_full_disk_is_a_clean_error_and_leaves_no_file(tmp_path, monkeypatch):
 def _catalog_with(tmp_path: Path, gid: str, field: str, value: object) -> Path:
     data = yaml.safe_load((CATALOG_DIR / "gpus.yaml").read_text())
     items = data["gpus"] if isinstance(data, dict) else data
-    spec = next(g for g in items if g["id"] == gid)
+    # that GPU alone: the user-file parser reads one entry in a fraction of the whole file's
+    # ~1 s, and the checks are per entry (test_the_edited_gpu_alone_loads: unedited, it loads)
+    items[:] = [g for g in items if g["id"] == gid]
+    spec = items[0]
     if isinstance(spec[field], dict):
         spec[field]["value"] = value
         for bound in ("low", "high"):
@@ -110,6 +143,12 @@ def _catalog_with(tmp_path: Path, gid: str, field: str, value: object) -> Path:
     p = tmp_path / "gpus.yaml"
     p.write_text(yaml.safe_dump(data))
     return p
+
+
+def test_the_edited_gpu_alone_loads(tmp_path):
+    spec = load_gpus(CATALOG_DIR / "gpus.yaml")
+    gpus = load_gpus(_catalog_with(tmp_path, "h100-sxm", "tdp_w", spec["h100-sxm"].tdp_w.value))
+    assert list(gpus) == ["h100-sxm"]
 
 
 @pytest.mark.parametrize(
@@ -133,7 +172,7 @@ def test_catalog_figures_out_of_range_are_refused(tmp_path, field, value, says):
 
 
 def test_a_one_token_job_plans_and_verifies(tmp_path):
-    data = yaml.safe_load(LAB.read_text())
+    data = yaml.safe_load(TINY)
     data["workloads"]["train"][0]["tokens"] = 1
     p = tmp_path / "tiny.yaml"
     p.write_text(yaml.safe_dump(data))
@@ -281,12 +320,13 @@ def test_months_are_ascii_yyyy_mm_in_range(tmp_path, month):
 
 
 def test_markup_in_names_is_printed_as_text(tmp_path):
-    def edit(d):
-        d["name"] = "x [/bold] y [red]z"
-        d["workloads"]["serve"][0]["name"] = "[/red]chat"
-
-    # any plan prints the names: a 5 % gap finds one in ~3 s
-    code, out = run("solve", _reference_with(tmp_path, edit), "--no-excel", "--gap", "0.05")
+    data = yaml.safe_load(TINY)
+    data["name"] = "x [/bold] y [red]z"
+    data["workloads"]["serve"][0]["name"] = "[/red]chat"
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(data))
+    # any plan prints the names: the tiny problem's is found in a fraction of a second
+    code, out = run("solve", p, "--no-excel")
     assert code == 0 and "x [/bold] y [red]z" in out and "[/red]chat" in out
 
 
@@ -309,7 +349,7 @@ def test_cbc_works_with_a_space_in_tmpdir(tmp_path, monkeypatch):
     spaced = tmp_path / "with space"
     spaced.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spaced))
-    assert run("solve", LAB, "--no-excel")[0] == 0
+    assert run("solve", tiny(tmp_path), "--no-excel")[0] == 0
 
 
 def test_two_inline_offers_may_not_share_an_id(tmp_path):
@@ -367,7 +407,7 @@ def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
     import sys
 
     entry = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
-    args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel"]
+    args = [sys.executable, "-c", entry, "solve", str(tiny(tmp_path)), "--no-excel"]
     if Path("/dev/full").exists():
         with open("/dev/full", "w") as full:
             r = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
@@ -378,17 +418,22 @@ def test_output_to_a_full_device_and_an_ascii_terminal(tmp_path):
 
 
 def test_a_time_limit_without_a_plan_is_named_as_such(tmp_path):
-    """CBC stopped by its clock before any plan: not 'infeasible', not a crash."""
+    """The solver stopped by its clock before any plan: not 'infeasible', not a crash."""
     from benchmarks.generate import HOPPER_ERA, generate, to_yaml
 
+    # 4 workloads x 12 months: too small for a MIP start (a 20 x 36 problem got one, so it
+    # never ended without a plan, and took ~15 s to build), large enough that HiGHS has no
+    # plan after its 1 s floor on this 2-core machine
     p = tmp_path / "big.yaml"
-    p.write_text(to_yaml(generate(workloads=20, gpus=HOPPER_ERA, months=36, seed=0)))
+    p.write_text(to_yaml(generate(workloads=4, gpus=HOPPER_ERA, months=12, seed=0)))
     code, out = run("solve", p, "--no-excel", "--time-limit", "0.5")
-    # Whether CBC reaches its all-rental start within 0.5 s depends on the machine's load: it
+    # Whether the solver finds a plan within its time depends on the machine's load: it
     # either stops with that plan (exit 0, status feasible) or says it ran out of time.
     assert "infeasible" not in out and code in (0, 1), out
     if code == 1:
-        assert "no feasible plan found within 0.5 s" in out
+        # the time the solver had: the 0.5 s asked, or the 1 s floor it never goes below
+        # (planner.plan.make.MIN_SOLVE_S)
+        assert re.search(r"no feasible plan found within (0\.5|1) s", " ".join(out.split()))
     else:
         assert "status feasible" in out or "status optimal" in out
 
@@ -398,7 +443,8 @@ def test_highs_keeps_stdout_for_the_json(tmp_path):
     import sys
 
     entry = "import sys; from planner.__main__ import main; sys.argv[0] = 'planner'; main()"
-    args = [sys.executable, "-c", entry, "solve", str(LAB), "--no-excel", "--solver", "highs"]
+    args = [sys.executable, "-c", entry, "solve", str(tiny(tmp_path)), "--no-excel", "--solver"]
+    args.append("highs")
     r = subprocess.run([*args, "--json", "-"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and __import__("json").loads(r.stdout)["status"] == "optimal"
 
