@@ -213,10 +213,15 @@ def test_verify_warns_about_idle_purchases(idle_model, tmp_path):
     assert "warning:" in r.output and g in r.output
 
 
-def test_breakeven_probes_are_no_dearer_than_the_base_purchases_replanned():
+def test_breakeven_probes_are_no_dearer_than_the_base_purchases_replanned(tmp_path):
     from planner.analysis.breakeven import breakeven
+    from tests.test_whatif import ONE_TYPE
 
-    small = ROOT / "problems" / "inference_startup.yaml"
+    # the one-type problem (it buys A100s, so the base purchases are re-planned at each
+    # probe): ~0.1 s a solve, where problems/inference_startup.yaml took ~1 s, and on a
+    # loaded machine could find no plan of its own in the 3 s (then the row has no gap)
+    small = tmp_path / "one.yaml"
+    small.write_text(ONE_TYPE)
     be = breakeven(small, "power_price=0.1:0.3", scan=2, time_limit=3, workers=2)
     assert be.solves == 2  # the base solve and the re-plans are not counted
     for r in (be.below, be.above):
