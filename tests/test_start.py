@@ -5,6 +5,7 @@ plan solved from it passes the independent verifier."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import pulp
@@ -42,8 +43,18 @@ from planner.verify import verify_plan
 
 
 def _model(workloads: int, gpus, months: int, seed: int):
+    """A fresh model of a generated problem: tests fix, bound and solve its variables."""
+    inputs, cands = _problem(workloads, gpus, months, seed)
+    return inputs, build_model(inputs, cands)
+
+
+@functools.cache
+def _problem(workloads: int, gpus, months: int, seed: int):
+    """A generated problem and its candidates, once per process: several tests model the same
+    seed, and the candidates take seconds (on (8, HOPPER_ERA, 12, 0) more than the LP). Building
+    a model and solving it leaves them as they were (compared pickled)."""
     inputs = load_inputs(generate(workloads, gpus, months, seed))
-    return inputs, build_model(inputs, build_candidates(inputs))
+    return inputs, build_candidates(inputs)
 
 
 def _lp(m) -> tuple[float, dict[str, float]]:
@@ -102,14 +113,14 @@ def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
 
 def test_no_start_when_a_budget_rules_out_every_constructed_plan():
     """A total budget below the LP optimum: neither constructed plan fits, so no start."""
-    inputs = load_inputs(generate(4, 4, 12, 5))
-    m = build_model(inputs, build_candidates(inputs))
+    inputs, cands = _problem(4, 4, 12, 5)
+    m = build_model(inputs, cands)
     lp_obj, _ = _lp(m)
     budget = inputs.problem.budget.model_copy(update={"total_usd": lp_obj * 0.5})
     tight = dataclasses.replace(
         inputs, problem=inputs.problem.model_copy(update={"budget": budget})
     )
-    m2 = build_model(tight, build_candidates(tight))
+    m2 = build_model(tight, cands)  # the candidates never read the budget (build_candidates)
     assert not mip_start(m2, threads=1)[0]
 
 
@@ -128,8 +139,7 @@ def test_a_large_model_solved_from_its_start_passes_verification():
 
 def test_owned_options_never_drop_the_fastest_replica_per_gpu():
     """The pruning keeps, per GPU type, a replica at least as fast as any dropped one."""
-    inputs = load_inputs(generate(8, HOPPER_ERA, 12, 7))
-    cands = build_candidates(inputs)
+    _, cands = _problem(8, HOPPER_ERA, 12, 7)
     for cl in cands.serve.values():
         kept = owned_serve_options(cl)
         for c in cl:
