@@ -26,7 +26,6 @@ NOMINAL = ROOT / "tests" / "fixtures" / "nominal"
 PLANS = sorted(p for p in NOMINAL.glob("*.json") if p.stem != "per_gpu_servers")
 REFERENCE = NOMINAL / "2m_budget.json"  # purchases, depreciation, three plan years
 BROWNFIELD = NOMINAL / "brownfield.json"  # sales: negative net cash in some months
-LAB = ROOT / "problems" / "finetune_lab.yaml"
 
 
 def run(*args: object) -> tuple[int, str]:
@@ -54,9 +53,30 @@ def test_saved_plans_load_and_agree_with_themselves(path):
     assert validate_plan(plan) == []
 
 
+# A problem that plans in a fraction of a second (problems/finetune_lab.yaml took ~2 s): a
+# training job and a service, as the lab's.
+TINY = """\
+name: tiny lab
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 200000}
+site: {power_usd_per_kwh: 0.12, pue: 1.3, power_cap_kw: 100}
+gpus: [h100-sxm, l40s]
+workloads:
+  train:
+    - {name: lora, model: llama-2-7b, tokens: 1e9, method: lora,
+       window: {start: 2027-02, deadline: 2027-02}}
+  serve:
+    - {name: chat, model: llama-3-8b, start: 2027-01, tokens: {prompt: 500, output: 250},
+       traffic: {daily_active_users: 2000, requests_per_user_per_day: 10},
+       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}}
+"""
+
+
 def test_a_fresh_plan_loads(tmp_path):
-    out = tmp_path / "lab.json"
-    assert run("solve", LAB, "--no-excel", "--json", out)[0] == 0
+    problem = tmp_path / "tiny.yaml"
+    problem.write_text(TINY)
+    out = tmp_path / "tiny.json"
+    assert run("solve", problem, "--no-excel", "--json", out)[0] == 0
     plan = load_plan(out)
     assert validate_plan(plan) == [] and plan.months
 
