@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import copy
 import errno
+import functools
 import os
 import re
 from pathlib import Path
@@ -126,8 +128,13 @@ def test_full_disk_is_a_clean_error_and_leaves_no_file(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ catalog figures
 
 
+@functools.cache
+def _shipped_gpus() -> object:
+    return yaml.safe_load((CATALOG_DIR / "gpus.yaml").read_text())  # read once, copied per use
+
+
 def _catalog_with(tmp_path: Path, gid: str, field: str, value: object) -> Path:
-    data = yaml.safe_load((CATALOG_DIR / "gpus.yaml").read_text())
+    data = copy.deepcopy(_shipped_gpus())
     items = data["gpus"] if isinstance(data, dict) else data
     # that GPU alone: the user-file parser reads one entry in a fraction of the whole file's
     # ~1 s, and the checks are per entry (test_the_edited_gpu_alone_loads: unedited, it loads)
@@ -361,8 +368,7 @@ def test_two_inline_offers_may_not_share_an_id(tmp_path):
 
 
 def test_outputs_that_are_inputs_loops_or_under_files_are_refused(tmp_path):
-    prob = tmp_path / "p.yaml"
-    prob.write_text(LAB.read_text())
+    prob = tiny(tmp_path, "p.yaml")  # every case is refused before the solve
     loop = tmp_path / "loop.json"
     loop.symlink_to("loop.json")
     cases = [
@@ -375,7 +381,7 @@ def test_outputs_that_are_inputs_loops_or_under_files_are_refused(tmp_path):
     for args, says in cases:
         code, out = run("solve", prob, *args)
         assert code == 2 and says in " ".join(out.split()), (args, out)
-    assert prob.read_text() == LAB.read_text() and loop.is_symlink()
+    assert prob.read_text() == TINY and loop.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["loop.json", "p.yaml"]
 
 
