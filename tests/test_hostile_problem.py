@@ -490,13 +490,10 @@ def test_a_warning_the_planner_builds_is_shown_on_a_successful_solve(tmp_path):
 
     from planner.cli import cli
 
-    src = (Path(__file__).parent.parent / "problems" / "inference_startup.yaml").read_text()
-    past = (
-        "\nfleet:\n  contracts:\n    - {provider: lambda, gpu: l40s, count: 8, "
-        "start: 2025-01, end: 2025-06, usd_per_gpu_hour: 2.0}\n"
-    )
-    problem = tmp_path / "p.yaml"
-    problem.write_text(src + past)
+    # the small problem (a fraction of a second; problems/inference_startup.yaml took ~3 s)
+    # with its contract ended in 2025-06
+    past = edited(lambda d: d["fleet"]["contracts"][0].update(start="2025-01", end="2025-06"))
+    problem = write(tmp_path, past)
     res = CliRunner().invoke(cli, ["solve", str(problem), "--no-excel", "--time-limit", "30"])
     assert res.exit_code == 0, res.output
     assert "warning:" in res.output and "2025-06" in res.output
