@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,11 @@ def _imported(name: str, path: Path) -> set[str]:
     return {m for m in found if m in MODULES and m != name}
 
 
-GRAPH = {name: _imported(name, path) for name, path in MODULES.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each planner module's planner imports: parsed when a test first asks (at import it cost
+    every xdist worker ~1.3 s of collection, also the worker that runs none of these tests)."""
+    return {name: _imported(name, path) for name, path in MODULES.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -84,7 +89,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_circles():
     # Importing the root package (for ``__version__``) runs none of its function-level
     # imports (the library face loads its stages on first call), so it closes no circle.
-    assert _cycles({a: deps - {"planner"} for a, deps in GRAPH.items()}) == []
+    assert _cycles({a: deps - {"planner"} for a, deps in graph().items()}) == []
 
 
 def test_reports_never_import_pulp_and_model_never_reads_files():
@@ -100,7 +105,7 @@ def test_reports_never_import_pulp_and_model_never_reads_files():
         if name.startswith("planner.reports") or name in ("planner.plan.data", "planner.verify"):
             assert "pulp" not in roots, f"{name} imports pulp"
         if name == "planner.optimize.model":
-            assert not {"yaml", "planner.base.yamlio"} & (roots | GRAPH[name]), name
+            assert not {"yaml", "planner.base.yamlio"} & (roots | graph()[name]), name
             assert "open(" not in text, "the model builder must not read files"
 
 
@@ -135,7 +140,7 @@ def test_cli_modules_do_not_import_the_solver(module):
     """CLI modules parse, load, call the library and print; the solver lives in the library."""
     assert (
         not {"planner.optimize.model", "planner.optimize.solve", "planner.plan.extract"}
-        & GRAPH[module]
+        & graph()[module]
     ), module
 
 
@@ -196,7 +201,7 @@ def test_the_stage_check_finds_a_backward_import():
 
 
 def test_stages_import_only_their_left():
-    assert _backward_imports(GRAPH) == []
+    assert _backward_imports(graph()) == []
 
 
 def _too_long() -> list[str]:
