@@ -255,11 +255,11 @@ REAL_PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "finetune_lab.
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from planner.inputs.problem import load_problem
-    from planner.plan.make import plan_problem
+    from tests.solved import solved
 
     soffice()  # fail before the solve if LibreOffice is missing
-    plan = plan_problem(load_problem(REAL_PROBLEM), time_limit=60)
+    # the plan test_problems already solved (tests/solved.py shares it between workers)
+    _, plan = solved(REAL_PROBLEM)
     d = tmp_path_factory.mktemp("real")
     path = d / "real.xlsx"
     write_workbook(plan, path)
