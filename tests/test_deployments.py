@@ -147,12 +147,21 @@ def test_each_gpu_serves_at_the_best_listed_precision_it_supports():
     assert prec == {"h100-sxm": "fp8", "b200": "fp4"}
 
 
+def _small(extra: str) -> str:
+    """BASE with 20,000 users a day: below AT_SCALE_GPUS, where auto plans plain replicas."""
+    return _with(extra).replace("daily_active_users: 1000000", "daily_active_users: 20000")
+
+
 def test_workload_gpus_restrict_and_toggles_select_the_kinds():
-    inputs = load_problem_text(_with("precision: fp4\ngpus: [b200]\ndisaggregated: true"), "t.yaml")
+    # a service not at scale (its candidates in ~0.1 s; at 1M users a day `mtp: true` took
+    # ~7 s): auto would plan plain replicas there, so every deployment is the toggle's doing
+    inputs = load_problem_text(
+        _small("precision: fp4\ngpus: [b200]\ndisaggregated: true"), "t.yaml"
+    )
     cands = build_candidates(inputs).serve["s"]
     assert cands and {c.gpu for c in cands} == {"b200"}
     assert all(c.deployment is not None and c.deployment.disaggregated for c in cands)
-    inputs = load_problem_text(_with("precision: fp4\ngpus: [b200]\nmtp: true"), "t.yaml")
+    inputs = load_problem_text(_small("precision: fp4\ngpus: [b200]\nmtp: true"), "t.yaml")
     cands = build_candidates(inputs).serve["s"]
     assert cands and all(c.deployment is not None and c.deployment.mtp for c in cands)
 
@@ -173,9 +182,7 @@ def test_workers_wider_than_a_server_rent_only_across_a_multi_node_fabric():
 
 def test_a_service_not_at_scale_keeps_its_plain_replicas_on_auto():
     """Below AT_SCALE_GPUS of plain replicas at peak, auto plans plain replicas (true asks)."""
-    small = _with("precision: fp4").replace(
-        "daily_active_users: 1000000", "daily_active_users: 20000"
-    )
+    small = _small("precision: fp4")
     cands = build_candidates(load_problem_text(small, "t.yaml")).serve["s"]
     assert cands and all(c.deployment is None for c in cands)
     asked = small.replace("precision: fp4", "precision: fp4\n      disaggregated: true")
