@@ -138,14 +138,44 @@ def test_the_summary_line_counts_proven_rows():
     assert summary_line(rows) == "1 of 2 scenarios proven within 0.1 %; the others within 3.1 %"
 
 
+# Three months of a small chat service on rented A100s or H100s: renting beats buying over so
+# short a horizon, so the optimum buys nothing (solved in ~0.2 s; problems/inference_startup.yaml
+# took several seconds).
+RENTS_ONLY = """
+name: rents only
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 1000000}
+site: {power_usd_per_kwh: 0.12, pue: 1.3, hosting_usd_per_gpu_month: 60}
+gpus: [a100-pcie-80gb, h100-sxm]
+offers:
+  files: []
+  extra:
+    - {id: cloud-a100-od, provider: cloud, gpu: a100-pcie-80gb, kind: on_demand,
+       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}
+    - {id: cloud-h100-od, provider: cloud, gpu: h100-sxm, kind: on_demand,
+       usd_per_gpu_hour: 4.0, source: test, as_of: "2026-11"}
+workloads:
+  serve:
+    - name: chat
+      model: llama-2-7b
+      start: 2027-01
+      traffic: {daily_active_users: 20000, requests_per_user_per_day: 20, utilization: 0.5}
+      tokens: {prompt: 500, output: 250}
+      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
+solver: {gap: 0}
+"""
+
+
 @pytest.fixture(scope="module")
-def idle_model():
+def idle_model(tmp_path_factory):
     """The small problem solved (it buys nothing), then one server of a type it never uses
     put in its values, as a solver stopped early could leave it; and the plan read from it."""
     from planner.inputs.problem import load_problem
     from planner.plan.make import solve_inputs
 
-    inputs = load_problem(ROOT / "problems" / "inference_startup.yaml")
+    path = tmp_path_factory.mktemp("idle") / "rents_only.yaml"
+    path.write_text(RENTS_ONLY)
+    inputs = load_problem(path)
     m, result = solve_inputs(inputs, time_limit=30)
     assert result.status == "optimal" and not any((v.varValue or 0) > 0.5 for v in m.buy.values())
     before = pulp.value(m.prob.objective)
@@ -153,13 +183,13 @@ def idle_model():
     v.varValue = 1.0
     for x in m.cards[(g, t)]:
         x.varValue = max(x.varValue or 0.0, 1.0)
-    return inputs, m, result, before, g
+    return inputs, m, result, before, g, path
 
 
 def test_a_purchase_nothing_uses_is_dropped_and_the_plan_costs_less(idle_model):
     from planner.optimize.idle import drop_idle, idle_types
 
-    _, m, _, before, g = idle_model
+    _, m, _, before, g, _ = idle_model
     with_idle = pulp.value(m.prob.objective)
     assert with_idle > before and idle_types(m) == [g]
     assert drop_idle(m) == [g]
@@ -170,7 +200,7 @@ def test_a_purchase_nothing_uses_is_dropped_and_the_plan_costs_less(idle_model):
 def test_a_held_purchase_is_dropped_only_when_asked(idle_model):
     from planner.optimize.idle import drop_idle, idle_types
 
-    _, m, _, _, g = idle_model
+    _, m, _, _, g, _ = idle_model
     (k, v) = next(
         (k, v) for k, v in m.buy.items() if k[0] == g and (v.upBound is None or v.upBound > 0)
     )
@@ -193,7 +223,7 @@ def test_verify_warns_about_idle_purchases(idle_model, tmp_path):
     from planner.plan.extract import extract_plan
     from planner.verify import verify_report
 
-    inputs, m, result, _, g = idle_model
+    inputs, m, result, _, g, problem = idle_model
     (k, v) = next(
         (k, v) for k, v in m.buy.items() if k[0] == g and (v.upBound is None or v.upBound > 0)
     )
@@ -206,9 +236,7 @@ def test_verify_warns_about_idle_purchases(idle_model, tmp_path):
     assert not rep.errors, rep.errors[:3]
     path = tmp_path / "plan.json"
     write_json(plan, path)
-    r = CliRunner().invoke(
-        cli, ["verify", str(ROOT / "problems" / "inference_startup.yaml"), str(path)]
-    )
+    r = CliRunner().invoke(cli, ["verify", str(problem), str(path)])
     assert r.exit_code == 0, r.output
     assert "warning:" in r.output and g in r.output
 
