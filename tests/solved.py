@@ -73,8 +73,11 @@ def _shared_file(path: str) -> Path | None:
 
 
 # Seconds the shared solve gives a two-stage problem (benchmarks/scenarios.py measures them
-# at their own limits).
-TWO_STAGE_S = 12.0
+# at their own limits). The tests check that its plan is whole, verified and within budget,
+# not how good it is: problems/uncertain_demand.yaml has a verified plan within 3 s even with
+# the machine's cores busy; its scenarios' own solves run in forked processes, so each second
+# here costs up to two cores' seconds while the other worker runs too.
+TWO_STAGE_S = 5.0
 
 
 def _limit(inputs: Inputs) -> float:
