@@ -339,12 +339,11 @@ def test_cli_import_skypilot(cli, sky, tmp_path):
     assert "--price min" in doc["provenance"]["generator"]
 
 
-def test_cli_import_skypilot_default_output(cli, sky):
-    runner = CliRunner()
-    with runner.isolated_filesystem():
-        res = runner.invoke(cli, ["offers", "import-skypilot", str(sky), "--providers", "lambda"])
-        assert res.exit_code == 0, res.output
-        assert Path("offers-skypilot.yaml").is_file()
+def test_cli_import_skypilot_default_output(cli, sky, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default output goes to the working folder
+    res = CliRunner().invoke(cli, ["offers", "import-skypilot", str(sky), "--providers", "lambda"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "offers-skypilot.yaml").is_file()
 
 
 def test_cli_import_aggregate(cli, tmp_path):
