@@ -2,10 +2,12 @@
 
 openpyxl writes formulas without cached values; LibreOffice (headless) computes them when it
 converts xlsx -> xlsx, and openpyxl (``data_only=True``) reads the results back. One soffice
-run converts three hand-built workbooks: the plan as written, the plan with a unit price and
-the power price edited in the Assumptions sheet, and a plan without purchases or rentals. A
-second run recalculates the workbook of a real solve (problems/finetune_lab.yaml, a few
-seconds) to check the formulas against the solver's own figures.
+run converts four workbooks: three hand-built ones (the plan as written, the plan with a unit
+price and the power price edited in the Assumptions sheet, and a plan without purchases or
+rentals) and the workbook of a real solve (the reference, problems/2m_budget.yaml, the shared
+solve of tests/solved.py, with its buy margins) to check the formulas against the solver's
+own figures. A second run prints that same workbook to PDF (soffice converts to one format
+per run).
 
 CI must install LibreOffice Calc (Debian: ``libreoffice-calc-nogui``); without ``soffice``
 this test FAILS on purpose: a skipped check would let broken formulas ship.
@@ -73,8 +75,17 @@ def recalc(files: list[Path], outdir: Path) -> list[Path]:
     return outs
 
 
+REFERENCE = Path(__file__).resolve().parents[1] / "problems" / "2m_budget.yaml"
+
+
 @pytest.fixture(scope="module")
-def books(tmp_path_factory):
+def converted(tmp_path_factory):
+    """The hand-built workbooks and the reference's, recalculated in ONE soffice run (each run
+    starts LibreOffice afresh: ~3 s of CPU before the first file)."""
+    from planner.analysis.explain import buy_margins
+    from tests.solved import solved
+
+    soffice()  # fail before the solve if LibreOffice is missing
     d = tmp_path_factory.mktemp("recalc")
     plan = make_plan(serve_name=EVIL)
     empty = make_plan(empty=True)
@@ -89,10 +100,17 @@ def books(tmp_path_factory):
     r = assumption_row(ws, "site", "power_usd_per_kwh")
     ws.cell(r, 3).value = NEW_KWH
     wb.save(b)
+    # the plan test_problems and eight other modules read (tests/solved.py shares it between
+    # workers), written as `planner solve` writes it: its buy margins bounded to 10 % of the
+    # default 60 s limit
+    inputs, ref = solved(REFERENCE)
+    r = d / "2m_budget.xlsx"
+    write_workbook(ref, r, margins=buy_margins(inputs, ref, time_limit=6.0))
     outdir = d / "out"
     outdir.mkdir()
-    ra, rb, rc = recalc([a, b, c], outdir)
+    ra, rb, rc, rr = recalc([a, b, c, r], outdir)
     return {
+        "reference": (ref, r, load_workbook(rr, data_only=True)),
         "plan": plan,
         "empty": empty,
         "a": load_workbook(ra, data_only=True),
@@ -102,6 +120,11 @@ def books(tmp_path_factory):
         "a_stored": load_workbook(a, data_only=True),  # the values the writer stored
         "a_written": load_workbook(a),
     }
+
+
+@pytest.fixture(scope="module")
+def books(converted):
+    return converted
 
 
 def close(got, want) -> bool:
@@ -250,21 +273,10 @@ def test_malicious_name_survives_recalculation_as_text(books):
     assert all(books["a"][c.parent.title][c.coordinate].value == EVIL for c in cells)
 
 
-REAL_PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "finetune_lab.yaml"
-
-
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    from tests.solved import solved
-
-    soffice()  # fail before the solve if LibreOffice is missing
-    # the plan test_problems already solved (tests/solved.py shares it between workers)
-    _, plan = solved(REAL_PROBLEM)
-    d = tmp_path_factory.mktemp("real")
-    path = d / "real.xlsx"
-    write_workbook(plan, path)
-    (out,) = recalc([path], d / "out")
-    return plan, load_workbook(out, data_only=True)
+def real(converted):
+    plan, _, wb = converted["reference"]
+    return plan, wb
 
 
 def test_real_plan_recalculates_to_the_solvers_figures(real):
@@ -362,21 +374,12 @@ def test_edited_inputs_move_every_total_sheet_consistently(books):
     assert all(close(v, t.total_usd) for v in before.values()), before
 
 
-REFERENCE = Path(__file__).resolve().parents[1] / "problems" / "2m_budget.yaml"
-
-
-def test_pdf_page_one_is_the_decision(tmp_path):
+def test_pdf_page_one_is_the_decision(converted, tmp_path):
     """LibreOffice prints the reference workbook; page 1 says the decision, the years, the risks."""
-    from planner.analysis.explain import buy_margins
-    from tests.solved import solved
-
     exe = soffice()
     pdftotext = shutil.which("pdftotext")
     assert pdftotext, "pdftotext (poppler-utils) is required to read the PDF"
-    inputs, plan = solved(REFERENCE)
-    path = tmp_path / "2m_budget.xlsx"
-    # bounded as `planner solve` bounds them (10 % of its default 60 s limit)
-    write_workbook(plan, path, margins=buy_margins(inputs, plan, time_limit=6.0))
+    plan, path, _ = converted["reference"]
     profile = tmp_path / "lo_profile"
     subprocess.run(
         [
