@@ -98,9 +98,12 @@ def solver_failure(result: SolveResult) -> str:
 
     >>> solver_failure(SolveResult("time_limit", None, None, 60.0, "cbc", "no plan in 60 s"))
     'cbc: no plan in 60 s: raise --time-limit (or solver.time_limit_s), or try --solver highs'
+    >>> solver_failure(SolveResult("time_limit", None, None, 1.0, "highs", "no plan in 1 s"))
+    'highs: no plan in 1 s: raise --time-limit (or solver.time_limit_s)'
     """
+    other = "" if result.solver == "highs" else ", or try --solver highs"
     hint = {
-        "time_limit": "raise --time-limit (or solver.time_limit_s), or try --solver highs",
+        "time_limit": f"raise --time-limit (or solver.time_limit_s){other}",
         "unbounded": "please report it with the problem file",
         "error": "try the other solver (--solver cbc|highs); if both fail, report it",
     }.get(result.status, "please report it with the problem file")
