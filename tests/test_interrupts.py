@@ -32,6 +32,33 @@ def _solver_children(pid: int) -> list[int]:
     return kids
 
 
+def _solver_thread_busy(pid: int, seconds: float = 0.2) -> bool:
+    """A thread besides the main one has run ``seconds`` of CPU: HiGHS and SCIP solve in a
+    worker thread (the main thread waits on it), and with OpenBLAS held to one thread (the
+    child's environment) no other thread runs in the planner."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+        if task.name == str(pid):
+            continue
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if (int(fields[11]) + int(fields[12])) / ticks >= seconds:
+            return True
+    return False
+
+
+def _holding_signals(pid: int) -> bool:
+    """The planner blocks SIGINT while its libraries load (``deferred_signals``)."""
+    try:
+        status = (Path("/proc") / str(pid) / "status").read_text()
+    except OSError:
+        return False
+    blocked = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("SigBlk:")), "0")
+    return bool(int(blocked, 16) & (1 << (signal.SIGINT - 1)))
+
+
 def _alive(pid: int) -> bool:
     try:
         return "Z" not in (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1][:3]
@@ -41,11 +68,12 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def slow_problem(tmp_path_factory) -> Path:
-    """A problem the solvers work on for much longer than the test waits (10 workloads, 4 GPU
-    types, 36 months: HiGHS is 25 % from its bound after 30 s), small enough that CBC starts
-    within seconds (no searched MIP start below 10,000 integers; 20 x all x 36 took ~55 s)."""
+    """A problem the solvers work on for much longer than the test waits (3 workloads, 2 GPU
+    types, 36 months: HiGHS, SCIP and CBC each solve on for 4 s of CPU and more), built fast:
+    the solver starts after ~2 s of the child's CPU, imports included (10 workloads on 4 GPU
+    types: ~3.5 s). The test signals once the solver runs, not after a fixed wait."""
     p = tmp_path_factory.mktemp("slow") / "slow.yaml"
-    p.write_text(to_yaml(generate(workloads=10, gpus=4, months=36, seed=0)))
+    p.write_text(to_yaml(generate(workloads=3, gpus=2, months=36, seed=0)))
     return p
 
 
@@ -59,7 +87,8 @@ def _ctrl_c_reaches_child() -> None:
 def _run_and_signal(
     problem: Path, out: Path, sig: int, when: str, solver: str = "cbc"
 ) -> tuple[int, str, list[int]]:
-    env = dict(os.environ, TMPDIR=str(out.parent))
+    # one OpenBLAS thread: the only threads besides the main one are then the solver's
+    env = dict(os.environ, TMPDIR=str(out.parent), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     args = [sys.executable, "-c", ENTRY, "solve", str(problem), "--no-excel"]
     args += ["--time-limit", "300", "--json", str(out), "--solver", solver]
     proc = subprocess.Popen(
@@ -70,10 +99,20 @@ def _run_and_signal(
         preexec_fn=_ctrl_c_reaches_child,
     )
     kids: list[int] = []
-    if when == "startup":
-        time.sleep(0.3)
+    if when == "startup":  # while the libraries load (not before Python itself is up)
+        deadline = time.monotonic() + 60
+        held = False
+        while time.monotonic() < deadline and not held and proc.poll() is None:
+            held = _holding_signals(proc.pid)
+            time.sleep(0.005)
+        assert held, "the planner never started loading"
     elif solver in ("highs", "scip"):  # in-process: past start-up, physics and model building
-        time.sleep(6.0)
+        deadline = time.monotonic() + 120
+        busy = False
+        while time.monotonic() < deadline and not busy and proc.poll() is None:
+            busy = _solver_thread_busy(proc.pid)
+            time.sleep(0.05)
+        assert busy, "the solver never started"
     else:  # wait until the solver runs
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not kids and proc.poll() is None:
