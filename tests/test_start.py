@@ -48,11 +48,19 @@ def _model(workloads: int, gpus, months: int, seed: int):
     return inputs, build_model(inputs, cands)
 
 
+# The generated problems the tests share (their candidates are built once per process): eight
+# workloads on four drawn GPU types (seeds 1 and 3 round the LP to fleets of several types, and
+# rent their training jobs on demand), and four workloads on the whole HOPPER_ERA catalog (its
+# partial-fill cards and HGX servers, its default lead times).
+SMALL = (8, 4, 12)
+HOPPER = (4, HOPPER_ERA, 12)
+
+
 @functools.cache
 def _problem(workloads: int, gpus, months: int, seed: int):
     """A generated problem and its candidates, once per process: several tests model the same
-    seed, and the candidates take seconds (on (8, HOPPER_ERA, 12, 0) more than the LP). Building
-    a model and solving it leaves them as they were (compared pickled)."""
+    seed, and the candidates take longer than the LP. Building a model and solving it leaves
+    them as they were (compared pickled)."""
     inputs = load_inputs(generate(workloads, gpus, months, seed))
     return inputs, build_candidates(inputs)
 
@@ -69,20 +77,20 @@ def _feasible_and_whole(m) -> bool:
     return whole and all(c.valid(tol.INTEGRALITY) for c in m.prob.constraints.values())
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [1, 3])
 def test_the_lp_rounded_start_is_a_whole_feasible_plan_above_the_lp(seed):
-    _, m = _model(6, 4, 12, seed)
+    _, m = _model(*SMALL, seed)
     lp_obj, lp = _lp(m)
     assert lp_rounded_start(m, lp)
     assert _feasible_and_whole(m)
     assert pulp.value(m.prob.objective) >= lp_obj * (1 - 1e-9)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [1, 3])
 def test_the_best_rounded_start_beats_every_rounding_and_is_a_local_optimum(seed):
     """Never dearer than any single fleet rounding, whole and feasible, and never dearer than
     the first move of each rounding's search (dropping the first GPU type the LP buys)."""
-    _, m = _model(8, HOPPER_ERA, 12, seed)
+    _, m = _model(*SMALL, seed)
     lp_obj, lp = _lp(m)
     singles = []
     for shift in FLEET_SHIFTS:
@@ -95,14 +103,15 @@ def test_the_best_rounded_start_beats_every_rounding_and_is_a_local_optimum(seed
     assert lp_obj * (1 - 1e-9) <= best <= min(singles) * (1 + 1e-9)
     for shift in FLEET_SHIFTS:
         first = _bought_types(m, lp)[:1]
+        assert first, "the LP buys no GPU type: no first move to compare"
         for g in first:
             if lp_rounded_start(m, _without_type(m, lp, g), shift):
                 assert pulp.value(m.prob.objective) >= best * (1 - 1e-9)
 
 
-@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("seed", [1, 3])
 def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
-    _, m = _model(6, HOPPER_ERA, 12, seed)
+    _, m = _model(*SMALL, seed)
     assert rental_start(m)
     rental = pulp.value(m.prob.objective)
     started, bound, _, _ = mip_start(m, threads=1)
@@ -113,7 +122,7 @@ def test_mip_start_is_never_dearer_than_the_all_rental_plan(seed):
 
 def test_no_start_when_a_budget_rules_out_every_constructed_plan():
     """A total budget below the LP optimum: neither constructed plan fits, so no start."""
-    inputs, cands = _problem(4, 4, 12, 5)
+    inputs, cands = _problem(*SMALL, 1)
     m = build_model(inputs, cands)
     lp_obj, _ = _lp(m)
     budget = inputs.problem.budget.model_copy(update={"total_usd": lp_obj * 0.5})
@@ -125,9 +134,11 @@ def test_no_start_when_a_budget_rules_out_every_constructed_plan():
 
 
 def test_a_large_model_solved_from_its_start_passes_verification():
-    inputs, m = _model(10, HOPPER_ERA, 36, 0)
+    """A small problem over many months: ~12,000 integers, past START_FROM_INTEGERS (the 10
+    workloads over 36 months this used took twice the CPU on the same path)."""
+    inputs, m = _model(3, HOPPER_ERA, 42, 0)
     assert sum(v.cat == pulp.LpInteger for v in m.prob.variables()) >= START_FROM_INTEGERS
-    res = solve_model(m, time_limit=10, gap=1e-3)  # its start and the LP bound take ~5 s
+    res = solve_model(m, time_limit=5, gap=1e-3)  # the LP gets 3 s of it, the search 4.25 s
     assert res.has_solution
     plan = extract_plan(m, res)
     assert verify_plan(inputs, plan) == []
@@ -139,14 +150,17 @@ def test_a_large_model_solved_from_its_start_passes_verification():
 
 def test_owned_options_never_drop_the_fastest_replica_per_gpu():
     """The pruning keeps, per GPU type, a replica at least as fast as any dropped one."""
-    _, cands = _problem(8, HOPPER_ERA, 12, 7)
+    _, cands = _problem(*HOPPER, 0)
+    dropped = 0
     for cl in cands.serve.values():
         kept = owned_serve_options(cl)
         for c in cl:
             if c.rate_rps > 0 and c not in kept:
+                dropped += 1
                 assert any(
                     k.gpu == c.gpu and c.tp % k.tp == 0 and k.rate_rps <= c.rate_rps for k in kept
                 )
+    assert dropped, "the pruning dropped no option: nothing to check"
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -208,7 +222,7 @@ def test_cbc_stopped_without_a_plan_keeps_the_checked_start(monkeypatch):
 
     import planner.optimize.solve as solve
 
-    inputs, m = _model(6, 4, 12, 0)
+    inputs, m = _model(*SMALL, 1)
     monkeypatch.setattr(solve, "_large", lambda _m: True)
 
     real = m.prob.solve
@@ -232,7 +246,7 @@ def test_an_lp_stopped_by_its_time_limit_is_no_bound_but_still_a_start():
     then no bound at all, so mip_start reports the separable bound instead (planner.optimize.bound),
     and it still hands over a checked plan (rounded from wherever the LP stopped, or
     all-rental), never below that bound."""
-    _, m = _model(6, HOPPER_ERA, 12, 0)
+    _, m = _model(*HOPPER, 0)
     started, bound, _, _ = mip_start(m, threads=1, lp_seconds=1e-9)
     assert started and bound is not None
     assert bound == pytest.approx(separable_bound(m))
@@ -244,7 +258,7 @@ def test_refixed_keeps_the_fleet_and_is_feasible():
     """The LP re-solved with a plan's whole fleet fixed (HiGHS warm from its last basis): no
     cheaper than the free LP, at that very fleet; the plan rounded from it is whole and
     feasible with the same fleet, and the PuLP model's bounds are untouched."""
-    _, m = _model(8, HOPPER_ERA, 12, 0)
+    _, m = _model(*SMALL, 1)
     lp_obj, lp = _lp(m)
     relax = _Relaxation(m, math.inf)
     assert lp_rounded_start(m, lp)
@@ -252,6 +266,7 @@ def test_refixed_keeps_the_fleet_and_is_feasible():
     fleet = _fleet_vars(m)
     bounds = [(v.lowBound, v.upBound) for v in fleet]
     fixed = {v.name: float(values[v.name]) for v in fleet}
+    assert any(fixed.values()), "the rounded plan buys nothing: no fleet to keep"
     again = relax(fixed)
     assert again is not None
     assert all(again[n] == pytest.approx(x, abs=1e-6) for n, x in fixed.items())
@@ -265,14 +280,15 @@ def test_refixed_keeps_the_fleet_and_is_feasible():
     assert all(v.varValue == pytest.approx(values[v.name]) for v in fleet)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [1, 3])
 def test_a_rented_job_runs_on_its_cheapest_rental(seed):
     """In the rent-only rounding, no other (candidate, on-demand offer) that fits the window
     would rent a job for less than the one chosen."""
-    inputs, m = _model(8, HOPPER_ERA, 12, seed)
+    inputs, m = _model(*SMALL, seed)
     _, lp = _lp(m)
     assert lp_rounded_start(m, lp, -math.inf)
     specs = {j.name: j for j in inputs.problem.workloads.train}
+    compared = 0
     for job in m.cands.train:
         chosen = sum(
             m.prob.objective.get(r, 0.0) * (r.varValue or 0.0)
@@ -295,6 +311,8 @@ def test_a_rented_job_runs_on_its_cheapest_rental(seed):
                 other += m.prob.objective.get(m.r[(job, key, oid, month)], 0.0) * hours
                 left -= hours
             assert chosen <= other * (1 + 1e-9)
+            compared += 1
+    assert compared, "no on-demand rental of a training job to compare"
 
 
 def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
@@ -302,7 +320,7 @@ def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
     partial type comes full of cards; every move is a fleet of whole servers."""
     from planner.optimize.start import _added, _moved, _units
 
-    _, m = _model(4, HOPPER_ERA, 12, 0)
+    _, m = _model(*HOPPER, 0)
     partial = next(g for g, gpu in m.inputs.gpus.items() if gpu.partial_fill and (g, 3) in m.buy)
     gpu = m.inputs.gpus[partial]
     values = {v.name: 0.0 for v in m.prob.variables()}
@@ -325,8 +343,9 @@ def test_fleet_moves_keep_the_fleet_whole_and_move_what_they_say():
     assert [n for n in fleet if there[n]] == [m.buy[(full, 7)].name]
 
 
-# seeds whose roundings buy several types (of HOPPER_ERA; 0, 6 and 11 of 0-11 do)
-@pytest.mark.parametrize("seed", [0, 6])
+# seeds whose roundings buy several types (of SMALL: 1, 3 and 8 of 0-11 do; of 8 workloads on
+# HOPPER_ERA, 0, 6 and 11 do, at several times the CPU)
+@pytest.mark.parametrize("seed", [1, 3])
 def test_the_searched_start_is_never_dearer_than_its_roundings(seed):
     """With the LP re-solved for each fleet: the result is whole, feasible and no dearer than
     any rounding; the one-type cuts of a fleet that buys several types each buy one. (The
@@ -334,7 +353,7 @@ def test_the_searched_start_is_never_dearer_than_its_roundings(seed):
     LP's optima, so its rounding depends on the re-solves before it.)"""
     from planner.optimize.start import _owned_types, _single_types, _try
 
-    _, m = _model(8, HOPPER_ERA, 12, seed)
+    _, m = _model(*SMALL, seed)
     _, lp = _lp(m)
     relax = _Relaxation(m, math.inf)
     best = best_rounded_start(m, lp, relax=relax)
@@ -359,7 +378,7 @@ def test_the_search_never_buys_before_a_lead_time_allows():
     search prices: fixing a variable in the LP would set both its bounds and hide the rule."""
     from planner.optimize.start import _added, _buyable
 
-    _, m = _model(4, HOPPER_ERA, 12, 0)
+    _, m = _model(*HOPPER, 0)
     early = [
         (g, t)
         for (g, t), v in m.buy.items()
