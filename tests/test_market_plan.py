@@ -88,12 +88,15 @@ def test_a_tampered_monthly_price_is_caught():
 
 def test_a_lead_time_delays_every_purchase_and_the_verifier_agrees():
     # six times the reference's chat traffic: owning an H100 server pays (tests/fixtures; its
-    # prices are flat there, this test adds the lead time)
+    # prices are flat there, this test adds the lead time). Its H100s only: the same one
+    # purchase, solved in ~0.2 s of CPU instead of ~1.7 s with all four GPU types.
     path = ROOT / "tests" / "fixtures" / "buying.yaml"
     flat = "market: {rent_change_per_year: 0, buy_change_per_year: 0, lead_months: 0}"
+    gpus = "gpus: [h100-sxm, a100-sxm-80gb, a100-pcie-80gb, rtx-4090]"
     text = path.read_text()
-    assert flat in text
+    assert flat in text and gpus in text
     text = text.replace(flat, flat.replace("lead_months: 0", "lead_months: 6"))
+    text = text.replace(gpus, "gpus: [h100-sxm]")
     inputs = load_problem_text(text, "buying.yaml", base_dir=path.parent)
     plan = plan_problem(inputs, time_limit=20)
     months = plan.months
