@@ -36,6 +36,14 @@ def plan() -> Plan:
     return solved(FIXTURE)[1]
 
 
+@pytest.fixture(scope="module")
+def book(plan):
+    """The plan's workbook and its evaluated values, built once for the tests that only read
+    them (a test that edits a workbook builds its own)."""
+    wb = build_workbook(plan)
+    return wb, evaluate_all(wb)
+
+
 def variant(plan: Plan, measure: str, alpha: float = 0.7, weight: float = 0.5) -> Plan:
     """``plan`` minimising another measure: its figures recomputed as the planner does."""
     risk = Risk(measure, alpha, weight)
@@ -71,8 +79,8 @@ def approx(x: float) -> object:
     return pytest.approx(x, rel=1e-9, abs=1e-6)
 
 
-def test_one_row_per_scenario_with_formulas(plan):
-    wb = build_workbook(plan)
+def test_one_row_per_scenario_with_formulas(plan, book):
+    wb, _ = book
     assert wb.sheetnames[1] == SHEET  # beside page 1
     ws = wb[SHEET]
     names = [ws.cell(FIRST + i, 1).value for i in range(len(plan.scenarios))]
@@ -95,9 +103,8 @@ def test_one_row_per_scenario_with_formulas(plan):
     assert {"expected_usd", "vss_usd", "evpi_usd", "worst_usd"} <= set(wb.defined_names)
 
 
-def test_live_figures_equal_the_plans(plan):
-    wb = build_workbook(plan)
-    values = evaluate_all(wb)
+def test_live_figures_equal_the_plans(plan, book):
+    wb, values = book
     t = plan.totals
     assert live(wb, values, "Expected cost under this plan") == approx(t.expected_usd)
     assert live(wb, values, "Worst case under this plan") == approx(t.worst_usd)
@@ -130,6 +137,9 @@ def test_libreoffice_agrees_and_follows_a_changed_probability(plan, tmp_path):
     a, b = tmp_path / "plan.xlsx", tmp_path / "edited.xlsx"
     write_workbook(variant(plan, "cvar"), a)
     wb = load_workbook(a)
+    # the formulas as written (the edit below changes inputs only: B5:B7 hold numbers)
+    formulas = [list(row) for row in wb[SHEET].iter_rows()]
+    assert not any(str(wb[SHEET][c].value).startswith("=") for c in ("B5", "B6", "B7"))
     wb[SHEET]["B5"], wb[SHEET]["B6"], wb[SHEET]["B7"] = 0.2, 0.3, 0.5
     wb.save(b)
     out = tmp_path / "out"
@@ -138,7 +148,7 @@ def test_libreoffice_agrees_and_follows_a_changed_probability(plan, tmp_path):
     stored = load_workbook(a, data_only=True)
     ws, got = stored[SHEET], ra[SHEET]
     compared = 0
-    for row in load_workbook(a)[SHEET].iter_rows():
+    for row in formulas:
         for cell in row:
             if isinstance(cell.value, str) and cell.value.startswith("="):
                 want = ws[cell.coordinate].value
@@ -189,8 +199,8 @@ def summary_texts(wb) -> set[str]:
     return {c.value for row in wb["Summary"].iter_rows() for c in row if isinstance(c.value, str)}
 
 
-def test_page_one_states_the_decision_and_its_risk(plan):
-    texts = summary_texts(build_workbook(plan))
+def test_page_one_states_the_decision_and_its_risk(plan, book):
+    texts = summary_texts(book[0])
     lines = decision_sentences(plan)
     assert set(lines) <= texts
     page = " ".join(lines)
