@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -238,6 +239,12 @@ def test_too_many_instance_types_are_refused_fast(tmp_path):
     assert f"vms.csv:{MAX_INSTANCE_TYPES + 2}: more than 5,000 GPU instance types" in str(exc.value)
 
 
+def _load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` with libyaml's reader when there is one: the offers files written
+    here are read back only to check them against the schema."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
 def test_a_large_catalog_streams_in_seconds(tmp_path):
     sys.path.insert(0, str(ROOT))
     from benchmarks.inputs_skypilot import generate
@@ -249,7 +256,7 @@ def test_a_large_catalog_streams_in_seconds(tmp_path):
     elapsed = time.perf_counter() - t0
     assert result.rows_read == n == 30_000
     assert len(result.offers) > 200 and elapsed < 10, elapsed
-    OfferFile.model_validate(yaml.safe_load(text))
+    OfferFile.model_validate(_load_yaml(text))
 
 
 def test_zones_of_a_region_count_once_and_rows_are_deduplicated_as_read(tmp_path):
@@ -539,13 +546,20 @@ def skypilot_csv(draw) -> str:
     header = list(draw(st.permutations(COLUMNS)))
     if draw(st.integers(0, 7)) == 0:
         header[draw(st.integers(0, len(header) - 1))] = draw(st.sampled_from(COLUMNS))
+    # The cells come from a generator seeded by the example (two hypothesis draws per cell
+    # were ~80 % of this test's time); the shape of the file is drawn as before. Like
+    # hypothesis, it favours each column's first (plainest) cell, so that some rows import.
+    rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
+
+    def cell(column: str) -> str:
+        if rnd.randint(0, 60) == 0:
+            return rnd.choice(HOSTILE_CELLS)
+        good = GOOD_CELLS[column]
+        return good[0] if rnd.random() < 0.3 else rnd.choice(good)
+
     rows = []
     for _ in range(draw(st.integers(0, 25))):
-        row = [
-            draw(st.sampled_from(HOSTILE_CELLS if draw(st.integers(0, 60)) == 0
-                                 else GOOD_CELLS[c]))
-            for c in header
-        ]  # fmt: skip
+        row = [cell(c) for c in header]
         cut = draw(st.integers(-2, len(row) + 2)) if draw(st.integers(0, 15)) == 0 else len(row)
         extra = draw(st.sampled_from(["", "", "extra"]))
         rows.append(row[:cut] if cut < len(row) else row + [extra] * (cut - len(row)))
@@ -573,7 +587,7 @@ def test_fuzz_skypilot_rows(tmp_path, text):
             result = read_skypilot_catalog(root, gpu_ids=DEFAULT_GPU_IDS, price=price)
             if result.offers:
                 REACHED["offers"] += 1
-                OfferFile.model_validate(yaml.safe_load(dump_offers_yaml(result)))
+                OfferFile.model_validate(_load_yaml(dump_offers_yaml(result)))
 
     _only_input_errors(call)
 
