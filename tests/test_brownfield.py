@@ -357,11 +357,17 @@ def test_a_contract_before_the_horizon_is_a_warning_not_an_error():
 
 
 def test_reference_with_a_contract_commits_exactly_its_hours_in_the_horizon(tmp_path):
-    """16 H100 at $2.00 from 2026-07 to 2027-06: 6 months inside a horizon from 2027-01."""
+    """16 H100 at $2.00 from 2026-07 to 2027-06: 6 months inside a horizon from 2027-01.
+
+    The reference's first 12 months (its training run and the chat service's first 9 months):
+    the contract starts before the horizon and ends inside it, and the model is a third of the
+    36-month one's (the 3 s solve took ~16 s of wall time on a loaded machine)."""
     from pathlib import Path
 
     ref = Path(__file__).resolve().parent.parent / "problems" / "2m_budget.yaml"
-    text = ref.read_text() + (
+    reference = ref.read_text()
+    assert "horizon: {start: 2027-01, months: 36}" in reference
+    text = reference.replace("months: 36}", "months: 12}") + (
         "fleet:\n  contracts:\n    - {provider: cudo, gpu: h100-sxm, count: 16, start: 2026-07,"
         " end: 2027-06, usd_per_gpu_hour: 2.00}\n"
     )
