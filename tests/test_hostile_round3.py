@@ -286,6 +286,23 @@ def test_estimate_serve_warns_of_slos_that_look_like_seconds():
 # ------------------------------------------------------------------ explain's time limit
 
 
+_SMALL_LAB = """\
+name: small lab
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 200000}
+site: {power_usd_per_kwh: 0.12, pue: 1.3, power_cap_kw: 100}
+gpus: [l40s]
+workloads:
+  train:
+    - {name: lora, model: llama-2-7b, tokens: 1e9, method: lora,
+       window: {start: 2027-02, deadline: 2027-02}}
+  serve:
+    - {name: chat, model: llama-3-8b, start: 2027-01, tokens: {prompt: 500, output: 250},
+       traffic: {daily_active_users: 2000, requests_per_user_per_day: 10},
+       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}}
+"""
+
+
 def test_explain_plans_with_the_time_solve_gives_its_solve(monkeypatch):
     import planner.plan.make as make
     from planner.analysis.explain import explain_plan
@@ -299,8 +316,17 @@ def test_explain_plans_with_the_time_solve_gives_its_solve(monkeypatch):
         seen.append((time_limit, time.perf_counter()))
         raise Solved
 
+    # A small problem (finetune_lab took ~1 s to load and build twice) whose model takes at
+    # least 0.3 s to build: the solver's seconds must be what the building left.
+    real_build = make.build_model
+
+    def slow_build(*args, **kwargs):
+        time.sleep(0.3)
+        return real_build(*args, **kwargs)
+
     monkeypatch.setattr(make, "solve_model", spy)
-    inputs = load_problem(ROOT / "problems" / "finetune_lab.yaml")
+    monkeypatch.setattr(make, "build_model", slow_build)
+    inputs = load_problem_text(_SMALL_LAB, "small_lab.yaml")
     for run_it in (
         lambda t0: explain_plan(inputs, time_limit=30, resolve=False, started=t0),
         lambda t0: make.plan_problem(inputs, time_limit=30, deadline=t0 + 30),
