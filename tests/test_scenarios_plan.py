@@ -109,11 +109,11 @@ def test_probability_moved_to_a_scenario_with_more_demand_never_lowers_it():
     assert after.totals.expected_usd >= before.totals.expected_usd - tol(before.totals.expected_usd)
 
 
-# Raising one of two scenarios' demand, in chains of solves shared by consecutive checks:
-# scales below, across and above the other scenario's (1.0), steps of 0.25 and 1.0, the raised
-# scenario likely (0.8) or not (0.2). (Was a seeded search of 4 pairs, 8 solves: the same
-# kinds of case in 5.)
-RAISES = {0.8: (0.5, 0.75, 1.75), 0.2: (2.5, 3.5)}
+# Raising a likely (0.8) one of two scenarios' demand, in a chain of solves shared by
+# consecutive checks: below and across the other scenario's (1.0), steps of 0.25 and 1.0. (Was
+# a seeded search of 4 pairs, 8 solves; its unlikely scenario raised by 1.0 above the others
+# is test_more_demand_never_lowers_the_expected_optimum's viral, 0.2, from x3 to x4.)
+LIKELY, RAISES = 0.8, (0.5, 0.75, 1.75)
 
 
 def _two(p: float, s2: float) -> str:
@@ -123,10 +123,8 @@ def _two(p: float, s2: float) -> str:
     )
 
 
-@pytest.mark.parametrize("p", sorted(RAISES))
-def test_raising_a_scenarios_demand_never_lowers_the_optimum(p):
-    scales = RAISES[p]
-    plans = [solve_text(_two(p, s)) for s in scales]
+def test_raising_a_likely_scenarios_demand_never_lowers_the_optimum():
+    plans = [solve_text(_two(LIKELY, s)) for s in RAISES]
     for lo, hi in itertools.pairwise(plans):
         assert hi.totals.expected_usd >= lo.totals.expected_usd - tol(lo.totals.expected_usd)
 
