@@ -404,9 +404,10 @@ def test_estimate_refuses_numbers_outside_the_world(args):
     assert run("estimate", "train", "--gpu", "h100-sxm", *flat)[0] == 2
 
 
-def test_breakeven_scan_and_scheduler_are_checked():
-    assert run("breakeven", LAB, "--vary", "utilization=0.3:0.6", "--scan", "10000")[0] == 2
-    code, out = run("whatif", LAB, "--vary", "utilization=0.4", "--scheduler", "not-an-address")
+def test_breakeven_scan_and_scheduler_are_checked(tmp_path):
+    p = tiny(tmp_path)  # LAB's what-if loaded and built ~0.9 s before the scheduler was tried
+    assert run("breakeven", p, "--vary", "utilization=0.3:0.6", "--scan", "10000")[0] == 2
+    code, out = run("whatif", p, "--vary", "utilization=0.4", "--scheduler", "not-an-address")
     assert code == 2 and "--scheduler" in out
 
 
