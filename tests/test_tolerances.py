@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.base import tolerances as tol
-from planner.inputs.problem import load_problem, month_index
+from planner.inputs.problem import month_index
 from planner.physics.demand import HOURS_PER_MONTH as H
-from planner.plan.make import plan_problem
 from planner.verify import VerifyContext, check_training
 
 LAB = Path(__file__).resolve().parent.parent / "problems" / "finetune_lab.yaml"
@@ -20,8 +19,11 @@ LAB = Path(__file__).resolve().parent.parent / "problems" / "finetune_lab.yaml"
 
 @pytest.fixture(scope="module")
 def lab():
-    inputs = load_problem(LAB)
-    return inputs, plan_problem(inputs)
+    """finetune_lab at its own options: the shared solve (tests/solved.py) test_problems and
+    test_scip read too, not a solve of its own."""
+    from tests.solved import solved
+
+    return solved(LAB)
 
 
 def _target(inputs, job) -> float:
