@@ -110,7 +110,15 @@ def test_untouched_workbook_recalculates_to_the_plan(books):
     assert near(named(wb, "capex_usd"), t.capex_usd)
     assert near(named(wb, "npv_usd"), t.npv_usd)
     assert near(named(wb, "residual_value_usd"), t.residual_value_usd)
+    assert near(named(wb, "book_value_usd"), t.book_value_usd)
     assert near(summary_value(wb, RENTALS), t.rental_usd)
+    # the finance view (issue 14): each plan year's present value and P&L cost, as the JSON
+    # says (tests/test_excel_finance_recalc checks the hand-built server plans the same way)
+    pnl = wb["P&L"]
+    for k, y in enumerate(plan.years):
+        row = [pnl.cell(5 + k, c).value for c in range(1, 14)]
+        assert row[0] == y.year
+        assert near(row[9], y.pv_usd) and near(row[12], y.pnl_cost_usd), (y.year, row)
     h, rows, _ = cash_flow(wb)
     for row, m in zip(rows, plan.cash_flow, strict=True):
         for col, want in (("Capex USD", m.capex_usd), ("Rentals USD", m.rental_usd)):
