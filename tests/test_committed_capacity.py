@@ -97,16 +97,22 @@ def test_workbook_says_which_commitments_and_for_how_long(tmp_path):
     assert "signs no new commitment" in load_workbook(tmp_path / "n.xlsx")["Rentals"]["A2"].value
 
 
-def test_breakeven_varies_a_committed_price():
+def test_breakeven_varies_a_committed_price(tmp_path):
     """`planner breakeven` on a reserved offer's price watches the commitments signed: above
     the break-even the plan drops the 36-month commitment for the 12-month one."""
     from planner.analysis.breakeven import COMMITMENTS, breakeven, parse_watch
 
     assert parse_watch("commitments") == COMMITMENTS and parse_watch(None) is None
     key = "overrides.offers.nebius-b200-36m.usd_per_gpu_hour"
-    # one bisection step (3 solves): the break-even (~$3.56) is found between plans that
+    # a quarter of the file's users (8 GPUs committed either side): the same switch, and
+    # each solve ~0.7 s of CPU instead of ~1.3 s
+    text = PROBLEM.read_text()
+    assert "daily_active_users: 240000" in text
+    problem = tmp_path / "b200_committed.yaml"
+    problem.write_text(text.replace("daily_active_users: 240000", "daily_active_users: 60000"))
+    # one bisection step (3 solves): the break-even (in $3..4.5 here) is found between plans that
     # differ; a finer bracket would only re-solve the same two plans (tol 0.5 took 5 solves)
-    be = breakeven(PROBLEM, f"{key}=3:6", tol=1.5, scan=2)
+    be = breakeven(problem, f"{key}=3:6", tol=1.5, scan=2)
     assert be.watch == COMMITMENTS and be.changed
     assert 3 < be.value < 6
     assert "nebius-b200-36m" in be.below.reserved and "nebius-b200-36m" not in be.above.reserved
