@@ -183,46 +183,46 @@ def _brute_serving(case) -> float | None:
 
     max_nodes = {g: math.ceil(max(demand) / rate[g] / spec[g]["node"]) for g in g_ids}
     # per GPU type, every schedule of node purchases over the months; more in total than
-    # enough for the peak never helps
+    # enough for the peak never helps; a consumer card where the site forbids them, never
     schedules = [
-        [b for b in itertools.product(range(max_nodes[g] + 1), repeat=T) if sum(b) <= max_nodes[g]]
+        [
+            b
+            for b in itertools.product(range(max_nodes[g] + 1), repeat=T)
+            if sum(b) <= max_nodes[g]
+            and not (spec[g]["consumer"] and not s["consumer_ok"] and sum(b))
+        ]
         for g in g_ids
     ]
+
+    def per_type(g: str, b: tuple[int, ...]):
+        """One type's schedule: its capex, its GPUs owned and their kW per month, and the
+        horizon's cost of owning them (idle power, host power, hosting)."""
+        node = spec[g]["node"]
+        capex = sum(n * node * (spec[g]["price"] + spec[g]["overhead"]) for n in b)
+        own = [node * sum(b[: t + 1]) for t in range(T)]
+        kw = [o * (spec[g]["tdp"] + spec[g]["host"]) * s["pue"] / 1000 for o in own]
+        fixed = sum(o * (H * (spec[g]["idle"] + spec[g]["host"]) * e + s["hosting"]) for o in own)
+        return capex, own, kw, fixed
+
+    options = [[per_type(g, b) for b in schedules[i]] for i, g in enumerate(g_ids)]
+    cap = case["power_cap"]
     cache: dict = {}
     best = None
-    for buys in itertools.product(*schedules):
-        nodes = dict(zip(g_ids, buys, strict=True))
-        if any(spec[g]["consumer"] and not s["consumer_ok"] and sum(nodes[g]) for g in g_ids):
-            continue
-        capex = sum(
-            n * spec[g]["node"] * (spec[g]["price"] + spec[g]["overhead"])
-            for g in g_ids
-            for n in nodes[g]
-        )
+    for combo in itertools.product(*options):
+        capex = sum(c[0] for c in combo)
         if capex > case["capex"] + 1e-6:
             continue
-        total = capex
-        ok = True
+        if cap is not None and any(sum(c[2][t] for c in combo) > cap + 1e-9 for t in range(T)):
+            continue
+        total = capex + sum(c[3] for c in combo)
         for t in range(T):
-            own = tuple(spec[g]["node"] * sum(nodes[g][: t + 1]) for g in g_ids)
-            if case["power_cap"] is not None:
-                kw = sum(
-                    o * (spec[g]["tdp"] + spec[g]["host"]) * s["pue"] / 1000
-                    for o, g in zip(own, g_ids, strict=True)
-                )
-                if kw > case["power_cap"] + 1e-9:
-                    ok = False
-                    break
-            for o, g in zip(own, g_ids, strict=True):
-                total += o * (H * (spec[g]["idle"] + spec[g]["host"]) * e + s["hosting"])
-            key = (t, own)
+            key = (t, tuple(c[1][t] for c in combo))
             if key not in cache:
-                cache[key] = month_cost(t, own)
+                cache[key] = month_cost(t, key[1])
             if cache[key] is None:
-                ok = False
                 break
             total += cache[key]
-        if ok:
+        else:
             best = total if best is None else min(best, total)
     return best
 
