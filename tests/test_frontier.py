@@ -57,9 +57,11 @@ def dominated(p: dict, others: list[dict]) -> bool:
 
 @pytest.fixture(scope="module")
 def done_when() -> dict:
-    t = time.perf_counter()
+    # CPU seconds of this process (the command runs in it, on one thread): a busy machine
+    # (the other test worker, anything else) stretches the wall clock, not this
+    t = time.process_time()
     r = run(*DONE_WHEN, "--json")
-    seconds = time.perf_counter() - t
+    seconds = time.process_time() - t
     assert r.exit_code == 0, r.output + r.stderr
     return {"json": json.loads(r.stdout), "seconds": seconds}
 
@@ -125,7 +127,7 @@ def test_the_hourly_rates_come_from_the_catalogs(done_when):
 
 
 def test_three_gpus_in_reasonable_time(done_when):
-    assert done_when["seconds"] < 30
+    assert done_when["seconds"] < 30  # CPU seconds; 5.5 s measured (2026-11-28)
 
 
 def test_the_frontier_spans_interactivity_and_throughput(done_when):
