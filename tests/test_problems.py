@@ -23,6 +23,13 @@ def solved(path: str) -> tuple[Inputs, Plan]:
     return shared(path)
 
 
+# Seconds a two-stage problem gets here: these tests check that its plan is whole, verified,
+# within budget and meets every target, not how good it is (problems/uncertain_demand.yaml
+# would improve for its whole 180 s; it has a verified plan within ~3 s even on a busy
+# machine, and its scenarios' forked solves take both cores while they run).
+TWO_STAGE_S = 5.0
+
+
 def test_there_are_example_problems():
     assert {p.name for p in PROBLEMS} >= {
         "2m_budget.yaml",
@@ -33,7 +40,9 @@ def test_there_are_example_problems():
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_problem_solves_and_verifies(path):
-    inputs, plan = solved(str(path))
+    from tests.solved import solved as shared
+
+    inputs, plan = shared(str(path), two_stage_s=TWO_STAGE_S)
     assert plan.status in ("optimal", "feasible")
     assert (
         plan.gap is not None
