@@ -286,3 +286,33 @@ def _same_speed(inputs: Inputs, job: Any, gid: str, hours: float) -> tuple:
 
     speeds = {fabric_gbs(o, job.ethernet, default_calibration()) for o in inputs.offers.values()}
     return tuple((g, hours) for g in sorted(x for x in speeds if x is not None))
+
+
+def assistant_yaml(
+    name: str = "one small assistant",
+    months: int = 3,
+    capex_usd: int = 50000,
+    gpus: tuple[str, ...] = ("l4",),
+    top: str = "",
+) -> str:
+    """A problem file's text: one small int4 Llama-3-8B service (2,000 users a day) over
+    ``months`` from 2027-01, on ``gpus``, with the catalog's offers; ``top`` adds top-level
+    lines (e.g. ``offers: {files: [offers.yaml]}``). Solved in ~0.05 s on one L4 type: for the
+    tests where any plan will do."""
+    return (
+        f"name: {name}\n"
+        f"horizon: {{start: 2027-01, months: {months}}}\n"
+        f"budget: {{capex_usd: {capex_usd}}}\n"
+        "site: {power_usd_per_kwh: 0.12}\n"
+        f"gpus: [{', '.join(gpus)}]\n"
+        f"{top}"
+        "workloads:\n"
+        "  serve:\n"
+        "    - name: assistant\n"
+        "      model: llama-3-8b\n"
+        "      precision: int4\n"
+        "      start: 2027-01\n"
+        "      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10, utilization: 0.45}\n"
+        "      tokens: {prompt: 800, output: 300}\n"
+        "      slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}\n"
+    )

@@ -10,6 +10,7 @@ from click.testing import CliRunner, Result
 from openpyxl import load_workbook
 
 from planner.cli import cli
+from tests.factories import assistant_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 # a problem whose every plan within its 3 % gap buys and rents (tests/fixtures/buying.yaml)
@@ -17,22 +18,7 @@ BUYING = ROOT / "tests" / "fixtures" / "buying.yaml"
 ITS_GPUS = "gpus: [h100-sxm, a100-sxm-80gb, a100-pcie-80gb, rtx-4090]"
 # A problem any plan of which will do (the JSON on stdout, the solver's name): ~0.05 s to solve,
 # where problems/finetune_lab.yaml took ~1-2 s.
-SMALL = """\
-name: one small assistant
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 50000}
-site: {power_usd_per_kwh: 0.12}
-gpus: [l4]
-workloads:
-  serve:
-    - name: assistant
-      model: llama-3-8b
-      precision: int4
-      start: 2027-01
-      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10, utilization: 0.45}
-      tokens: {prompt: 800, output: 300}
-      slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}
-"""
+SMALL = assistant_yaml()
 
 
 @pytest.fixture

@@ -14,27 +14,13 @@ import pytest
 
 from planner.analysis.explain import _where, explain_plan, lp_duals
 from planner.inputs.problem import load_problem, load_problem_text
+from tests.factories import assistant_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 # Three months of one small service renting A100s, L4s in the choice too: the command solves,
 # re-solves without each type (or says it had no time) and prices the rows in ~1 s of CPU
 # after its imports (problems/inference_startup.yaml: ~1.8 s)
-SMALL = """\
-name: one small assistant
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 50000}
-site: {power_usd_per_kwh: 0.12}
-gpus: [l4, a100-pcie-80gb]
-workloads:
-  serve:
-    - name: assistant
-      model: llama-3-8b
-      precision: int4
-      start: 2027-01
-      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10, utilization: 0.45}
-      tokens: {prompt: 800, output: 300}
-      slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}
-"""
+SMALL = assistant_yaml(gpus=("l4", "a100-pcie-80gb"))
 REFERENCE = ROOT / "problems" / "2m_budget.yaml"
 BUYING = ROOT / "tests" / "fixtures" / "buying.yaml"
 ITS_GPUS = "gpus: [h100-sxm, a100-sxm-80gb, a100-pcie-80gb, rtx-4090]"

@@ -19,6 +19,7 @@ import pytest
 from planner.inputs.problem import load_problem_text
 from planner.plan.make import plan_problem
 from planner.verify import verify_report
+from tests.factories import assistant_yaml
 from tests.golden import signature
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,22 +38,7 @@ def _solve(name: str, extra: str, time_limit: float = 60):
 # Two years of one L4 service with no capex budget: every month rented on demand (24 rows),
 # ~0.05 s a solve. The falling-rents relation and its tamper do not depend on the problem's
 # size; finetune_lab's falling plan (also on-demand rentals only) took ~1.9 s.
-RENTER = """\
-name: a rented assistant
-horizon: {start: 2027-01, months: 24}
-budget: {capex_usd: 0}
-site: {power_usd_per_kwh: 0.12}
-gpus: [l4]
-workloads:
-  serve:
-    - name: assistant
-      model: llama-3-8b
-      precision: int4
-      start: 2027-01
-      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10, utilization: 0.45}
-      tokens: {prompt: 800, output: 300}
-      slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}
-"""
+RENTER = assistant_yaml(name="a rented assistant", months=24, capex_usd=0)
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from openpyxl import load_workbook
 from planner.analysis.improve import keep_best, neighbours, replan_tasks
 from planner.analysis.sweep import ScenarioResult, Task, summary_line
 from planner.cli import cli
+from tests.test_whatif import SMALL
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET_A = {("buy", "h100", 3): 1.0, ("cards", "h100", 3): 8.0}
@@ -32,28 +33,7 @@ FLEET_B = {("buy", "a100", 3): 1.0}
 
 # 12 months of a chat service on A100s or H100s (tests/test_whatif's SMALL at the default
 # 0.1 % gap)
-SWEPT = """
-name: small chat
-horizon: {start: 2027-01, months: 12}
-budget: {capex_usd: 1000000}
-site: {power_usd_per_kwh: 0.12, pue: 1.3, hosting_usd_per_gpu_month: 60}
-gpus: [a100-pcie-80gb, h100-sxm]
-offers:
-  files: []
-  extra:
-    - {id: cloud-a100-od, provider: cloud, gpu: a100-pcie-80gb, kind: on_demand,
-       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}
-    - {id: cloud-h100-od, provider: cloud, gpu: h100-sxm, kind: on_demand,
-       usd_per_gpu_hour: 4.0, source: test, as_of: "2026-11"}
-workloads:
-  serve:
-    - name: chat
-      model: llama-2-7b
-      start: 2027-01
-      traffic: {daily_active_users: 200000, requests_per_user_per_day: 20, utilization: 0.5}
-      tokens: {prompt: 500, output: 250}
-      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
-"""
+SWEPT = SMALL.replace("solver: {gap: 0}\n", "")
 
 
 @pytest.fixture(scope="module")
@@ -172,29 +152,11 @@ def test_the_summary_line_counts_proven_rows():
 # Three months of a small chat service on rented A100s or H100s: renting beats buying over so
 # short a horizon, so the optimum buys nothing (solved in ~0.2 s; problems/inference_startup.yaml
 # took several seconds).
-RENTS_ONLY = """
-name: rents only
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 1000000}
-site: {power_usd_per_kwh: 0.12, pue: 1.3, hosting_usd_per_gpu_month: 60}
-gpus: [a100-pcie-80gb, h100-sxm]
-offers:
-  files: []
-  extra:
-    - {id: cloud-a100-od, provider: cloud, gpu: a100-pcie-80gb, kind: on_demand,
-       usd_per_gpu_hour: 2.5, source: test, as_of: "2026-11"}
-    - {id: cloud-h100-od, provider: cloud, gpu: h100-sxm, kind: on_demand,
-       usd_per_gpu_hour: 4.0, source: test, as_of: "2026-11"}
-workloads:
-  serve:
-    - name: chat
-      model: llama-2-7b
-      start: 2027-01
-      traffic: {daily_active_users: 20000, requests_per_user_per_day: 20, utilization: 0.5}
-      tokens: {prompt: 500, output: 250}
-      slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}
-solver: {gap: 0}
-"""
+RENTS_ONLY = (
+    SMALL.replace("name: small chat", "name: rents only")
+    .replace("months: 12", "months: 3")
+    .replace("daily_active_users: 200000", "daily_active_users: 20000")
+)
 
 
 @pytest.fixture(scope="module")

@@ -18,27 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import assistant_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 # A small problem that still reads the offers catalog by name (no file beside it: the wheel's).
 # problems/inference_startup.yaml took ~3 s more to solve in the fresh interpreter and checks
 # nothing more about the install.
-PROBLEM = """\
-name: one small assistant
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 50000}
-site: {power_usd_per_kwh: 0.12}
-gpus: [l4, a100-pcie-80gb]
-offers: {files: [offers.yaml]}
-workloads:
-  serve:
-    - name: assistant
-      model: llama-3-8b
-      precision: int4
-      start: 2027-01
-      traffic: {daily_active_users: 2000, requests_per_user_per_day: 10, utilization: 0.45}
-      tokens: {prompt: 800, output: 300}
-      slo: {p95_ttft_ms: 800, p95_tpot_ms: 50}
-"""
+PROBLEM = assistant_yaml(gpus=("l4", "a100-pcie-80gb"), top="offers: {files: [offers.yaml]}\n")
 
 
 BUILD_WHEEL = """\
