@@ -23,6 +23,7 @@ from planner.optimize.candidates import train_candidates
 from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import replica_capacity
 from planner.physics.serve_queueing import erlang_c
+from tests.test_hostile_plans import TINY
 
 ROOT = Path(__file__).resolve().parent.parent
 HF = ROOT / "tests" / "fixtures" / "hf"
@@ -286,21 +287,10 @@ def test_estimate_serve_warns_of_slos_that_look_like_seconds():
 # ------------------------------------------------------------------ explain's time limit
 
 
-_SMALL_LAB = """\
-name: small lab
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 200000}
-site: {power_usd_per_kwh: 0.12, pue: 1.3, power_cap_kw: 100}
-gpus: [l40s]
-workloads:
-  train:
-    - {name: lora, model: llama-2-7b, tokens: 1e9, method: lora,
-       window: {start: 2027-02, deadline: 2027-02}}
-  serve:
-    - {name: chat, model: llama-3-8b, start: 2027-01, tokens: {prompt: 500, output: 250},
-       traffic: {daily_active_users: 2000, requests_per_user_per_day: 10},
-       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}}
-"""
+# test_hostile_plans' tiny lab on its L40S only
+_SMALL_LAB = TINY.replace("name: tiny lab", "name: small lab").replace(
+    "gpus: [h100-sxm, l40s]", "gpus: [l40s]"
+)
 
 
 def test_explain_plans_with_the_time_solve_gives_its_solve(monkeypatch):
