@@ -20,6 +20,7 @@ from planner.cli import cli
 from planner.plan.data import load_plan, validate_plan
 from planner.reports.excel.assumptions import _ARow, _Assumptions
 from planner.reports.formula_eval import evaluate_all
+from tests.test_hostile import TINY as HOSTILE_TINY
 
 ROOT = Path(__file__).resolve().parent.parent
 NOMINAL = ROOT / "tests" / "fixtures" / "nominal"
@@ -54,22 +55,8 @@ def test_saved_plans_load_and_agree_with_themselves(path):
 
 
 # A problem that plans in a fraction of a second (problems/finetune_lab.yaml took ~2 s): a
-# training job and a service, as the lab's.
-TINY = """\
-name: tiny lab
-horizon: {start: 2027-01, months: 3}
-budget: {capex_usd: 200000}
-site: {power_usd_per_kwh: 0.12, pue: 1.3, power_cap_kw: 100}
-gpus: [h100-sxm, l40s]
-workloads:
-  train:
-    - {name: lora, model: llama-2-7b, tokens: 1e9, method: lora,
-       window: {start: 2027-02, deadline: 2027-02}}
-  serve:
-    - {name: chat, model: llama-3-8b, start: 2027-01, tokens: {prompt: 500, output: 250},
-       traffic: {daily_active_users: 2000, requests_per_user_per_day: 10},
-       slo: {p95_ttft_ms: 1000, p95_tpot_ms: 60}}
-"""
+# training job and a service, as the lab's (test_hostile's tiny lab, its job without spot).
+TINY = HOSTILE_TINY.replace(", spot: {allowed: true, max_share: 0.6}", "")  # on-demand only
 
 
 def test_a_fresh_plan_loads(tmp_path):
