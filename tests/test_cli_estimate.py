@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from planner.base.errors import InputError
 from planner.base.units import parse_count
-from planner.cli.estimate import estimate
+from planner.cli import cli
+from planner.cli.estimate import MAX_SERVE_BATCH, estimate
 from planner.inputs.catalog import CATALOG_DIR
 from planner.physics.train import derive_model
 
@@ -307,6 +308,32 @@ def test_bad_input_raises_input_error(args, match):
         assert match in str(r.exception)
     else:  # click's own range check on the option: a usage error, exit 2
         assert r.exit_code == 2 and match in r.output, r.output
+
+
+SERVE_7B = ("serve", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--prompt", "100",
+            "--output", "100")  # fmt: skip
+
+
+@needs_catalogs
+@pytest.mark.parametrize("batch", [10**30, MAX_SERVE_BATCH + 1])
+def test_a_batch_beyond_any_deployment_is_bad_input(batch):
+    """Issue 51 item 5: ``--batch 1e30`` printed an estimate (a 1e27-ms TTFT) with a note. It
+    is the library's InputError, and exit 2 with one line through the planner's own group."""
+    r = run(*SERVE_7B, "--gpus", "1", "--batch", str(batch))
+    assert isinstance(r.exception, InputError), r.output
+    assert "--batch: 1 to 1,000,000 concurrent requests" in str(r.exception)
+    assert f"got {batch:,}" in str(r.exception)
+    args = ["estimate", *SERVE_7B, "--decode", "2x8:tp", "--batch", str(batch)]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert r.output.startswith("error: --batch: 1 to 1,000,000 concurrent requests"), r.output
+
+
+@needs_catalogs
+def test_the_largest_batch_allowed_is_estimated():
+    r = run(*SERVE_7B, "--gpus", "1", "--batch", str(MAX_SERVE_BATCH), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output[r.output.index("{") :])["batch"] == MAX_SERVE_BATCH
 
 
 def test_parse_count_and_derived_models():

@@ -19,7 +19,7 @@ from planner.cli import cli
 from planner.inputs.catalog import load_gpus, load_models
 from planner.inputs.model_arch import ModelArch
 from planner.inputs.problem import load_problem, load_problem_text
-from planner.optimize.candidates import train_candidates
+from planner.optimize.candidates import build_candidates, check_candidates, train_candidates
 from planner.physics.calibration.values import default_calibration
 from planner.physics.serve import replica_capacity
 from planner.physics.serve_queueing import erlang_c
@@ -228,6 +228,32 @@ def test_training_candidates_never_idle_gpus():
     job = inputs.problem.workloads.train[0]  # 3 sequences of 4,096 tokens
     cands, _ = train_candidates(job, inputs, default_calibration(), 1e9)
     assert cands and all(c.estimate.layout.dp <= 3 for c in cands)
+
+
+ONE_TOKEN = """
+name: one-token run
+horizon: {start: 2027-01, months: 3}
+budget: {capex_usd: 100000}
+site: {power_usd_per_kwh: 0.12}
+gpus: [h100-sxm]
+workloads:
+  train:
+    - {name: one-token, model: llama-2-13b, tokens: 1, method: full,
+       window: {start: 2027-01, deadline: 2027-02}}
+"""
+
+
+def test_a_one_token_job_trains_on_the_few_gpus_that_hold_the_model():
+    """Issue 51 item 5: every size's fastest layout gave a 1-token run more data-parallel
+    replicas than its one sequence, so the job was infeasible ("4,095 replicas would never see
+    a token"). Each size is now one replica (TP x PP) on a one-sequence batch: the smallest is 4
+    H100s (13B's weights, gradients and Adam states need 108 GB per GPU on 2)."""
+    inputs = load_problem_text(ONE_TOKEN, "one.yaml", ROOT / "problems")
+    cands = build_candidates(inputs)
+    check_candidates(inputs, cands)  # raised InfeasibleError
+    train = cands.train["one-token"]
+    assert [c.gpus for c in train] == [4, 8, 16]
+    assert all(c.estimate.layout.dp == 1 and c.estimate.layout.micro_batch == 1 for c in train)
 
 
 # ------------------------------------------------------------------ SLOs in seconds

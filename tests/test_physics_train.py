@@ -130,6 +130,19 @@ def test_fp8_training_needs_fp8_and_is_faster():
     )
 
 
+def test_max_dp_bounds_the_data_parallel_replicas():
+    """A run of one sequence feeds one replica: 8 H100s take a 7B model as TP/PP 8, not DP 8,
+    and 24 (no power-of-two TP x PP) have no layout at all, said before any memory figure."""
+    free = estimate_train(L7, H100, 8, 1e9)
+    one = estimate_train(L7, H100, 8, 1e9, max_dp=1)
+    assert free.layout.dp > 1 and one.fits and one.layout.dp == 1
+    assert one.layout.tp * one.layout.pp == 8
+    none = estimate_train(L7, H100, 24, 1e9, max_dp=1)
+    assert not none.fits and "no layout of at most 1 data-parallel replica " in none.reason
+    with pytest.raises(ValueError):
+        estimate_train(L7, H100, 8, 1e9, max_dp=0)
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError):
         estimate_train(L7, H100, 8, 1e9, method="dpo")

@@ -47,6 +47,13 @@ from planner.physics.serving import (
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, MODES
 from planner.physics.train import METHODS, derive_model, estimate_train, h800_from
 
+# The most concurrent requests ``estimate serve --batch`` takes. DeepSeek's whole V3/R1 service
+# streamed 168B output tokens a day at 20-22 tokens/s per request (DeepSeek, "Inference System
+# Overview", 2025-03-01): ~90,000 requests in flight on ~2,200 H800s. Ten times that is beyond
+# any deployment one estimate describes; larger numbers are typos (a 1e30 batch printed a 1e27-ms
+# TTFT as a result, with only a note).
+MAX_SERVE_BATCH = 1_000_000
+
 
 def _pick_model(model_id: str | None, params: str | None, models_file: Path | None) -> ModelArch:
     if (model_id is None) == (params is None):
@@ -247,6 +254,15 @@ def _train_gpu(gpu_id: str, gpus_file: Path | None) -> GpuSpec:
     return _pick_gpu(gpu_id, gpus_file)
 
 
+def _check_batch(batch: int | None) -> None:
+    """Refuse a ``--batch`` below 1 or above :data:`MAX_SERVE_BATCH` (exit 2)."""
+    if batch is not None and not 1 <= batch <= MAX_SERVE_BATCH:
+        raise InputError(
+            f"--batch: 1 to {MAX_SERVE_BATCH:,} concurrent requests (the most is ~10x DeepSeek's "
+            f"whole V3/R1 service), got {batch:,}"
+        )
+
+
 def _check_train_scale(
     est: Any, tokens: float, method: str, calib: Calibration, seq_len: int
 ) -> None:
@@ -347,7 +363,8 @@ def _train_table(
     "--batch",
     type=int,
     default=None,
-    help="concurrent requests of the whole deployment (default: most that fit)",
+    help=f"concurrent requests of the whole deployment, 1 to {MAX_SERVE_BATCH:,} "
+    "(default: most that fit)",
 )
 @click.option(
     "--slo-ttft-ms",
@@ -412,8 +429,7 @@ def serve_cmd(
     (disaggregated), optionally with --mtp."""
     if prompt < 1 or output < 1:
         raise InputError("--prompt and --output must be at least 1 token")
-    if batch is not None and batch < 1:
-        raise InputError(f"--batch must be at least 1, got {batch}")
+    _check_batch(batch)
     if (slo_ttft_ms is None) != (slo_tpot_ms is None):
         raise InputError("give both --slo-ttft-ms and --slo-tpot-ms, or neither")
     for name, v in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-tpot-ms", slo_tpot_ms)):

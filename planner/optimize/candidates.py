@@ -20,7 +20,7 @@ from planner.inputs.catalog import GpuSpec, Offer
 from planner.inputs.problem import Inputs, ServeWorkload, TrainJob, month_index
 from planner.inputs.profiles import Measured
 from planner.optimize.fleet_size import check_fleet_size
-from planner.optimize.train_scale import idle_replicas
+from planner.optimize.train_scale import replica_cap, short_run_batch
 from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.capacity import (
     bucket_capacity,
@@ -40,7 +40,7 @@ from planner.physics.demand import (
     workload_slices,
 )
 from planner.physics.realized import spot_overhead
-from planner.physics.train import TrainEstimate, estimate_train, with_inter_node_gbs
+from planner.physics.train import TrainEstimate, estimate_train, has_layout, with_inter_node_gbs
 
 if TYPE_CHECKING:
     pass
@@ -184,22 +184,33 @@ def _fabric_hours(
             if gbs is not None
         }
     )
-    model, gpu = inputs.models[job.model], inputs.gpus[gid]
     out = []
     for gbs in speeds:
-        est = estimate_train(
-            model,
-            gpu,
-            k,
-            job.tokens,
-            job.method,
-            _fabric_calibration(calib, gbs),
-            seq_len=job.seq_len,
-            stack=job.stack,
-        )
+        est = _job_estimate(job, inputs, gid, k, _fabric_calibration(calib, gbs))
         if est.fits:
             out.append((gbs, planned_wall_hours(scale_train(est, factor), job)))
     return tuple(out)
+
+
+def _job_estimate(
+    job: TrainJob, inputs: Inputs, gid: str, k: int, calib: Calibration
+) -> TrainEstimate:
+    """The physics' estimate of ``job`` on ``k`` x ``gid``, fed only what the run has: at most
+    one data-parallel replica per sequence, and a run shorter than one batch steps on itself
+    (:mod:`planner.optimize.train_scale`). Every size of a tiny job was refused before: its
+    fastest layout left replicas without a token, where TP x PP could use the GPUs."""
+    return estimate_train(
+        inputs.models[job.model],
+        inputs.gpus[gid],
+        k,
+        job.tokens,
+        job.method,
+        calib,
+        seq_len=job.seq_len,
+        stack=job.stack,
+        global_batch_tokens=short_run_batch(job.tokens, job.seq_len, job.method, calib),
+        max_dp=replica_cap(job.tokens, job.seq_len, k),
+    )
 
 
 def train_window(job: TrainJob, horizon_start: str) -> list[int]:
@@ -220,17 +231,17 @@ def train_candidates(
         for k in _train_counts(job, inputs, gid):
             if gpu.node_gpus > 1 and k > gpu.node_gpus and k % gpu.node_gpus:
                 continue
+            # a run of fewer sequences than GPUs feeds only that many replicas: lay the size
+            # out with no more (TP x PP takes the rest), or skip it when none splits that way
+            cap = replica_cap(job.tokens, job.seq_len, k)
+            if cap is not None and not has_layout(model, gpu, k, calib, cap):
+                continue
             m = train_measurement(inputs, job, gid, k)
-            est = estimate_train(
-                model, gpu, k, job.tokens, job.method, calib, seq_len=job.seq_len, stack=job.stack
-            )
+            est = _job_estimate(job, inputs, gid, k, calib)
             factor = measured_factor(est, m)
             est = scale_train(est, factor)
             if not est.fits:
                 last_reason = est.reason or "does not fit"
-                continue
-            if (idle := idle_replicas(est, job.tokens, job.seq_len)) is not None:
-                last_reason = idle  # GPUs that never see a token are no size to offer
                 continue
             hours = planned_wall_hours(est, job)
             if hours > window_hours:

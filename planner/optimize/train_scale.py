@@ -4,9 +4,11 @@ A data-parallel replica needs at least one sequence of its own per optimizer ste
 replicas than sequences in the whole run, some GPUs never see a token: the estimate's
 throughput per GPU (and so its MFU and GPU-hours) describes GPUs with nothing to do
 (``estimate train --gpus 1000000 --tokens 1e6``: 244 sequences, 46 % MFU, 0 GPU-hours). That is
-refused (``estimate train``) or the size is not offered (training candidates). More replicas
-than sequences in one step's global batch is possible only with a larger batch than the
-recipe's, which changes the optimization: ``estimate train`` warns.
+refused (``estimate train``); training candidates lay each size out with at most one replica per
+sequence (:func:`replica_cap`), so a tiny job runs on the few GPUs that hold one copy of the
+model (a 1-token 13B job: 4 H100s as TP 4) instead of on none. More replicas than sequences in
+one step's global batch is possible only with a larger batch than the recipe's, which changes
+the optimization: ``estimate train`` warns.
 """
 
 from __future__ import annotations
@@ -22,6 +24,17 @@ def run_sequences(tokens: float, seq_len: int) -> float:
     245.0
     """
     return float(-(-tokens // seq_len))
+
+
+def replica_cap(tokens: float, seq_len: int, gpus: int) -> int | None:
+    """The most data-parallel replicas a run of ``tokens`` tokens can feed on ``gpus`` GPUs (one
+    sequence each), or None when it has a sequence for every GPU (no layout can idle one).
+
+    >>> replica_cap(1, 4096, 8), replica_cap(1e6, 4096, 8)
+    (1, None)
+    """
+    seqs = run_sequences(tokens, seq_len)
+    return int(seqs) if seqs < gpus else None
 
 
 def idle_replicas(est: TrainEstimate, tokens: float, seq_len: int) -> str | None:
@@ -50,6 +63,20 @@ def batch_tokens(tokens: float, method: str, calib: Calibration) -> float:
     except ImportError:  # the physics without it plans the calibrated batch for every run
         return calib.train.global_batch_tokens.value
     return pretrain_batch_tokens(tokens, calib)
+
+
+def short_run_batch(tokens: float, seq_len: int, method: str, calib: Calibration) -> float | None:
+    """The global batch (tokens) of a run shorter than the recipe's batch: the whole run, in
+    whole sequences (a 1-token run takes one step on one sequence, so no micro-batch of 2);
+    None for a run of at least one batch, which steps with the recipe's.
+
+    >>> from planner.physics.calibration.values import default_calibration
+    >>> cal = default_calibration()
+    >>> short_run_batch(1, 4096, "full", cal), short_run_batch(1e12, 4096, "full", cal)
+    (4096.0, None)
+    """
+    whole = run_sequences(tokens, seq_len) * seq_len
+    return whole if whole < batch_tokens(tokens, method, calib) else None
 
 
 def thin_batch(est: TrainEstimate, gbs_tokens: float, seq_len: int) -> str | None:

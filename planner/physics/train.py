@@ -52,6 +52,7 @@ from planner.physics.training.layout import (
     _layouts,
     _micro_batches,
     evaluate_layout,
+    has_layout,
 )
 from planner.physics.training.links import (
     GB,
@@ -78,7 +79,7 @@ __all__ = [
     "_toy_gpu", "_toy_model", "activation_bytes_per_layer", "all_to_all_s", "allreduce_s",
     "attention_flops_per_token", "base_mfu", "bubble_slots", "derive_model", "estimate_train",
     "evaluate_layout", "flops_per_token", "fp8_time_factor", "gemm_factor", "h800_from",
-    "inter_node_link", "intra_node_link", "linear_flops_per_token", "llama_like", "make_gpu",
-    "moe_mlp_activation_bytes", "node_gpus", "pipeline_efficiency", "single_gpu_mfu",
+    "has_layout", "inter_node_link", "intra_node_link", "linear_flops_per_token", "llama_like",
+    "make_gpu", "moe_mlp_activation_bytes", "node_gpus", "pipeline_efficiency", "single_gpu_mfu",
     "size_factor", "stage_activation_bytes", "train_memory_gb", "with_inter_node_gbs",
 ]  # fmt: skip

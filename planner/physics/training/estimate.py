@@ -80,8 +80,13 @@ def estimate_train(
     precision: str = "bf16",
     global_batch_tokens: float | None = None,
     stack: str = DEFAULT_STACK,
+    max_dp: int | None = None,
 ) -> TrainEstimate:
     """Fastest layout of a training job on ``gpus`` x ``gpu`` and its time, memory and MFU.
+
+    ``max_dp`` bounds the data-parallel replicas (None: any): a run of fewer sequences than
+    replicas leaves the rest without a token, so the planner's candidates pass the run's
+    sequences (:mod:`planner.optimize.train_scale`) and get the fastest layout that feeds them.
 
     ``steady_wall_hours = tokens / (tokens_per_s_per_gpu x gpus) / 3600`` (the benchmark steady
     state); ``wall_hours = steady_wall_hours / (production x goodput)`` for the ``stack`` profile
@@ -102,6 +107,8 @@ def estimate_train(
         raise ValueError(f"training precision must be bf16, fp16 or fp8, got {precision!r}")
     if gpus < 1 or tokens <= 0 or seq_len < 1:
         raise ValueError("gpus, tokens and seq_len must be positive")
+    if max_dp is not None and max_dp < 1:
+        raise ValueError(f"max_dp must be at least 1, got {max_dp}")
     calib = calib or default_calibration()
     if precision == "fp8" and gpu.fp8_dense_tflops is None:
         return _infeasible(gpus, f"{gpu.id} has no FP8 tensor cores")
@@ -112,8 +119,13 @@ def estimate_train(
     else:
         gbs = calib.train.finetune_global_batch_tokens.value
     lay, ev, small_lay, small_ev = _best_layout(
-        model, gpu, gpus, method, seq_len, gbs, precision, calib
+        model, gpu, gpus, method, seq_len, gbs, precision, calib, max_dp
     )
+    if small_lay is None and max_dp is not None:  # no layout at all, before memory
+        replicas = f"{max_dp:,} data-parallel replica{'s' if max_dp > 1 else ''}"
+        return _infeasible(
+            gpus, f"{gpus:,} GPUs have no layout of at most {replicas} (TP and PP: powers of two)"
+        )
     if lay is None or ev is None:
         return _out_of_memory(model, gpu, gpus, method, calib, small_lay, small_ev)
     steady = tokens / (ev.tokens_per_s_per_gpu * gpus) / 3600.0

@@ -186,17 +186,36 @@ def _ep_sizes(model: ModelArch, dp: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _layouts(model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration):
-    """Candidate (tp, pp, dp): tp a power of two <= 8 within a node, pp a power of two <= layers."""
+def _layouts(
+    model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration, max_dp: int | None = None
+):
+    """Candidate (tp, pp, dp): tp a power of two <= 8 within a node, pp a power of two <= layers,
+    dp at most ``max_dp`` (None: any)."""
     node = node_gpus(gpu, calib)
     for tp in (1, 2, 4, 8):
         if tp > node or gpus % tp:
             continue
         pp = 1
         while pp <= min(model.layers, 64) and tp * pp <= gpus:
-            if gpus % (tp * pp) == 0:
-                yield tp, pp, gpus // (tp * pp)
+            dp = gpus // (tp * pp)
+            if gpus % (tp * pp) == 0 and (max_dp is None or dp <= max_dp):
+                yield tp, pp, dp
             pp *= 2
+
+
+def has_layout(
+    model: ModelArch, gpu: GpuSpec, gpus: int, calib: Calibration, max_dp: int | None = None
+) -> bool:
+    """Whether ``gpus`` GPUs split into at most ``max_dp`` data-parallel replicas at all (a run
+    of one sequence cannot use 24 GPUs: no power-of-two TP x PP makes 24), before memory.
+
+    >>> from planner.physics.train import _toy_gpu, _toy_model
+    >>> from planner.physics.calibration.values import default_calibration
+    >>> cal = default_calibration()
+    >>> has_layout(_toy_model(), _toy_gpu(), 24, cal, 1), has_layout(_toy_model(), _toy_gpu(), 16, cal, 1)
+    (False, True)
+    """
+    return next(_layouts(model, gpu, gpus, calib, max_dp), None) is not None
 
 
 @functools.lru_cache(maxsize=8192)
@@ -209,8 +228,10 @@ def _best_layout(
     gbs_tokens: float,
     precision: str,
     calib: Calibration,
+    max_dp: int | None = None,
 ) -> tuple[TrainLayout | None, LayoutEval | None, TrainLayout | None, LayoutEval | None]:
-    """(fastest fitting layout, its eval, least-memory layout, its eval)."""
+    """(fastest fitting layout, its eval, least-memory layout, its eval), with at most
+    ``max_dp`` data-parallel replicas (None: any)."""
     best: tuple[TrainLayout, LayoutEval] | None = None
     smallest: tuple[TrainLayout, LayoutEval] | None = None
 
@@ -221,7 +242,7 @@ def _best_layout(
             model, gpu, gpus, lay, method, seq_len, gbs_tokens, precision, calib, job
         )
 
-    for tp, pp, dp in _layouts(model, gpu, gpus, calib):
+    for tp, pp, dp in _layouts(model, gpu, gpus, calib, max_dp):
         stage_layers = math.ceil(model.layers / pp)
         for zero, ep in (
             ((z, e) for z in (2, 3) for e in _ep_sizes(model, dp)) if dp > 1 else ((0, 1),)
