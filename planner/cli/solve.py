@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from planner.base.clock import command_start
+from planner.base.phases import phase, phase_since
 from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
 
 # Seconds, and share of the time limit, kept for writing the workbook after the buy margins.
@@ -67,14 +68,17 @@ def solve(
     from planner.reports.terminal import print_summary
     from planner.verify import verify_report
 
-    inputs = load_problem(problem)
+    phase_since("start-up (imports)", started)
+    with phase("load"):
+        inputs = load_problem(problem)
     print_warnings(inputs.warnings)
     xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
     check_outputs(problem, xlsx, json_path if json_path != "-" else None)
     limit = time_limit if time_limit is not None else inputs.problem.solver.time_limit_s
     deadline = started + limit
     plan = plan_problem(inputs, solver=solver, time_limit=limit, gap=gap, deadline=deadline)
-    report = verify_report(inputs, plan)
+    with phase("verify"):
+        report = verify_report(inputs, plan)
     violations = [f"{f.family} check: {f.message}" for f in report.findings]
     if violations:
         kept = keep_rejected_plan(plan, problem, xlsx, json_path)
@@ -89,11 +93,14 @@ def solve(
     if xlsx is not None:
         from planner.reports.excel import write_workbook
 
-        lines = risk_margins(inputs, plan, solver, limit, deadline) if margins else NO_MARGINS
-        write_workbook(plan, xlsx, margins=lines if plan.purchases else None)
+        with phase("buy margins"):
+            lines = risk_margins(inputs, plan, solver, limit, deadline) if margins else NO_MARGINS
+        with phase("write workbook"):
+            write_workbook(plan, xlsx, margins=lines if plan.purchases else None)
         written.append(f"workbook: {xlsx}")
     if json_path and json_path != "-":
-        write_json(plan, json_path)
+        with phase("write json"):
+            write_json(plan, json_path)
         written.append(f"json: {json_path}")
     out = Console(stderr=json_path == "-", emoji=False)
     print_summary(plan, out, wide=wide)

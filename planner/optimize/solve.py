@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulp
 
 from planner.base.errors import InputError, SolverError
+from planner.base.phases import phase
 from planner.optimize.backends import (
     _SCIP,
     HIGHS_GRACE_S,
@@ -233,11 +234,13 @@ def solve_model(
     lp_kind = "the LP relaxation"  # CBC's start (on a large model) and mip_start say which
     scip_gap: float | None = None
     if solver == "cbc":
-        run, lp_bound = _solve_cbc(m, time_limit, gap, threads)
+        with phase("solve: MILP (cbc)"):
+            run, lp_bound = _solve_cbc(m, time_limit, gap, threads)
     elif solver == "scip":
         if not scip_available():
             raise InputError("--solver scip: pyscipopt is not installed (pip install pyscipopt)")
-        scip_gap = _solve_scip(m, time_limit, gap)
+        with phase("solve: MILP (scip)"):
+            scip_gap = _solve_scip(m, time_limit, gap)
     else:
         run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, threads, start, lp_kind)
     elapsed = time.perf_counter() - start
@@ -251,7 +254,8 @@ def solve_model(
         if objective is None:  # no whole-replica plan keeps every row (a total budget)
             status = "infeasible" if whole.proven else "time_limit"
     repair, bound_usd = whole.repair, whole.bound_usd
-    dropped = drop_idle(m) if objective is not None else []
+    with phase("solve: idle purchases"):
+        dropped = drop_idle(m) if objective is not None else []
     if dropped:  # the bound stands: the plan only got cheaper
         bound = None if rel_gap is None else bound_from_gap(objective, rel_gap)
         objective = pulp.value(m.prob.objective)
@@ -278,12 +282,13 @@ def _solve_highs(
     lp_bound: float | None = None
     start_plan, lp_s = False, 0.0
     if _large(m):
-        start_plan, lp_bound, lp_s, lp_kind = mip_start(
-            m,
-            threads,
-            lp_seconds=LP_SHARE * time_limit,
-            deadline=start + SEARCH_SHARE * time_limit,
-        )
+        with phase("solve: start (LP + rounded-fleet search)"):
+            start_plan, lp_bound, lp_s, lp_kind = mip_start(
+                m,
+                threads,
+                lp_seconds=LP_SHARE * time_limit,
+                deadline=start + SEARCH_SHARE * time_limit,
+            )
     left = max(1.0, time_limit - (time.perf_counter() - start))
     if start_plan and left < ROOT_FACTOR * lp_s:
         # HiGHS's root would overrun the limit and not better the start
@@ -296,7 +301,8 @@ def _solve_highs(
             msg=False, timeLimit=left, gapRel=first_gap, threads=threads, start=start_plan
         )
         try:
-            m.prob.solve(cmd)
+            with phase("solve: MILP (highs)"):
+                m.prob.solve(cmd)
         except pulp.PulpSolverError as exc:
             raise SolverError(f"HiGHS failed: {exc}") from None
     return run, lp_bound, lp_kind

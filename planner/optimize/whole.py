@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pulp
 
+from planner.base.phases import phase
 from planner.base.tolerances import whole
 from planner.optimize.backends import _BulkHiGHS, bound_from_gap, gap_to_bound
 from planner.optimize.model import PlannerModel
@@ -117,7 +118,8 @@ def _make_whole(
     bound_usd = repair_bound(m)
     two_stage = solver == "highs" and _two_stage(m)
     left = deadline - time.perf_counter()
-    whole_replicas(m, min(REPAIR_S, max(MIN_REPAIR_S, left)), threads)
+    with phase("solve: repair (whole replicas)"):
+        whole_replicas(m, min(REPAIR_S, max(MIN_REPAIR_S, left)), threads)
     # the repair re-chooses rentals: dearer (whole replicas) or, after a time-limited solve,
     # sometimes cheaper; the objective is the repaired plan's either way
     objective = pulp.value(m.prob.objective)
@@ -135,7 +137,8 @@ def _make_whole(
         bound = bound_from_gap(objective, rel_gap or 0.0)
         polish_s = left if two_stage else POLISH_S
         polish_threads = proof_threads if two_stage else threads
-        objective, rel_gap = polish(m, min(left, polish_s), gap, polish_threads, bound)
+        with phase("solve: exact model (proof / polish)"):
+            objective, rel_gap = polish(m, min(left, polish_s), gap, polish_threads, bound)
         exact_proof = two_stage and rel_gap <= gap + 1e-9
     repair = max(0.0, objective - relaxed)
     return _Whole(objective, rel_gap, repair, bound_usd, exact_proof, polished)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from planner.base.errors import InfeasibleError, SolverError
+from planner.base.phases import phase
 from planner.inputs.problem import Inputs
 from planner.optimize.candidates import Candidates, build_candidates, check_candidates
 from planner.optimize.model import PlannerModel, build_model
@@ -46,9 +47,11 @@ def solve_inputs(
 ) -> tuple[PlannerModel, SolveResult]:
     """Build and solve; with ``deadline`` (``time.perf_counter()`` instant by which the whole
     command must end) the solver gets what building left (:func:`solver_seconds`)."""
-    cands = cands or build_candidates(inputs)
-    check_candidates(inputs, cands)
-    m = build_model(inputs, cands)
+    with phase("candidates"):
+        cands = cands or build_candidates(inputs)
+        check_candidates(inputs, cands)
+    with phase("model build"):
+        m = build_model(inputs, cands)
     opts = inputs.problem.solver
     limit = time_limit if time_limit is not None else opts.time_limit_s
     result = solve_model(
@@ -90,7 +93,8 @@ def plan_problem(
         raise InfeasibleError("infeasible: no plan meets every constraint", diagnosis)
     if not result.has_solution:
         raise SolverError(solver_failure(result))
-    return extract_plan(m, result)
+    with phase("extract plan"):
+        return extract_plan(m, result)
 
 
 def solver_failure(result: SolveResult) -> str:
