@@ -18,8 +18,16 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 # Problems with demand scenarios are not fingerprinted: their two-stage solve splits its time
 # limit among steps (the joint model stops at its share), so its plan is not reproducible to
 # 1e-9; tests/test_scenarios_plan.py and the verifier check what it must satisfy instead.
+# ... nor are problems of the size the optimizer is benchmarked on, which stop at their time
+# limit with a gap (problems/lab_2026.yaml, issue 51): their plan depends on the machine's
+# speed. The tests solve them in TIME_LIMITED_S (tests/solved.py) and check the plan is whole,
+# verified and within budget; benchmarks/phases.py tracks their gap and time.
+TIME_LIMITED = frozenset({"lab_2026"})
+TIME_LIMITED_S = 8.0
 PROBLEMS = sorted(
-    p for p in (ROOT / "problems").glob("*.yaml") if "\nscenarios:" not in p.read_text()
+    p
+    for p in (ROOT / "problems").glob("*.yaml")
+    if "\nscenarios:" not in p.read_text() and p.stem not in TIME_LIMITED
 )
 # Totals of two-stage plans only: None in every other plan, so not part of its fingerprint
 # (the fingerprints stored before scenarios existed stay valid).

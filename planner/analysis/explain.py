@@ -23,6 +23,7 @@ from planner.optimize.candidates import (
 )
 from planner.optimize.infeasible import _fmt_usd, diagnose_infeasible
 from planner.optimize.model import PlannerModel, build_model, dual_families, family_of, nid
+from planner.optimize.model.families import CUT_FAMILIES
 from planner.optimize.solve import solve_model
 from planner.plan.data import Plan
 
@@ -125,6 +126,8 @@ def lp_duals(
     relaxing it is worth nothing to this plan. Mutates ``m``: its integer variables become
     continuous, fixed at their values, except rented replicas, only relaxed."""
     rented = {id(v) for v in m.q.values()}
+    for name in [n for n in m.prob.constraints if family_of(n) in CUT_FAMILIES]:
+        del m.prob.constraints[name]  # cuts for whole replicas; rentals are relaxed here
     for v in m.prob.variables():
         if v.cat == pulp.LpInteger:
             if id(v) not in rented:

@@ -117,6 +117,10 @@ names every row through :func:`~planner.optimize.model.families.row_name`):
 ``serve_demand_<k>_<t>_<s>``    sum_r mu_r (n + sum_o q) - R_k L[k,p] >= D[k,t,s] / max_load_k:
                                 headroom, and R_k replicas of the largest type in use down
 ``serve_floor_<k>_<t>_<s>``     sum_r (n + sum_o q) >= 1 + R_k: a live service keeps replicas up
+``serve_count_<k>_<t>_<s>``     sum_r (n + sum_o q) + sum_i (K_{i-1} - K_i) on_i >= K_0 with
+                                K_i = ceil(D / mu_i) + R_k (incremental form): no replica in use
+                                is faster than the largest type, so a cell holds K_j replicas
+                                when that type is j (a valid cut: no whole plan is lost)
 ``serve_largest_<k>_<p>``       L[k,p] - sum_i (mu_i - mu_{i-1}) on[k,i,p] >= mu_0 over the types
                                 faster than the slowest (mu_0), sorted by rate, per spare period
                                 p of 12 months (above 5,000 rental cells per type:

@@ -93,6 +93,11 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family("serve_floor", "a live service keeps 1 + R replicas up"),
     Family(
+        "serve_count",
+        "whole replicas implied by the largest type in use (a valid cut)",
+        only_when="redundancy and three or more replica rates, in a small model",
+    ),
+    Family(
         "serve_largest",
         "the largest replica rate in use, for the spare",
         only_when="redundancy and replica types of different rates",
@@ -208,6 +213,12 @@ def family_of(name: str) -> str | None:
         if head in BY_PREFIX:
             return head
     return None
+
+
+# Families of valid cuts: rows no whole plan can break, added only to tighten the LP. An LP
+# that relaxes whole replicas (explain's duals) leaves them out: there they would bind in
+# place of the constraint they tighten (serve_count for serve_demand).
+CUT_FAMILIES = frozenset({"serve_count"})
 
 
 def dual_families() -> dict[str, str]:

@@ -121,7 +121,53 @@ def add_serving_constraints(m: PlannerModel, form: ServingForm) -> None:
                         in_use[(c.key, t, s if per_cell else -1)].append((x, float(up)))
                 m.add([*terms, *largest.minus], GE, need + largest.constant, f"{demand_name}_{ts}")
                 m.add([(v, 1.0) for v, _ in terms], GE, 1.0 + R, f"{floor_name}_{ts}")
+                _add_count_row(m, w, ts, terms, largest, need, R)
         _add_in_use(m, w, periods, in_use)
+
+
+def replicas_needed(need: float, mu: float, R: int) -> int:
+    """The fewest whole replicas that carry ``need`` req/s with ``R`` of them down when no
+    replica in use is faster than ``mu`` req/s: ``ceil(need / mu) + R`` (``need / mu``
+    less 1e-6, so a plan that covers ``need`` exactly in floating point is never cut off).
+
+    >>> replicas_needed(10.0, 4.0, 1), replicas_needed(8.0, 4.0, 1), replicas_needed(0.0, 4.0, 1)
+    (4, 3, 1)
+    """
+    return max(0, math.ceil(need / mu - 1e-6)) + R
+
+
+def _add_count_row(
+    m: PlannerModel,
+    w: str,
+    ts: str,
+    terms: list[tuple[pulp.LpVariable, float]],
+    largest: _Largest,
+    need: float,
+    R: int,
+) -> None:
+    """serve_count: whole replicas implied by the largest type in use (incremental form).
+
+    If the largest type in use is ``j`` (rate ``mu_j``: ``on_1 .. on_j`` set), no replica in
+    use is faster, so ``mu_j N >= sum mu_r x_r >= D + R mu_j`` and the cell holds ``N = sum x
+    >= K_j = ceil(D / mu_j) + R`` replicas (:func:`replicas_needed`; ``K`` falls as ``mu``
+    rises). Over the ordered flags that is one row::
+
+        serve_count_<k>_<t>_<s>   sum x + sum_i (K_{i-1} - K_i) on_i >= K_0
+
+    (choice ``j`` leaves ``K_0 - sum_{i<=j} (K_{i-1} - K_i) = K_j``). It cuts no plan, and
+    it gives the LP what it cannot see: a fraction of a fast type's flag no longer buys a
+    fraction of its replicas' worth of slow ones; HiGHS proves the reference's optimum from
+    a tighter root (benchmarks/README.md, issue 51).
+    """
+    if not largest.order or need <= 0:
+        return
+    rates = [largest.lowest, *(mu for mu, _ in largest.order)]
+    ks = [replicas_needed(need, mu, R) for mu in rates]
+    if ks[0] <= 1 + R:  # the floor row says as much
+        return
+    row = [(x, 1.0) for x, _ in terms]
+    row += [(on, float(ks[i] - ks[i + 1])) for i, (_, on) in enumerate(largest.order)]
+    m.add(row, GE, float(ks[0]), row_name("serve_count", w, ts))
 
 
 def add_mix_serving_constraints(
@@ -283,6 +329,7 @@ class _Largest:
     flags: dict[str, pulp.LpVariable] = field(default_factory=dict)
     order: list[tuple[float, pulp.LpVariable]] = field(default_factory=list)  # by rate
     constant: float = 0.0
+    lowest: float = 0.0  # the slowest type's rate, mu_0 (its replicas need no flag)
 
 
 def _largest_replica(
@@ -312,6 +359,7 @@ def _largest_replica(
         out.constant = R * lo
         return out
     month = m.cands.months[t]
+    out.lowest = lo
     big = m.var(nid("largest", w, month), lo, max(rates.values()))
     out.minus = [(big, -float(R))]
     steps, below, prev = [(big, 1.0)], None, lo
