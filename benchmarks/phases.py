@@ -152,7 +152,7 @@ def lp_gap(row: dict) -> float | None:
     plan, lp = row.get("objective"), row.get("lp")
     if plan is None or lp is None or not plan:
         return None
-    return round((plan - lp) / plan, 6)
+    return round((plan - lp) / abs(plan), 6)
 
 
 def fmt_row(row: dict) -> list[str]:
@@ -193,7 +193,9 @@ def print_table(rows: list[dict], markdown: bool) -> None:
     head = heading()
     body = [fmt_row(r) for r in rows]
     # drop phase columns no problem ran (SCIP, CBC, margins by default)
-    keep = [i for i, h in enumerate(head) if any(b[i] for b in body) or i < 2 or i >= 2 + len(PHASES)]
+    keep = [
+        i for i, h in enumerate(head) if any(b[i] for b in body) or i < 2 or i >= 2 + len(PHASES)
+    ]
     head = [head[i] for i in keep]
     body = [[b[i] for i in keep] for b in body]
     if markdown:
