@@ -91,6 +91,46 @@ def test_json_to_stdout(small):
     assert json.loads(r.stdout[start:])["status"] in ("optimal", "feasible")
 
 
+def test_timings_name_every_phase_and_add_up(small, tmp_path):
+    """--timings prints each phase the command ran, in order, and a total that is their sum
+    and no more than the command's own wall time (the phases do not overlap)."""
+    import re
+    import time
+
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(
+        cli,
+        [
+            "solve",
+            str(small),
+            "--json",
+            str(tmp_path / "p.json"),
+            "--timings",
+            "-o",
+            str(tmp_path / "p.xlsx"),
+        ],
+    )
+    wall = time.perf_counter() - t0
+    assert r.exit_code == 0, r.output
+    table = r.output[r.output.index("Timings (s)") :].splitlines()[1:]
+    rows = {
+        m[1]: float(m[2]) for m in (re.match(r"\s+(.+?)\s+([0-9.]+)$", line) for line in table) if m
+    }
+    names = list(rows)
+    for a, b in [
+        ("load", "candidates"),
+        ("candidates", "model build"),
+        ("model build", "verify"),
+        ("verify", "write workbook"),
+        ("write workbook", "write json"),
+    ]:
+        assert names.index(a) < names.index(b), names
+    assert any(n.startswith("solve: MILP") for n in names), names
+    total = rows.pop("total")
+    assert total == pytest.approx(sum(rows.values()), abs=0.02)
+    assert total <= wall + 0.01
+
+
 def test_solve_with_highs(small, tmp_path):
     r = CliRunner().invoke(
         cli,

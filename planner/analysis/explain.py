@@ -519,7 +519,8 @@ def explain_plan(
     limit = time_limit if time_limit is not None else p.solver.time_limit_s
     rel_gap = gap if gap is not None else p.solver.gap
     deadline = started + limit
-    most = solver_seconds(limit, deadline, time.perf_counter())
+    # the smallest model's reserve after the solve: the most the solver can be given
+    most = solver_seconds(limit, deadline, time.perf_counter(), columns=0)
     say(f"solving the plan (at most {most:.0f} s, as `planner solve` at this time limit)")
     m, res = solve_inputs(inputs, solver, limit, rel_gap, deadline=deadline)
     cands = m.cands

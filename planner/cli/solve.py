@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from planner.base.clock import command_start
-from planner.base.phases import phase, phase_since
+from planner.base.phases import PhaseLog, phase, phase_since, recording
 from planner.cli.options import SOLVERS, gap_option, time_limit_option, wide_option
 
 # Seconds, and share of the time limit, kept for writing the workbook after the buy margins.
@@ -43,6 +43,12 @@ MARGIN_MAX_GAP = 0.01
     help="re-solve without each GPU type bought for the workbook's Risks block (one more "
     "solve per type, within 10 % of the time limit; `planner explain` prints them too)",
 )
+@click.option(
+    "--timings",
+    is_flag=True,
+    help="print the seconds each phase took (start-up, load, candidates, model, the solve's "
+    "steps, verification, writing) after the plan",
+)
 @wide_option
 def solve(
     problem: Path,
@@ -53,14 +59,47 @@ def solve(
     gap: float | None,
     no_excel: bool,
     margins: bool,
+    timings: bool,
     wide: bool,
 ) -> None:
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON).
 
     The time limit bounds the whole command: the solver gets what loading and building left,
-    less a share kept for verifying and writing the plan; the buy margins of the workbook's
-    Risks block (``--margins``) get what the solve left (or say they were not computed)."""
+    less what verifying and writing the plan take for its size; the buy margins of the
+    workbook's Risks block (``--margins``) get what the solve left (or say they were not
+    computed)."""
     started = command_start()  # the console script's entry: imports count too
+    with recording() as log:
+        out = _solve(
+            problem, output, json_path, solver, time_limit, gap, no_excel, margins, wide, started
+        )
+    if timings:
+        print_timings(log, out)
+
+
+def print_timings(log: PhaseLog, out: Console) -> None:
+    """The phase table of ``--timings``: seconds per phase in the order they ran, and the sum."""
+    rows = log.totals()
+    width = max(len(name) for name in rows) if rows else 0
+    out.print("Timings (s)", highlight=False)
+    for name, seconds in rows.items():
+        out.print(f"  {name:<{width}}  {seconds:7.2f}", highlight=False)
+    out.print(f"  {'total':<{width}}  {sum(rows.values()):7.2f}", highlight=False)
+
+
+def _solve(
+    problem: Path,
+    output: Path | None,
+    json_path: str | None,
+    solver: str,
+    time_limit: float | None,
+    gap: float | None,
+    no_excel: bool,
+    margins: bool,
+    wide: bool,
+    started: float,
+) -> Console:
+    """The command's body (:func:`solve`); returns the console it printed the plan on."""
     from planner.base.errors import VerificationError
     from planner.inputs.problem import load_problem
     from planner.plan.data import write_json
@@ -108,6 +147,7 @@ def solve(
         out.print(line, highlight=False)
     if json_path == "-":
         click.echo(plan.to_json())
+    return out
 
 
 # The Risks block's line without ``--margins``: the margins are a second solve per GPU type
