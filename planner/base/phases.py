@@ -42,13 +42,26 @@ _log: ContextVar[PhaseLog | None] = ContextVar("planner_phase_log", default=None
 
 @contextlib.contextmanager
 def recording() -> Iterator[PhaseLog]:
-    """Record every :func:`phase` that ends inside the block into the log yielded."""
+    """Record every :func:`phase` that ends inside the block into the log yielded; a
+    recording inside another (``planner solve --timings`` run by the phase benchmark) hands
+    its phases on to the outer one as well when it ends.
+
+    >>> with recording() as outer:
+    ...     with recording() as inner:
+    ...         with phase("load"):
+    ...             pass
+    >>> [n for n, _ in inner.entries], [n for n, _ in outer.entries]
+    (['load'], ['load'])
+    """
     log = PhaseLog()
+    outer = _log.get()
     token = _log.set(log)
     try:
         yield log
     finally:
         _log.reset(token)
+        if outer is not None:
+            outer.entries.extend(log.entries)
 
 
 @contextlib.contextmanager
