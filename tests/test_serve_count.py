@@ -94,3 +94,28 @@ def test_the_cut_lifts_the_lp_and_keeps_the_optimum(monkeypatch):
         pulp.value(without.prob.objective), rel=1e-7
     )
     assert lp_with > lp_without * 1.01
+
+
+def test_rentals_left_to_whole_copies_of_a_smaller_replica_keep_the_optimum(monkeypatch):
+    """On this problem two A100 PCIe TP1 replicas carry more than one TP2 at the same price per
+    GPU, so the TP2 rentals are left out (serve_options.copies_beat); the exact optimum with
+    every pair kept is the same."""
+    import planner.optimize.serve_options as options
+
+    pruned = _model()
+    assert not any(
+        name.startswith("q_assistant_a100_pcie_80gb_tp2")
+        for name in (v.name for v in pruned.q.values())
+    )
+    res = solve_model(pruned, time_limit=60, gap=0.0)
+    monkeypatch.setattr(options, "_copies_of_smaller", lambda pairs: pairs)
+    full = _model()
+    assert any(
+        name.startswith("q_assistant_a100_pcie_80gb_tp2")
+        for name in (v.name for v in full.q.values())
+    )
+    ref = solve_model(full, time_limit=60, gap=0.0)
+    assert res.status == ref.status == "optimal"
+    assert pulp.value(pruned.prob.objective) == pytest.approx(
+        pulp.value(full.prob.objective), rel=1e-7
+    )
