@@ -266,3 +266,27 @@ def test_cli_explain_feasible(tmp_path):
     r = CliRunner().invoke(cli, ["explain", str(path), "--no-resolve"])
     assert r.exit_code == 0, r.output
     assert "limits at the optimum:" in r.output and "budget_capex:" in r.output
+
+
+def test_relaxing_re_solves_start_from_the_plan(monkeypatch):
+    """A variant that only relaxes a limit keeps the plan feasible: its re-solve starts from
+    the plan's values (so HiGHS holds it from the first node and never returns a dearer plan);
+    a variant that removes a GPU type does not (the plan may break it)."""
+    import planner.analysis.explain as explain
+
+    seen: list[tuple[bool, int]] = []  # (a start was given, variables it names)
+    real = explain.solve_model
+
+    def spy(m, *args, start=None, **kwargs):
+        seen.append((start is not None, len(start or {})))
+        return real(m, *args, start=start, **kwargs)
+
+    monkeypatch.setattr(explain, "solve_model", spy)
+    inputs = load_problem_text(SMALL, "small.yaml")
+    ex = explain_plan(inputs)
+    plus = [x for x in ex.whatif if "+10%" in x]
+    without = [x for x in ex.whatif if x.startswith("without") and "->" in x]
+    assert plus and without
+    assert sum(given for given, _ in seen) >= len(plus)
+    assert any(not given for given, _ in seen)  # the GPU types' re-solves
+    assert all(n > 0 for given, n in seen if given)

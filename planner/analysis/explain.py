@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pulp
 
@@ -261,6 +261,9 @@ class _Resolver:
     gap: float
     noise: float = 0.0  # the plan's own gap (a repaired plan's can exceed the solver's)
     relaxes: bool = False  # the variant only relaxes a limit: it cannot cost more
+    # the plan's variable values by name: a variant that only relaxes a limit starts from it
+    # (the plan keeps every row of the variant, so HiGHS holds it from its first node)
+    plan_values: Mapping[str, float | None] | None = None
 
     def outcome(self, inputs: Inputs, cands: Candidates) -> str:
         """``PV $X (+$D, +P%)``, or no change beyond the solver gap, or no plan; a re-solve
@@ -270,7 +273,8 @@ class _Resolver:
         t0 = time.perf_counter()
         mm = build_model(inputs, cands)
         left = max(MIN_SOLVE_S, self.time_limit - (time.perf_counter() - t0))
-        rr = solve_model(mm, solver=self.solver, time_limit=left, gap=self.gap)
+        start = self.plan_values if self.relaxes else None
+        rr = solve_model(mm, solver=self.solver, time_limit=left, gap=self.gap, start=start)
         if not rr.has_solution:
             return f"no plan ({rr.status})"
         new = float(rr.objective or 0.0)
@@ -537,7 +541,8 @@ def explain_plan(
     if resolve:
         # variants are compared on what the optimizer minimizes: the present value
         rs = _Resolver(float(res.objective or plan.totals.total_usd), solver, limit, rel_gap)
-        rs = dataclasses.replace(rs, noise=res.gap or 0.0)
+        values = {v.name: v.varValue for v in m.prob.variables()}
+        rs = dataclasses.replace(rs, noise=res.gap or 0.0, plan_values=values)
         jobs = _all_jobs(inputs, cands, m, plan)
         whatif = _run_jobs(jobs, rs, deadline - DUALS_SHARE * limit, say)
     binding = binding_families(m)

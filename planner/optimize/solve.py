@@ -9,6 +9,7 @@ always imported them from."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulp
@@ -219,8 +220,15 @@ def solve_model(
     time_limit: float = 60.0,
     gap: float = 0.001,
     threads: int | None = None,
+    start: Mapping[str, float | None] | None = None,
 ) -> SolveResult:
-    """Solve in place (variable values are set on ``m``) and return the typed outcome."""
+    """Solve in place (variable values are set on ``m``) and return the typed outcome.
+
+    ``start``: a plan's variable values by name, handed to HiGHS as its MIP start on a model
+    that gets none of its own (a variable it does not name starts at 0). A re-solve of a
+    variant that only relaxes a limit starts from the plan it relaxes (``planner explain``):
+    HiGHS then holds a plan at least that good from its first node. HiGHS checks the start
+    and ignores it if it breaks a row; other solvers ignore it."""
     solver = solver.lower()
     if solver not in SOLVERS:
         raise InputError(f"--solver: unknown solver {solver!r}; allowed: {', '.join(SOLVERS)}")
@@ -228,7 +236,7 @@ def solve_model(
         solver = pick_solver(m)
     proof = proof_threads(threads)
     threads = threads or 1
-    start = time.perf_counter()
+    begun = time.perf_counter()
     run = SolverRun()
     lp_bound: float | None = None
     lp_kind = "the LP relaxation"  # CBC's start (on a large model) and mip_start say which
@@ -242,14 +250,15 @@ def solve_model(
         with phase("solve: MILP (scip)"):
             scip_gap = _solve_scip(m, time_limit, gap)
     else:
-        run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, threads, start, lp_kind)
-    elapsed = time.perf_counter() - start
+        given = _set_start(m, start) if start is not None else False
+        run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, threads, begun, lp_kind, given)
+    elapsed = time.perf_counter() - begun
     status = _OUTCOME_STATUS.get(run.outcome) or _status(m.prob, elapsed, time_limit)
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
     rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
     whole = _Whole()
     if objective is not None:
-        whole = _make_whole(m, solver, objective, rel_gap, gap, start + time_limit, threads, proof)
+        whole = _make_whole(m, solver, objective, rel_gap, gap, begun + time_limit, threads, proof)
         objective, rel_gap = whole.objective, whole.gap
         if objective is None:  # no whole-replica plan keeps every row (a total budget)
             status = "infeasible" if whole.proven else "time_limit"
@@ -263,7 +272,7 @@ def solve_model(
     kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
-    elapsed = time.perf_counter() - start  # the repair and polish included
+    elapsed = time.perf_counter() - begun  # the repair and polish included
     searched = run.outcome is RunOutcome.SEARCHED
     gap_of = kind if rel_gap is not None else None
     message = _message(status, gap, time_limit, searched, whole, gap_of)
@@ -273,11 +282,18 @@ def solve_model(
 
 
 def _solve_highs(
-    m: PlannerModel, time_limit: float, gap: float, threads: int, start: float, lp_kind: str
+    m: PlannerModel,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    start: float,
+    lp_kind: str,
+    given: bool = False,
 ) -> tuple[SolverRun, float | None, str]:
-    """HiGHS on ``m``, from a MIP start (:func:`mip_start`) on a large model; ``start`` is the
-    solve's ``perf_counter`` start. Returns (the run, the start's lower bound or None, that
-    bound's kind: ``lp_kind`` on a model too small for a start)."""
+    """HiGHS on ``m``, from a MIP start (:func:`mip_start`) on a large model, or from the
+    values already in ``m`` where ``given`` (:func:`_set_start`); ``start`` is the solve's
+    ``perf_counter`` start. Returns (the run, the start's lower bound or None, that bound's
+    kind: ``lp_kind`` on a model too small for a start)."""
     run = SolverRun()
     lp_bound: float | None = None
     start_plan, lp_s = False, 0.0
@@ -298,7 +314,11 @@ def _solve_highs(
         # fleet (its gap need not be tight: the exact polish proves the plan)
         first_gap = max(gap, FLEET_GAP) if _two_stage(m) else gap
         cmd = _BulkHiGHS(
-            msg=False, timeLimit=left, gapRel=first_gap, threads=threads, start=start_plan
+            msg=False,
+            timeLimit=left,
+            gapRel=first_gap,
+            threads=threads,
+            start=start_plan or given,
         )
         try:
             with phase("solve: MILP (highs)"):
@@ -306,6 +326,30 @@ def _solve_highs(
         except pulp.PulpSolverError as exc:
             raise SolverError(f"HiGHS failed: {exc}") from None
     return run, lp_bound, lp_kind
+
+
+def _set_start(m: PlannerModel, values: Mapping[str, float | None]) -> bool:
+    """Put a plan's ``values`` (by variable name; 0 for a name it lacks) into ``m`` as the MIP
+    start; False (nothing set) on a large model, which makes its own (:func:`mip_start`), or
+    when ``values`` names none of ``m``'s variables.
+
+    >>> from types import SimpleNamespace as NS
+    >>> import pulp
+    >>> prob = pulp.LpProblem("t", pulp.LpMinimize)
+    >>> x, y = pulp.LpVariable("x", cat="Integer"), pulp.LpVariable("y")
+    >>> prob += x + y
+    >>> _set_start(NS(prob=prob), {"x": 2.0, "z": 1.0}), x.varValue, y.varValue
+    (True, 2.0, 0.0)
+    """
+    if _large(m):
+        return False
+    variables = m.prob.variables()
+    if not any(v.name in values for v in variables):
+        return False
+    for v in variables:
+        value = values.get(v.name)
+        v.varValue = 0.0 if value is None else float(value)
+    return True
 
 
 def _solver_gap(
