@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -21,6 +23,30 @@ MARGIN_SHARE = 0.1
 # ... and only for a plan proven within this gap: on 50 workloads x all GPUs x 36 months (gap
 # 31 %) a 12 s re-solve said "between $3.19M and $5.13M" and took 49 s with its building.
 MARGIN_MAX_GAP = 0.01
+
+
+def print_timings(log: PhaseLog, out: Console) -> None:
+    """The phase table of ``--timings``: seconds per phase in the order they ran, and the sum."""
+    rows = log.totals()
+    width = max(len(name) for name in rows) if rows else 0
+    out.print("Timings (s)", highlight=False)
+    for name, seconds in rows.items():
+        out.print(f"  {name:<{width}}  {seconds:7.2f}", highlight=False)
+    out.print(f"  {'total':<{width}}  {sum(rows.values()):7.2f}", highlight=False)
+
+
+def with_timings(command: Callable[..., Console]) -> Callable[..., None]:
+    """Run ``command`` (which returns the console it printed on) with its phases recorded;
+    with ``timings`` (the ``--timings`` flag) print them after its output."""
+
+    @functools.wraps(command)
+    def run(*args, timings: bool = False, **kwargs) -> None:
+        with recording() as log:
+            out = command(*args, **kwargs)
+        if timings:
+            print_timings(log, out)
+
+    return run
 
 
 @click.command()
@@ -50,6 +76,7 @@ MARGIN_MAX_GAP = 0.01
     "steps, verification, writing) after the plan",
 )
 @wide_option
+@with_timings
 def solve(
     problem: Path,
     output: Path | None,
@@ -59,9 +86,8 @@ def solve(
     gap: float | None,
     no_excel: bool,
     margins: bool,
-    timings: bool,
     wide: bool,
-) -> None:
+) -> Console:
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON).
 
     The time limit bounds the whole command: the solver gets what loading and building left,
@@ -69,37 +95,6 @@ def solve(
     workbook's Risks block (``--margins``) get what the solve left (or say they were not
     computed)."""
     started = command_start()  # the console script's entry: imports count too
-    with recording() as log:
-        out = _solve(
-            problem, output, json_path, solver, time_limit, gap, no_excel, margins, wide, started
-        )
-    if timings:
-        print_timings(log, out)
-
-
-def print_timings(log: PhaseLog, out: Console) -> None:
-    """The phase table of ``--timings``: seconds per phase in the order they ran, and the sum."""
-    rows = log.totals()
-    width = max(len(name) for name in rows) if rows else 0
-    out.print("Timings (s)", highlight=False)
-    for name, seconds in rows.items():
-        out.print(f"  {name:<{width}}  {seconds:7.2f}", highlight=False)
-    out.print(f"  {'total':<{width}}  {sum(rows.values()):7.2f}", highlight=False)
-
-
-def _solve(
-    problem: Path,
-    output: Path | None,
-    json_path: str | None,
-    solver: str,
-    time_limit: float | None,
-    gap: float | None,
-    no_excel: bool,
-    margins: bool,
-    wide: bool,
-    started: float,
-) -> Console:
-    """The command's body (:func:`solve`); returns the console it printed the plan on."""
     from planner.base.errors import VerificationError
     from planner.inputs.problem import load_problem
     from planner.plan.data import write_json
