@@ -168,3 +168,84 @@ def test_bad_shapes_are_refused_with_their_field(tmp_path):
         cli, ["model", "import-hf", str(HF / "gpt-oss-20b.json"), "--id", "g", "-o", str(shipped)]
     )
     assert r.exit_code == 2 and "--models-file" in r.output and shipped.read_text() == before
+
+
+# The families of late 2026 (issue 52; provenance in tests/fixtures/hf/SOURCES.md):
+# (fixture, published total, published active or None, the attention kind). The published
+# totals are the cards' headline figures, or the checkpoint's tensor count where the headline
+# is a one-digit rounding (Kimi Linear's "48B" is 49,122,681,728 tensors).
+LATE_2026 = [
+    ("glm-4.5", 355e9, 32e9, "full"),
+    ("glm-4.5-air", 106e9, 12e9, "full"),
+    ("qwen3-next-80b-a3b", 79_674_391_296, None, "hybrid-linear"),
+    ("gemma-3-27b", 27e9, None, "sliding-window"),
+    ("gemma-3-12b", 12e9, None, "sliding-window"),
+    ("minimax-m2", 230e9, 10e9, "full"),
+    ("kimi-linear-48b-a3b", 49_122_681_728, None, "hybrid-linear"),
+    ("deepseek-v3.2", 671e9, 37e9, "sparse"),
+]
+
+
+@pytest.mark.parametrize(("name", "total", "active", "kind"), LATE_2026)
+def test_late_2026_families_land_within_3_percent(name, total, active, kind):
+    e = _entry(name)
+    m = ModelArch.model_validate(e)
+    assert m.attention_kind == kind
+    assert abs(e["params"] / total - 1) < 0.03
+    if active is not None:  # the closest of the three conventions (count_mismatch)
+        c = count_params(m)
+        ways = (c.active, c.active - c.embed_in, c.active - c.embed_in - c.embed_out)
+        assert min(abs(a / active - 1) for a in ways) < 0.03
+
+
+def test_one_digit_active_counts_are_met_within_their_rounding():
+    """Qwen3-Next's and Kimi Linear's "3B activated" are one-digit figures: the shape gives
+    3.15B and 2.73-3.11B, within the half unit (0.5B) the figure is rounded to."""
+    for name in ("qwen3-next-80b-a3b", "kimi-linear-48b-a3b"):
+        c = count_params(ModelArch.model_validate(_entry(name)))
+        assert abs(c.active - c.embed_in - c.embed_out - 3e9) < 0.5e9
+
+
+def test_hybrid_and_sparse_shapes_are_read_from_their_fields():
+    q3n = _entry("qwen3-next-80b-a3b")["linear_attention"]
+    assert q3n == {"kind": "gated_deltanet", "layers": 36, "key_heads": 16, "value_heads": 32,
+                   "key_head_dim": 128, "value_head_dim": 128, "conv_kernel": 4}  # fmt: skip
+    kimi = _entry("kimi-linear-48b-a3b")
+    assert kimi["linear_attention"]["layers"] == 20 and kimi["linear_attention"]["kind"] == "kda"
+    assert kimi["mla"]["q_lora_rank"] == 0 and kimi["head_dim"] == 192  # not the stale 72
+    assert kimi["max_context"] == 1_048_576  # model_max_length: no max_position_embeddings
+    v32 = _entry("deepseek-v3.2")["sparse_attention"]
+    assert v32 == {"top_k": 2048, "index_heads": 64, "index_head_dim": 128}
+    g12 = _entry("gemma-3-12b")
+    assert (g12["sliding_window"], g12["full_attention_every"]) == (1024, 6)  # from layer_types
+    g27 = _entry("gemma-3-27b")  # vocab and context from Gemma3TextConfig's defaults
+    assert (g27["vocab"], g27["max_context"], g27["tied_embeddings"]) == (262208, 131072, True)
+    assert _entry("glm-4.5")["num_nextn_predict_layers"] == 1
+    assert "num_nextn_predict_layers" not in _entry("minimax-m2")  # MTP weights not published
+
+
+def test_minimax_lightning_layers_and_a_bad_pattern_are_named():
+    cfg = read_hf_config(HF / "minimax-m2.json")
+    cfg["attn_type_list"] = [0, *cfg["attn_type_list"][1:]]
+    with pytest.raises(InputError, match="attn_type_list.*lightning"):
+        model_entry(cfg, "x", HF / "minimax-m2.json")
+    cfg = read_hf_config(HF / "qwen3-next-80b-a3b.json")
+    cfg["full_attention_interval"] = 0
+    with pytest.raises(InputError, match="full_attention_interval"):
+        model_entry(cfg, "x", HF / "qwen3-next-80b-a3b.json")
+    cfg = read_hf_config(HF / "kimi-linear-48b-a3b.json")
+    del cfg["linear_attn_config"]
+    with pytest.raises(InputError, match="linear_attn_config"):
+        model_entry(cfg, "x", HF / "kimi-linear-48b-a3b.json")
+
+
+def test_catalog_entries_of_late_2026_match_their_configs():
+    """The catalog's shapes are the importer's from the same files (counts aside)."""
+    models = load_models(ROOT / "catalogs" / "models.yaml")
+    shape = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
+             "moe", "mla", "linear_attention", "sparse_attention", "sliding_window")  # fmt: skip
+    for name, *_ in LATE_2026:
+        if name == "gemma-3-12b":
+            continue  # not in the catalog
+        got = ModelArch.model_validate(_entry(name)).model_dump(include=set(shape))
+        assert models[name].model_dump(include=set(shape)) == got, name

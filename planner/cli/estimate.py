@@ -26,6 +26,7 @@ from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, l
 from planner.inputs.slo_units import check_floor, unit_warning
 from planner.physics import vendor
 from planner.physics.calibration.values import CALIBRATION_PATH, Calibration, load_calibration
+from planner.physics.moe import attention_facts
 from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import (
     PRECISIONS,
@@ -480,6 +481,7 @@ def serve_cmd(
         **asdict(est),
         "tokens_per_s_per_gpu": est.tokens_per_s / est.gpus,
         "kv_slots": slots,
+        "attention": attention_facts(model, precision, prompt + output),
         "deployment": dep.to_dict(),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
@@ -537,7 +539,10 @@ def _deployment(
                 )
             return None
         dep = Deployment(Worker(gpus, mode), None, mtp)
-    for name, w in (("--prefill", dep.prefill), ("--decode" if decode_spec else "--gpus", dep.decode)):
+    for name, w in (
+        ("--prefill", dep.prefill),
+        ("--decode" if decode_spec else "--gpus", dep.decode),
+    ):
         if w is None:
             continue
         why = gpus_error(gpu, w.gpus, calib)
@@ -545,8 +550,7 @@ def _deployment(
             raise InputError(f"{name}: {why}")
         if w.mode in ("ep", "dep") and model.moe is None:
             raise InputError(
-                f"{name}: mode {w.mode} places whole experts per GPU; {model.id} is dense "
-                "(use tp)"
+                f"{name}: mode {w.mode} places whole experts per GPU; {model.id} is dense (use tp)"
             )
     if mtp and model.num_nextn_predict_layers < 1:
         click.echo(
@@ -663,6 +667,7 @@ def _legacy_serve(
         # the same WxG:MODE label as every other deployment (was the bare mode, "tp" / "ep")
         "layout": Deployment(Worker(gpus, est.layout)).label(),
         "deployment": Deployment(Worker(gpus, est.layout)).to_dict(),
+        "attention": attention_facts(model, precision, prompt + output),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
     if model.moe is not None and est.fits:
@@ -753,9 +758,7 @@ def _serve_table(
     est: Any,
     cap: Any,
 ) -> Table:
-    t = Table(
-        title=f"serve {model.id} on {gpus} {gpu.id}, {precision}, {prompt} in / {output} out"
-    )
+    t = Table(title=f"serve {model.id} on {gpus} {gpu.id}, {precision}, {prompt} in / {output} out")
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_row("fits", "yes" if est.fits else "NO")
@@ -768,6 +771,12 @@ def _serve_table(
     t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
     for k, v in est.memory.items():
         t.add_row(f"  {k}", _fmt(v))
+    att = attention_facts(model, precision, prompt + output)
+    t.add_row("attention", str(att["description"]))
+    t.add_row("  KV cache per sequence (GB, all GPUs)", _fmt(att["kv_cache_gb_per_sequence"], 3))
+    t.add_row(
+        "  KV read per decode step (GB/sequence)", _fmt(att["kv_read_gb_per_step_per_sequence"], 3)
+    )
     if cap is not None:
         if cap.feasible:
             t.add_row("max rate within SLO (req/s)", _fmt(cap.rate_rps, 2))

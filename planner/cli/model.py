@@ -24,7 +24,7 @@ from planner.inputs.catalog import CATALOG_DIR, load_models
 from planner.inputs.importers.hf_config import model_entry, read_hf_config
 from planner.inputs.importers.profiles import dump_yaml, write_yaml
 from planner.inputs.model_arch import ModelArch, count_params
-from planner.physics.moe import kv_bytes_per_token
+from planner.physics.moe import attention_description, kv_bytes_per_token
 
 
 @click.group("model")
@@ -90,6 +90,7 @@ def _summary(arch: ModelArch, err: bool) -> None:
         f"  KV cache per token (mean over a full {arch.max_context:,}-token context): "
         f"{kv16 / 1024:,.1f} KiB bf16, {kv8 / 1024:,.1f} KiB fp8",
     ]
+    lines.append(f"  attention: {attention_description(arch)}")
     if arch.moe is not None:
         m = arch.moe
         lines.append(
@@ -109,10 +110,10 @@ def _row(m: ModelArch) -> dict:
         "active_b": (m.active_params or c.active * m.params / c.total) / 1e9,
         "layers": m.layers,
         "experts": f"{m.moe.experts_per_token}/{m.moe.experts}" if m.moe else "-",
-        "attention": "MLA"
-        if m.mla
-        else ("GQA" if m.kv_heads < m.heads else "MHA")
-        + (f" w{m.sliding_window}" if m.sliding_window else ""),
+        "attention": ("MLA" if m.mla else ("GQA" if m.kv_heads < m.heads else "MHA"))
+        + (f" w{m.sliding_window}" if m.sliding_window else "")
+        + (f" +lin{m.linear_layers}" if m.linear_attention else "")
+        + (f" top{m.sparse_attention.top_k}" if m.sparse_attention else ""),
         "kv_kib_per_token_bf16": kv_bytes_per_token(m, "bf16") / 1024,
         "max_context": m.max_context,
     }

@@ -8,7 +8,14 @@ Besides the dense shape (layers, hidden, heads, MLP size, vocabulary) a model ma
   MLP (DeepSeek's first 3, Llama 4 Maverick's every other layer);
 * ``mla``: multi-head latent attention (DeepSeek-V2/V3, Kimi K2) with its latent ranks; the KV
   cache holds one ``kv_lora_rank + qk_rope_head_dim`` latent per token and layer;
-* ``sliding_window`` with ``full_attention_every``: windowed layers keep at most the window.
+* ``sliding_window`` with ``full_attention_every``: windowed layers keep at most the window
+  (Mistral, gpt-oss, Gemma 3's five local layers to one global);
+* ``linear_attention``: layers of linear (recurrent) attention, Gated DeltaNet (Qwen3-Next) or
+  Kimi Delta Attention (Kimi Linear), holding a fixed state per sequence instead of a KV cache
+  that grows with the context; the other layers attend in full;
+* ``sparse_attention``: a top-k indexer (DeepSeek-V3.2's DSA) picks ``top_k`` cached tokens per
+  query; the cache still holds every token (plus the indexer's own keys), but attention reads
+  and multiplies only the ``top_k`` chosen.
 
 :func:`count_params` recomputes total and active parameters from the shape; the catalog loader
 checks them against the published ``params`` / ``active_params`` (:func:`check_published_counts`).
@@ -66,6 +73,35 @@ class MlaSpec(Strict):
     v_head_dim: int = Field(gt=0, le=10_000)
 
 
+class LinearAttnSpec(Strict):
+    """Linear-attention layers (config.json ``linear_*`` / ``kda`` fields): ``layers`` of the
+    model's layers keep a recurrent state of ``value_heads x key_head_dim x value_head_dim``
+    per sequence (plus a short convolution's last ``conv_kernel - 1`` inputs) in place of a
+    KV cache; the rest are full-attention layers."""
+
+    kind: Literal["gated_deltanet", "kda"] = Field(
+        description="gated_deltanet: Qwen3-Next (fused qkvz projection); kda: Kimi Delta "
+        "Attention (separate q/k/v, low-rank gates)"
+    )
+    layers: int = Field(gt=0, le=MAX_LAYERS, description="how many layers are linear attention")
+    key_heads: int = Field(gt=0, le=10_000)
+    value_heads: int = Field(gt=0, le=10_000)
+    key_head_dim: int = Field(gt=0, le=100_000)
+    value_head_dim: int = Field(gt=0, le=100_000)
+    conv_kernel: int = Field(4, ge=1, le=64, description="short causal convolution's width")
+
+
+class SparseAttnSpec(Strict):
+    """Sparse attention with a top-k indexer (DeepSeek-V3.2 DSA, config.json ``index_*``): per
+    query a light indexer of ``index_heads x index_head_dim`` scores every cached token and
+    the attention reads only the ``top_k`` best; the indexer caches one ``index_head_dim`` key
+    per token and layer."""
+
+    top_k: int = Field(gt=0, le=100_000_000, description="tokens each query attends to")
+    index_heads: int = Field(gt=0, le=10_000)
+    index_head_dim: int = Field(gt=0, le=100_000)
+
+
 class ModelArch(Strict):
     id: str
     name: str
@@ -92,6 +128,8 @@ class ModelArch(Strict):
     full_attention_every: int = Field(
         0, ge=0, le=1000, description="with sliding_window: every k-th layer full; 0: none"
     )
+    linear_attention: LinearAttnSpec | None = None
+    sparse_attention: SparseAttnSpec | None = None
     num_nextn_predict_layers: int = Field(
         0,
         ge=0,
@@ -123,6 +161,18 @@ class ModelArch(Strict):
             raise ValueError(f"heads {self.heads} is not a multiple of kv_heads {self.kv_heads}")
         if self.moe is not None and self.moe.dense_layers > self.layers:
             raise ValueError(f"moe.dense_layers {self.moe.dense_layers} > layers {self.layers}")
+        lin = self.linear_attention
+        if lin is not None and lin.layers >= self.layers:
+            raise ValueError(
+                f"linear_attention.layers {lin.layers} must be fewer than layers {self.layers} "
+                "(a hybrid keeps some full-attention layers)"
+            )
+        if lin is not None and self.sliding_window is not None:
+            raise ValueError("linear_attention and sliding_window together are not modelled")
+        if self.sparse_attention is not None and (lin is not None or self.sliding_window):
+            raise ValueError(
+                "sparse_attention with linear_attention or sliding_window is not modelled"
+            )
         return self
 
     # ------------------------------------------------------------------ derived shape
@@ -139,6 +189,27 @@ class ModelArch(Strict):
             return 0
         every = self.full_attention_every
         return self.layers - (self.layers // every if every else 0)
+
+    @property
+    def linear_layers(self) -> int:
+        """Layers of linear attention (0 without)."""
+        return 0 if self.linear_attention is None else self.linear_attention.layers
+
+    @property
+    def full_layers(self) -> int:
+        """Layers that attend to every cached token (or to ``top_k`` of them when sparse)."""
+        return self.layers - self.window_layers - self.linear_layers
+
+    @property
+    def attention_kind(self) -> str:
+        """One word for the attention: full, sliding-window, hybrid-linear or sparse."""
+        if self.linear_attention is not None:
+            return "hybrid-linear"
+        if self.sparse_attention is not None:
+            return "sparse"
+        if self.sliding_window is not None:
+            return "sliding-window"
+        return "full"
 
     @property
     def computed_params(self) -> float:
@@ -214,6 +285,58 @@ def attention_params(m: ModelArch) -> float:
     return float(q + kv + n * a.v_head_dim * h)
 
 
+def linear_attention_params(m: ModelArch) -> float:
+    """Weights of one linear-attention layer (0 without), from the tensor shapes of the
+    published checkpoints (H hidden, kh/vh key/value heads of dk/dv, kernel w):
+
+    * Gated DeltaNet (Qwen3-Next): ``in_proj_qkvz H x (2 kh dk + 2 vh dv)``, ``in_proj_ba
+      H x 2 vh``, ``conv1d (2 kh dk + vh dv) x w``, ``A_log`` and ``dt_bias`` (vh each), the
+      output norm ``dv`` and ``out_proj vh dv x H``;
+    * KDA (Kimi Linear, kh = vh): ``q/k/v_proj 3 H vh dv``, three short convolutions ``3 vh dv
+      w``, the low-rank gates ``f`` and ``g`` (``H dv + dv vh dv`` each), ``b_proj H vh``,
+      ``A_log`` vh, ``dt_bias`` vh dv, the norm ``dv`` and ``o_proj vh dv x H``.
+
+    >>> from planner.physics.train import llama_like
+    >>> m = llama_like("x", 8e10, 48, 2048, 16, 2, 5120, 151936)
+    >>> lin = LinearAttnSpec(kind="gated_deltanet", layers=36, key_heads=16, value_heads=32,
+    ...                      key_head_dim=128, value_head_dim=128)
+    >>> linear_attention_params(m.model_copy(update={"linear_attention": lin}))  # Qwen3-Next
+    33718464.0
+    """
+    a, h = m.linear_attention, m.hidden
+    if a is None:
+        return 0.0
+    k, v = a.key_heads * a.key_head_dim, a.value_heads * a.value_head_dim
+    if a.kind == "gated_deltanet":
+        proj = h * (2 * k + 2 * v) + h * 2 * a.value_heads
+        conv = (2 * k + v) * a.conv_kernel
+        return float(proj + conv + 2 * a.value_heads + a.value_head_dim + v * h)
+    gates = 2 * (h * a.value_head_dim + a.value_head_dim * v)
+    small = a.value_heads + v + a.value_head_dim  # A_log, dt_bias, norm
+    return float(3 * h * v + 3 * v * a.conv_kernel + gates + h * a.value_heads + small + v * h)
+
+
+def indexer_params(m: ModelArch) -> float:
+    """Weights of one layer's top-k indexer (0 without; DeepSeek-V3.2): the query projection
+    from the q latent ``q_lora_rank x heads_i d_i`` (from ``hidden`` without one), the key
+    ``hidden x d_i`` with its LayerNorm ``2 d_i`` and the head weights ``hidden x heads_i``.
+
+    >>> from planner.physics.train import llama_like
+    >>> m = llama_like("x", 6.7e11, 61, 7168, 128, 128, 18432, 129280)
+    >>> mla = MlaSpec(kv_lora_rank=512, q_lora_rank=1536, qk_nope_head_dim=128,
+    ...               qk_rope_head_dim=64, v_head_dim=128)
+    >>> dsa = SparseAttnSpec(top_k=2048, index_heads=64, index_head_dim=128)
+    >>> indexer_params(m.model_copy(update={"mla": mla, "sparse_attention": dsa}))
+    13959424.0
+    """
+    a = m.sparse_attention
+    if a is None:
+        return 0.0
+    q_in = m.mla.q_lora_rank if m.mla is not None and m.mla.q_lora_rank else m.hidden
+    d = a.index_head_dim
+    return float(q_in * a.index_heads * d + m.hidden * d + 2 * d + m.hidden * a.index_heads)
+
+
 def mlp_params(m: ModelArch, inner: int) -> float:
     """One MLP of inner size ``inner``: ``3 hidden inner`` gated (SwiGLU), ``2`` plain.
 
@@ -242,7 +365,9 @@ def count_params(m: ModelArch) -> ParamCounts:
     return ParamCounts(
         embed_in=emb,
         embed_out=0.0 if m.tied_embeddings else emb,
-        attention=m.layers * attention_params(m),
+        attention=(m.layers - m.linear_layers) * attention_params(m)
+        + m.linear_layers * linear_attention_params(m)
+        + m.layers * indexer_params(m),
         dense_mlp=dense_layers * mlp_params(m, m.intermediate),
         shared=n_moe * shared,
         router=0.0 if moe is None else n_moe * m.hidden * moe.experts,
@@ -260,8 +385,9 @@ def _off(computed: float, published: float) -> float:
 def count_mismatch(m: ModelArch, tol: float = PARAMS_TOLERANCE) -> list[tuple[str, str]]:
     """(field, message) for each published count more than ``tol`` from the recomputed one.
 
-    Active counts follow two conventions: with the input embedding table (Mixtral, Qwen,
-    DeepSeek) or without it (gpt-oss counts only the unembedding); either is accepted.
+    Active counts follow three conventions: with the input embedding table (Mixtral, Qwen,
+    DeepSeek), without it (gpt-oss counts only the unembedding) or without either table
+    (GLM-4.5: 32B active of a shape whose embeddings add 1.6B); any is accepted.
     """
     c = count_params(m)
     out = []
@@ -275,7 +401,7 @@ def count_mismatch(m: ModelArch, tol: float = PARAMS_TOLERANCE) -> list[tuple[st
             )
         )
     if m.active_params is not None:
-        ways = (c.active, c.active - c.embed_in)
+        ways = (c.active, c.active - c.embed_in, c.active - c.embed_in - c.embed_out)
         if min(_off(a, m.active_params) for a in ways) > tol:
             out.append(
                 (

@@ -12,7 +12,15 @@ estimates and plans are unchanged.
 * **Compute per token** (:func:`compute_params`): ``2 x`` the active parameters.
 * **KV cache** (:func:`kv_bytes_per_token`): GQA/MHA ``2 x kv_heads x head_dim`` per layer; MLA
   one latent of ``kv_lora_rank + qk_rope_head_dim``; a sliding-window layer holds at most its
-  window, so its share per token falls as the context grows past the window.
+  window, so its share per token falls as the context grows past the window; a linear-attention
+  layer (Qwen3-Next, Kimi Linear) holds a fixed state per sequence whatever the context
+  (:func:`linear_state_bytes`); a sparse-attention model (DeepSeek-V3.2) stores every token's
+  latent plus its indexer key (:func:`index_bytes_per_token`) but a decode step reads only the
+  ``top_k`` chosen tokens' latents (:func:`kv_read_bytes_per_token`).
+* **Attention FLOPs** at a context (:func:`attn_flops_per_token`, :func:`prefill_attn_flops`,
+  :func:`train_attn_flops_per_token`): full layers grow with the context, window layers stop
+  at the window, sparse layers at ``top_k`` (plus the indexer's scan of every token), linear
+  layers cost the same per token at any context (:func:`linear_token_flops`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,16 @@ from planner.inputs.model_arch import ModelArch, count_params
 # Bytes of one KV-cache element: 16-bit, except with FP8 (and FP4 weights, served with an
 # FP8 cache: vLLM/TRT-LLM kv_cache_dtype fp8 beside NVFP4/MXFP4 weights).
 KV_ELEMENT_BYTES = {"fp8": 1.0, "fp4": 1.0}
+# Bytes of one element of a linear-attention layer's recurrent and convolution state: kept in
+# the model's 16-bit dtype (vLLM's mamba_ssm_cache_dtype "auto"), not quantised with the KV
+# cache; a float32 state (an engine option) doubles it.
+STATE_ELEMENT_BYTES = 2.0
+# DeepSeek-V3.2's indexer caches its keys in FP8 with one float32 scale per 128 elements
+# (vLLM's indexer k-cache: head_dim + head_dim / 128 x 4 bytes per token and layer).
+INDEX_SCALE_BLOCK, INDEX_SCALE_BYTES = 128, 4.0
+# Chunk length of the chunked (parallel) form of a linear-attention layer in prefill and
+# training (flash-linear-attention's Gated DeltaNet and KDA kernels: 64).
+LINEAR_CHUNK = 64
 
 
 def experts_touched(experts: int, per_token: int, tokens: float) -> float:
@@ -137,6 +155,47 @@ def kv_elements_per_token_layer(model: ModelArch) -> int:
     return 2 * model.kv_heads * model.head_dim
 
 
+def linear_state_bytes(model: ModelArch) -> float:
+    """Bytes of one sequence's linear-attention state, whole model (0 without linear layers):
+    ``layers_lin x (vh dk dv + conv_dim (w - 1)) x 2 B``, the recurrent state of every value
+    head and the short convolution's last ``w - 1`` inputs (``conv_dim`` = ``2 kh dk + vh dv``
+    for Gated DeltaNet, ``3 vh dv`` for KDA's q/k/v convolutions).
+
+    >>> from planner.inputs.model_arch import LinearAttnSpec
+    >>> from planner.physics.train import llama_like
+    >>> lin = LinearAttnSpec(kind="gated_deltanet", layers=36, key_heads=16, value_heads=32,
+    ...                      key_head_dim=128, value_head_dim=128)
+    >>> m = llama_like("q3n", 8e10, 48, 2048, 16, 2, 5120, 151936)
+    >>> linear_state_bytes(m.model_copy(update={"linear_attention": lin})) / 2**20  # MiB
+    37.6875
+    """
+    a = model.linear_attention
+    if a is None:
+        return 0.0
+    k, v = a.key_heads * a.key_head_dim, a.value_heads * a.value_head_dim
+    conv_dim = 2 * k + v if a.kind == "gated_deltanet" else 3 * v
+    per_layer = a.value_heads * a.key_head_dim * a.value_head_dim + conv_dim * (a.conv_kernel - 1)
+    return float(a.layers * per_layer * STATE_ELEMENT_BYTES)
+
+
+def index_bytes_per_token(model: ModelArch) -> float:
+    """Bytes the top-k indexer caches per token, whole model (0 without one): ``layers x (d_i
+    + ceil(d_i / 128) x 4)``, an FP8 key with its float32 scales in every layer.
+
+    >>> from planner.inputs.model_arch import SparseAttnSpec
+    >>> from planner.physics.train import llama_like
+    >>> m = llama_like("v32", 6.7e11, 61, 7168, 128, 128, 18432, 129280)
+    >>> dsa = SparseAttnSpec(top_k=2048, index_heads=64, index_head_dim=128)
+    >>> index_bytes_per_token(m.model_copy(update={"sparse_attention": dsa}))
+    8052.0
+    """
+    a = model.sparse_attention
+    if a is None:
+        return 0.0
+    scales = math.ceil(a.index_head_dim / INDEX_SCALE_BLOCK) * INDEX_SCALE_BYTES
+    return float(model.layers * (a.index_head_dim + scales))
+
+
 def kv_bytes_per_token(model: ModelArch, precision: str, context: float | None = None) -> float:
     """Mean KV-cache bytes per token, whole model, of a sequence of ``context`` tokens (B).
 
@@ -150,11 +209,61 @@ def kv_bytes_per_token(model: ModelArch, precision: str, context: float | None =
     """
     b = KV_ELEMENT_BYTES.get(precision, 2.0)
     per_layer = kv_elements_per_token_layer(model) * b
+    if model.linear_attention is not None or model.sparse_attention is not None:
+        state = linear_state_bytes(model) / max(context, 1.0) if context is not None else 0.0
+        return model.full_layers * per_layer + index_bytes_per_token(model) + state
     windowed = model.window_layers
     if windowed == 0 or context is None or model.sliding_window is None:
         return float(model.layers * per_layer)
     share = min(1.0, model.sliding_window / max(context, 1.0))
     return (model.layers - windowed) * per_layer + windowed * per_layer * share
+
+
+def kv_read_bytes_per_token(model: ModelArch, precision: str, context: float) -> float:
+    """Mean bytes one decode step reads per cached token of a ``context``-token sequence (B):
+    what it stores (:func:`kv_bytes_per_token`), except that sparse layers read the latents of
+    only ``min(context, top_k)`` tokens, beside every token's indexer key.
+
+    >>> from planner.physics.train import _toy_model
+    >>> kv_read_bytes_per_token(_toy_model(), "fp16", 4096) == kv_bytes_per_token(_toy_model(), "fp16", 4096)
+    True
+    """
+    a = model.sparse_attention
+    if a is None:
+        return kv_bytes_per_token(model, precision, context)
+    per_layer = kv_elements_per_token_layer(model) * KV_ELEMENT_BYTES.get(precision, 2.0)
+    share = min(1.0, a.top_k / max(context, 1.0))
+    return model.full_layers * per_layer * share + index_bytes_per_token(model)
+
+
+def linear_token_flops(model: ModelArch, chunked: bool) -> float:
+    """FLOPs of one token through every linear-attention layer (0 without), at any context:
+    ``6 vh dk dv`` per layer recurrently (read the state against the key, update it, read it
+    with the query), plus in the chunked form of prefill and training the attention within a
+    chunk, ``2 vh C (dk + dv)`` (C = :data:`LINEAR_CHUNK`).
+
+    >>> from planner.inputs.model_arch import LinearAttnSpec
+    >>> from planner.physics.train import llama_like
+    >>> lin = LinearAttnSpec(kind="kda", layers=1, key_heads=2, value_heads=2,
+    ...                      key_head_dim=4, value_head_dim=4)
+    >>> m = llama_like("x", 1e8, 4, 64, 2, 2, 128, 1000).model_copy(update={"linear_attention": lin})
+    >>> linear_token_flops(m, False), linear_token_flops(m, True)
+    (192.0, 2240.0)
+    """
+    a = model.linear_attention
+    if a is None:
+        return 0.0
+    per = 6.0 * a.value_heads * a.key_head_dim * a.value_head_dim
+    if chunked:
+        per += 2.0 * a.value_heads * LINEAR_CHUNK * (a.key_head_dim + a.value_head_dim)
+    return a.layers * per
+
+
+def _index_flops(model: ModelArch) -> float:
+    """Indexer FLOPs of one query against one cached token, whole model: ``2 heads_i d_i``
+    per layer (the scores; the ReLU and head weights are small)."""
+    a = model.sparse_attention
+    return 0.0 if a is None else 2.0 * a.index_heads * a.index_head_dim * model.layers
 
 
 def kv_share_per_gpu(model: ModelArch, tp: int) -> float:
@@ -197,6 +306,10 @@ def attn_flops_per_token(model: ModelArch, context: float) -> float:
     qk, v = _attn_widths(model, absorbed=True)
     per = 2 * model.heads * (qk + v)
     windowed = model.window_layers
+    if model.linear_attention is not None or model.sparse_attention is not None:
+        top = model.sparse_attention.top_k if model.sparse_attention else math.inf
+        full = model.full_layers * per * min(context, top) + _index_flops(model) * context
+        return full + linear_token_flops(model, chunked=False)
     full = (model.layers - windowed) * per * context
     if windowed and model.sliding_window is not None:
         full += windowed * per * min(context, float(model.sliding_window))
@@ -217,12 +330,26 @@ def prefill_attn_flops(model: ModelArch, prompt: int) -> float:
     qk, v = _attn_widths(model, absorbed=False)
     per = model.heads * (qk + v)
     windowed = model.window_layers
+    if model.linear_attention is not None or model.sparse_attention is not None:
+        return _prefill_attn_flops_new(model, per, prompt)
     out = (model.layers - windowed) * per * prompt**2
     w = model.sliding_window
     if windowed and w is not None:
         pairs = prompt**2 / 2 if prompt <= w else prompt * (w - w * w / (2 * prompt))
         out += windowed * 2 * per * pairs
     return float(out)
+
+
+def _prefill_attn_flops_new(model: ModelArch, per: float, prompt: int) -> float:
+    """:func:`prefill_attn_flops` of a hybrid-linear or sparse model: full layers over the
+    causal pairs (at most ``top_k`` keys per query when sparse: ``k^2/2 + (p - k) k`` pairs for
+    ``p > k``), the indexer over every causal pair, linear layers ``p`` chunked tokens."""
+    a = model.sparse_attention
+    p = float(prompt)
+    k = p if a is None else min(p, float(a.top_k))
+    pairs = k * k / 2 + (p - k) * k  # p^2 / 2 when every key is attended
+    out = model.full_layers * 2 * per * pairs + _index_flops(model) * p * p / 2
+    return out + p * linear_token_flops(model, chunked=True)
 
 
 def train_attn_flops_per_token(model: ModelArch, seq_len: int) -> float:
@@ -238,7 +365,51 @@ def train_attn_flops_per_token(model: ModelArch, seq_len: int) -> float:
     qk, v = _attn_widths(model, absorbed=False)
     per = 6 * model.heads * (qk + v)
     windowed = model.window_layers
+    if model.linear_attention is not None or model.sparse_attention is not None:
+        top = model.sparse_attention.top_k if model.sparse_attention else math.inf
+        out = model.full_layers * per * min(seq_len, top) + 3 * _index_flops(model) * seq_len
+        return out + 3 * linear_token_flops(model, chunked=True)
     out = float((model.layers - windowed) * per * seq_len)
     if windowed and model.sliding_window is not None:
         out += windowed * per * min(seq_len, model.sliding_window)
     return out
+
+
+def attention_description(model: ModelArch) -> str:
+    """The model's attention in words, for tables and workbooks.
+
+    >>> from planner.physics.train import _toy_model
+    >>> attention_description(_toy_model())
+    'full attention on 32 layers'
+    """
+    if model.linear_attention is not None:
+        a = model.linear_attention
+        kind = "Gated DeltaNet" if a.kind == "gated_deltanet" else "Kimi Delta Attention"
+        return f"hybrid: {kind} on {a.layers} layers, full attention on {model.full_layers}"
+    if model.sparse_attention is not None:
+        return (
+            f"sparse: top-{model.sparse_attention.top_k:,} tokens per query (indexer) on "
+            f"{model.layers} layers"
+        )
+    if model.sliding_window is not None:
+        return (
+            f"sliding window of {model.sliding_window:,} on {model.window_layers} layers, "
+            f"full attention on {model.full_layers}"
+        )
+    return f"full attention on {model.layers} layers"
+
+
+def attention_facts(model: ModelArch, precision: str, context: float) -> dict[str, object]:
+    """What one sequence of ``context`` tokens costs the attention, whole model: its kind, the
+    KV cache (and linear state) it holds, what a decode step reads of it and its attention
+    FLOPs per decoded token (GB, GB, GFLOP)."""
+    return {
+        "kind": model.attention_kind,
+        "description": attention_description(model),
+        "context": context,
+        "kv_cache_gb_per_sequence": context * kv_bytes_per_token(model, precision, context) / 1e9,
+        "kv_read_gb_per_step_per_sequence": context
+        * kv_read_bytes_per_token(model, precision, context)
+        / 1e9,
+        "attention_gflop_per_token": attn_flops_per_token(model, context) / 1e9,
+    }

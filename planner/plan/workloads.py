@@ -44,8 +44,11 @@ def _train_result(
             "method": job.method,
             # expert parallelism (MoE) and the pipeline schedule only when used: plans
             # without them keep their layout keys
-            "layout": {k: v for k, v in est.layout.__dict__.items()
-                       if (k, v) != ("ep", 1) and not (k == "schedule" and est.layout.pp == 1)}
+            "layout": {
+                k: v
+                for k, v in est.layout.__dict__.items()
+                if (k, v) != ("ep", 1) and not (k == "schedule" and est.layout.pp == 1)
+            }
             if est.layout
             else None,
             "mfu": est.mfu,

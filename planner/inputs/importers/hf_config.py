@@ -4,7 +4,12 @@ Read from disk, never downloaded. One reader per family of ``model_type``: dense
 (llama, mistral, qwen2, qwen3), Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3 and Kimi K2 (MLA + MoE),
 dots.llm1 (DeepSeek's MoE, multi-head attention),
 gpt-oss (MoE + alternating sliding window) and Llama 4 (its ``text_config``: MoE on every
-``interleave_moe_layer_step``-th layer, chunked attention on three layers of four).
+``interleave_moe_layer_step``-th layer, chunked attention on three layers of four), and the
+models of late 2026: GLM-4.5/4.6 (``glm4_moe``: DeepSeek's MoE with grouped-query attention),
+Qwen3-Next (``qwen3_next``: Gated DeltaNet linear attention on three layers of four), Gemma 3
+(``gemma3``: five sliding-window layers to one global, in ``text_config``), MiniMax-M2
+(``minimax_m2``), Kimi Linear (``kimi_linear``: KDA linear attention between MLA layers) and
+DeepSeek-V3.2 (``deepseek_v32``: MLA with a top-k sparse-attention indexer).
 ``params`` and ``active_params`` of the entry are recomputed from the shape
 (:func:`planner.inputs.model_arch.count_params`).
 """
@@ -180,6 +185,159 @@ def _deepseek(r: _Reader) -> Config:
     return out
 
 
+def _deepseek_v32(r: _Reader) -> Config:
+    """DeepSeek-V3.2: V3's shape plus the DSA indexer (``index_topk`` tokens per query)."""
+    out = _deepseek(r)
+    out["sparse_attention"] = {
+        "top_k": r.int("index_topk"),
+        "index_heads": r.int("index_n_heads"),
+        "index_head_dim": r.int("index_head_dim"),
+    }
+    return out
+
+
+def _glm4_moe(r: _Reader) -> Config:
+    """GLM-4.5/4.6: DeepSeek's MoE fields (first k layers dense, one shared expert) with
+    grouped-query attention of ``head_dim`` 128; ``num_nextn_predict_layers`` MTP layers."""
+    out = _deepseek_moe(r, _base(r))
+    nextn = r.int("num_nextn_predict_layers", default=0)
+    if nextn > 0:
+        out["num_nextn_predict_layers"] = nextn
+    return out
+
+
+def _linear_layers(r: _Reader, layers: int, interval: int) -> int:
+    """Layers of linear attention: ``layer_types`` counted where given (``linear_attention``),
+    else every ``interval``-th layer full and the rest linear (Qwen3-Next's
+    ``full_attention_interval``)."""
+    types = r.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return sum(1 for t in types if t == "linear_attention")
+    if interval < 1:
+        raise InputError(
+            f"{r.path}: {r.model_type}: field 'full_attention_interval' is {interval}; "
+            "expected a positive integer (every k-th layer full)"
+        )
+    return layers - layers // interval
+
+
+def _qwen3_next(r: _Reader) -> Config:
+    """Qwen3-Next: Qwen3's MoE (shared expert, every layer) and Gated DeltaNet linear attention
+    on every layer but each ``full_attention_interval``-th. (The full layers' output gate,
+    ~0.1 % of the weights, is left out.)"""
+    out = _qwen_moe(r)
+    layers = out["layers"]
+    out["linear_attention"] = {
+        "kind": "gated_deltanet",
+        "layers": _linear_layers(r, layers, r.int("full_attention_interval", default=4)),
+        "key_heads": r.int("linear_num_key_heads"),
+        "value_heads": r.int("linear_num_value_heads"),
+        "key_head_dim": r.int("linear_key_head_dim"),
+        "value_head_dim": r.int("linear_value_head_dim"),
+        "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
+    }
+    return out
+
+
+# Gemma3TextConfig's defaults (transformers), which the published config.json files leave out
+_GEMMA3_DEFAULTS: Config = {
+    "vocab_size": 262_208,
+    "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True,
+    "sliding_window": 4096,
+    "sliding_window_pattern": 6,
+}
+
+
+def _gemma3(r: _Reader) -> Config:
+    """Gemma 3: grouped-query attention, five sliding-window layers (``sliding_window``) to one
+    global (``layer_types`` counted where given, else ``sliding_window_pattern``), tied
+    embeddings; fields the file leaves out take Gemma3TextConfig's defaults."""
+    g = _Reader({**_GEMMA3_DEFAULTS, **r.cfg}, r.path, r.model_type)
+    out = _base(g)
+    types = g.get("layer_types")
+    if isinstance(types, list) and types:
+        full = sum(1 for t in types if t == "full_attention")
+        every = len(types) // full if full else 0
+    else:
+        every = g.int("sliding_window_pattern", "_sliding_window_pattern", default=6)
+    out["sliding_window"] = g.int("sliding_window")
+    out["full_attention_every"] = every
+    return out
+
+
+def _minimax_m2(r: _Reader) -> Config:
+    """MiniMax-M2: full grouped-query attention on every layer (``attn_type_list`` all 1) and
+    a MoE of ``num_local_experts`` experts of ``intermediate_size`` on every layer. Its
+    ``use_mtp`` modules are not in the published weights, so no draft is read."""
+    out = _base(r)
+    kinds = r.get("attn_type_list")
+    if isinstance(kinds, list) and any(k != 1 for k in kinds):
+        raise InputError(
+            f"{r.path}: {r.model_type}: field 'attn_type_list' has linear (lightning) attention "
+            "layers (0); only full-attention layers (1) are modelled for minimax_m2"
+        )
+    out["moe"] = {
+        "experts": r.int("num_local_experts"),
+        "experts_per_token": r.int("num_experts_per_tok"),
+        "expert_intermediate": out["intermediate"],
+        "shared_intermediate": r.int("shared_intermediate_size", default=0),
+    }
+    return out
+
+
+def _kimi_linear(r: _Reader) -> Config:
+    """Kimi Linear: KDA linear attention on the layers ``linear_attn_config.kda_layers`` lists
+    and MLA on the rest (``full_attn_layers``), DeepSeek's MoE with Kimi's field names."""
+    cfg = dict(r.cfg)
+    cfg.setdefault("max_position_embeddings", cfg.get("model_max_length"))
+    k = _Reader(cfg, r.path, r.model_type)
+    out = _base(k)
+    inter = k.int("moe_intermediate_size")
+    layers = out["layers"]
+    first = min(layers, k.int("first_k_dense_replace", default=0))
+    freq = max(1, k.int("moe_layer_freq", default=1))
+    n_moe = sum(1 for i in range(first, layers) if i % freq == 0)
+    out["moe"] = {
+        "experts": k.int("num_experts"),
+        "experts_per_token": k.int("num_experts_per_token", "num_experts_per_tok"),
+        "expert_intermediate": inter,
+        "shared_intermediate": inter * k.int("num_shared_experts", default=0),
+        "dense_layers": layers - n_moe,
+    }
+    out["mla"] = {
+        "kv_lora_rank": k.int("kv_lora_rank"),
+        "q_lora_rank": k.int("q_lora_rank", default=0),
+        "qk_nope_head_dim": k.int("qk_nope_head_dim"),
+        "qk_rope_head_dim": k.int("qk_rope_head_dim"),
+        "v_head_dim": k.int("v_head_dim"),
+    }
+    out["kv_heads"] = out["heads"]
+    out["head_dim"] = out["mla"]["qk_nope_head_dim"] + out["mla"]["qk_rope_head_dim"]
+    lin = k.get("linear_attn_config")
+    if not isinstance(lin, dict):
+        raise InputError(
+            f"{r.path}: model_type {r.model_type!r} needs field 'linear_attn_config' (an object "
+            "with kda_layers, num_heads, head_dim), which is missing"
+        )
+    sub = _Reader(lin, r.path, f"{r.model_type}.linear_attn_config")
+    kda = _layer_indices(sub, "kda_layers")
+    heads, dim = sub.int("num_heads"), sub.int("head_dim")
+    out["linear_attention"] = {
+        "kind": "kda",
+        "layers": len(kda),
+        "key_heads": heads,
+        "value_heads": heads,
+        "key_head_dim": dim,
+        "value_head_dim": dim,
+        "conv_kernel": sub.int("short_conv_kernel_size", default=4),
+    }
+    nextn = k.int("num_nextn_predict_layers", default=0)
+    if nextn > 0:
+        out["num_nextn_predict_layers"] = nextn
+    return out
+
+
 def _dots1(r: _Reader) -> Config:
     """rednote dots.llm1: DeepSeek's MoE with ordinary (multi-head) attention."""
     return _deepseek_moe(r, _base(r))
@@ -237,9 +395,13 @@ FAMILIES: dict[str, Callable[[_Reader], Config]] = {
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
-    # V3.2's sparse attention indexer (~0.1 % of the weights) is left out: its attention is
-    # counted as full (an upper bound on attention FLOPs at long context)
-    "deepseek_v32": _deepseek,
+    "deepseek_v32": _deepseek_v32,
+    "glm4_moe": _glm4_moe,
+    "qwen3_next": _qwen3_next,
+    "gemma3": _gemma3,
+    "gemma3_text": _gemma3,
+    "minimax_m2": _minimax_m2,
+    "kimi_linear": _kimi_linear,
     "kimi_k2": _deepseek,
     "dots1": _dots1,
     "gpt_oss": _gpt_oss,

@@ -19,6 +19,7 @@ from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.moe import (
     attn_flops_per_token,
     compute_params,
+    kv_read_bytes_per_token,
     kv_share_per_gpu,
     prefill_attn_flops,
 )
@@ -237,7 +238,7 @@ def decode_step_s(
     True
     """
     s = calib.serve
-    kv = batch * context * kv_bytes_per_token(model, precision, context)
+    kv = batch * context * kv_read_bytes_per_token(model, precision, context)
     kv *= kv_share_per_gpu(model, tp)
     bw = gpu.memory_bandwidth_gbs.value * GB
     t_mem = weight_read_s(model, gpu, tp, precision, batch, calib) + kv / (bw * s.kv_bw_eff.value)
@@ -261,7 +262,7 @@ def _decode_coeffs(
     )
     kv = (
         context
-        * kv_bytes_per_token(model, precision, context)
+        * kv_read_bytes_per_token(model, precision, context)
         * kv_share_per_gpu(model, tp)
         / (gpu.memory_bandwidth_gbs.value * GB * s.kv_bw_eff.value)
     )

@@ -37,6 +37,7 @@ from planner.physics.moe import (
     ep_max_local_experts,
     ep_routed_params_read,
     expert_params,
+    kv_read_bytes_per_token,
     kv_share_per_gpu,
     prefill_attn_flops,
     routed_params_read,
@@ -413,7 +414,7 @@ class WorkerPhysics:
         tokens = n * t
         busy = self.ranks_busiest(n)
         a = self.attn_group
-        kvb = legacy.kv_bytes_per_token(m, self.precision, context)
+        kvb = kv_read_bytes_per_token(m, self.precision, context)
         kv = busy * context * kvb * kv_share_per_gpu(m, a)
         bw = self.gpu.memory_bandwidth_gbs.value * GB
         t_mem = self._weights_read_s(tokens) + kv / (bw * s.kv_bw_eff.value)

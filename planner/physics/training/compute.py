@@ -47,7 +47,7 @@ def linear_flops_per_token(model: ModelArch, method: str = "full") -> float:
 
 def attention_flops_per_token(model: ModelArch, seq_len: int) -> float:
     """Attention score and value FLOPs per trained token (forward + backward): BF16 in FP8 runs."""
-    if model.moe is None and model.mla is None and model.sliding_window is None:
+    if model.attention_kind == "full" and model.moe is None and model.mla is None:
         return 12.0 * model.layers * model.hidden * seq_len
     return train_attn_flops_per_token(model, seq_len)
 
