@@ -18,10 +18,11 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from planner.base.errors import ExitCode, InputError
 from planner.base.units import parse_count
+from planner.cli.estimate_tables import fmt, serve_table, train_table, vendor_row
+from planner.cli.options import acceptance_option
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.inputs.slo_units import check_floor, unit_warning
 from planner.physics import vendor
@@ -46,6 +47,7 @@ from planner.physics.serving import (
     parse_worker,
 )
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, MODES
+from planner.physics.serving.worker import acceptance_assumed, with_draft_acceptance
 from planner.physics.train import METHODS, derive_model, estimate_train, h800_from
 
 # The most concurrent requests ``estimate serve --batch`` takes. DeepSeek's whole V3/R1 service
@@ -96,10 +98,6 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [_finite(v) for v in obj]
     return obj
-
-
-def _fmt(value: float, digits: int = 1) -> str:
-    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
 
 
 _TRAIN_GPUS = click.option(
@@ -239,8 +237,8 @@ def train_cmd(
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        table = _train_table(model, gpu, gpus, n_tokens, method, est)
-        table.add_row(*_vendor_row(gpu, "train", "MFU"))
+        table = train_table(model, gpu, gpus, n_tokens, method, est)
+        table.add_row(*vendor_row(gpu, "train", "MFU"))
         Console().print(table)
     _exit_unless(est.fits)
 
@@ -279,63 +277,10 @@ def _check_train_scale(
         click.echo(f"warning: --gpus: {note}", err=True)
 
 
-def _vendor_row(gpu: GpuSpec, kind: vendor.Kind, what: str) -> tuple[str, str]:
-    """The table row of the vendor's software efficiency, e.g. ``x 0.81 (amd, 0.68-0.99)``."""
-    d = vendor.describe(gpu, kind)
-    return (
-        f"vendor software efficiency (x {what})",
-        f"x {d['value']:g} ({d['vendor']}, {d['low']:g}-{d['high']:g})",
-    )
-
-
 def _exit_unless(fits: bool) -> None:
     """Exit 3 (does not fit) after printing the estimate, so scripts can branch on it."""
     if not fits:
         sys.exit(int(ExitCode.INFEASIBLE))
-
-
-def _size(model: ModelArch) -> str:
-    """``70.6B`` or, for a mixture of experts, ``671B, 37B active``."""
-    total = f"{model.params / 1e9:,.3g}B" if model.params < 1e12 else f"{model.params / 1e9:,.0f}B"
-    if model.moe is None:
-        return total
-    active = model.active_params or model.computed_active_params
-    return f"{total}, {active / 1e9:,.3g}B active"
-
-
-def _train_table(
-    model: ModelArch, gpu: GpuSpec, gpus: int, n_tokens: float, method: str, est: Any
-) -> Table:
-    t = Table(
-        title=f"train {model.id} ({_size(model)}) on {gpus}x {gpu.id}, "
-        f"{n_tokens:.3g} tokens, {method}"
-    )
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_row("fits", "yes" if est.fits else "NO")
-    if est.reason:
-        t.add_row("reason", est.reason)
-    t.add_row(f"wall hours (median, {est.stack} stack)", _fmt(est.wall_hours))
-    t.add_row("  P10 - P90", f"{_fmt(est.wall_hours_p10)} - {_fmt(est.wall_hours_p90)}")
-    t.add_row("  benchmark steady state", _fmt(est.steady_wall_hours))
-    t.add_row("GPU-hours (median)", _fmt(est.gpu_hours, 0))
-    t.add_row("  P10 - P90", f"{_fmt(est.gpu_hours_p10, 0)} - {_fmt(est.gpu_hours_p90, 0)}")
-    t.add_row("tokens/s per GPU", _fmt(est.tokens_per_s_per_gpu, 0))
-    t.add_row("MFU", f"{est.mfu:.1%}")
-    if est.layout:
-        lay = est.layout
-        t.add_row(
-            "layout",
-            f"TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
-            f"{f' (EP {lay.ep})' if lay.ep > 1 else ''}, ZeRO-{lay.zero_stage}, "
-            f"micro-batch {lay.micro_batch}"
-            f"{f', {lay.schedule} pipeline' if lay.pp > 1 else ''}"
-            f"{', recompute' if lay.recompute else ''}",
-        )
-    t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
-    for k, v in est.memory.items():
-        t.add_row(f"  {k}", _fmt(v))
-    return t
 
 
 @estimate.command("serve")
@@ -405,6 +350,22 @@ def _train_table(
     help="decode with the model's multi-token-prediction layers as a speculative draft "
     "(DeepSeek-V3/R1)",
 )
+@click.option(
+    "--acceptance",
+    "acceptance",
+    metavar="AL[,AL...]",
+    default=None,
+    help="with --mtp: the measured acceptance length (tokens per verification step, the "
+    "verified one included) at --draft tokens, or a list at drafts 1,2,...; default: the "
+    "model's catalog figure, else the calibration's fitted curve",
+)
+@click.option(
+    "--draft",
+    "draft",
+    type=click.IntRange(1, 16),
+    default=None,
+    help="with --mtp --acceptance AL: the draft length AL was measured at",
+)
 def serve_cmd(
     model_id: str | None,
     params: str | None,
@@ -424,6 +385,8 @@ def serve_cmd(
     prefill_spec: str | None,
     decode_spec: str | None,
     mtp: bool,
+    acceptance: str | None,
+    draft: int | None,
 ) -> None:
     """Throughput, TTFT, TPOT and memory of one serving deployment: one aggregated worker of
     --gpus GPUs (--layout), or --decode workers with optional --prefill workers
@@ -439,7 +402,7 @@ def serve_cmd(
     _check_slo_units(slo_ttft_ms, slo_tpot_ms)
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
-    calib = _calib(calib_file)
+    calib = with_draft_acceptance(_calib(calib_file), acceptance_option(acceptance, draft, mtp))
     precision = _weight_only_fp4(precision.lower(), gpu)
     layout = layout.lower()
     dep = _deployment(model, gpu, gpus, layout, prefill_spec, decode_spec, mtp, calib)
@@ -485,6 +448,9 @@ def serve_cmd(
         "deployment": dep.to_dict(),
         "vendor_efficiency": vendor.describe(gpu, "serve"),
     }
+    if dep.mtp:
+        what, src = acceptance_assumed(model, calib)
+        out["speculative"] = {"acceptance": what, "source": src}
     cap = None
     if slo_ttft_ms is not None and slo_tpot_ms is not None:
         cap = deployment_capacity(
@@ -494,9 +460,11 @@ def serve_cmd(
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        table = _serve_table(model, gpu, dep.label(), precision, prompt, output, est, cap)
-        table.add_row("output tokens/s per GPU", _fmt(est.tokens_per_s / est.gpus, 0))
-        table.add_row(*_vendor_row(gpu, "serve", "tokens/s"))
+        table = serve_table(model, gpu, dep.label(), precision, prompt, output, est, cap)
+        table.add_row("output tokens/s per GPU", fmt(est.tokens_per_s / est.gpus, 0))
+        if "speculative" in out:
+            table.add_row("speculative decoding", out["speculative"]["acceptance"])
+        table.add_row(*vendor_row(gpu, "serve", "tokens/s"))
         Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
 
@@ -682,7 +650,7 @@ def _legacy_serve(
     if as_json:
         click.echo(json.dumps(_finite(out), indent=2))
     else:
-        table = _serve_table(model, gpu, f"{gpus}x", precision, prompt, output, est, cap)
+        table = serve_table(model, gpu, f"{gpus}x", precision, prompt, output, est, cap)
         if "moe" in out:
             f = out["moe"]
             table.add_row("MoE layout", "experts whole per GPU (ep)" if est.layout == "ep" else
@@ -692,9 +660,9 @@ def _legacy_serve(
                 f"{f['experts_touched_per_layer']:.1f} of {f['experts_per_layer']}",
             )
             table.add_row(
-                "weights read per step (GB/GPU)", _fmt(f["weights_read_per_step_gb_per_gpu"])
+                "weights read per step (GB/GPU)", fmt(f["weights_read_per_step_gb_per_gpu"])
             )
-        table.add_row(*_vendor_row(gpu, "serve", "tokens/s"))
+        table.add_row(*vendor_row(gpu, "serve", "tokens/s"))
         Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
 
@@ -746,43 +714,3 @@ def _moe_facts(
         "experts_per_layer": m.experts,
         "weights_read_per_step_gb_per_gpu": read / 1e9,
     }
-
-
-def _serve_table(
-    model: ModelArch,
-    gpu: GpuSpec,
-    gpus: str,
-    precision: str,
-    prompt: int,
-    output: int,
-    est: Any,
-    cap: Any,
-) -> Table:
-    t = Table(title=f"serve {model.id} on {gpus} {gpu.id}, {precision}, {prompt} in / {output} out")
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_row("fits", "yes" if est.fits else "NO")
-    if est.reason:
-        t.add_row("reason", est.reason)
-    t.add_row("batch", str(est.batch))
-    t.add_row("output tokens/s (deployment)", _fmt(est.tokens_per_s, 0))
-    t.add_row("TTFT ms (unloaded)", _fmt(est.ttft_ms))
-    t.add_row("TPOT ms (at this batch)", _fmt(est.tpot_ms, 2))
-    t.add_row("memory per GPU (GB)", f"{_fmt(est.memory_per_gpu_gb)} of {gpu.memory_gb.value:g}")
-    for k, v in est.memory.items():
-        t.add_row(f"  {k}", _fmt(v))
-    att = attention_facts(model, precision, prompt + output)
-    t.add_row("attention", str(att["description"]))
-    t.add_row("  KV cache per sequence (GB, all GPUs)", _fmt(att["kv_cache_gb_per_sequence"], 3))
-    t.add_row(
-        "  KV read per decode step (GB/sequence)", _fmt(att["kv_read_gb_per_step_per_sequence"], 3)
-    )
-    if cap is not None:
-        if cap.feasible:
-            t.add_row("max rate within SLO (req/s)", _fmt(cap.rate_rps, 2))
-            t.add_row("  p95 TTFT / TPOT ms", f"{cap.p95_ttft_ms:.0f} / {cap.p95_tpot_ms:.1f}")
-            t.add_row("  output tokens/s", _fmt(cap.tokens_per_s, 0))
-            t.add_row("  batch cap", str(cap.batch))
-        else:
-            t.add_row("SLO", f"not reachable: {cap.reason}")
-    return t

@@ -7,6 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+from pydantic import ValidationError
+
+from planner.base.errors import InputError
+from planner.inputs.model_arch import DraftAcceptance
+from planner.inputs.schema_serve import Speculative
 
 SOLVERS = click.Choice(["auto", "cbc", "highs", "scip"], case_sensitive=False)
 
@@ -46,3 +51,27 @@ def gap_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., A
 wide_option = click.option(
     "--wide", is_flag=True, help="show every table column, whatever the terminal width"
 )
+
+
+def acceptance_option(text: str | None, draft: int | None, mtp: bool) -> DraftAcceptance | None:
+    """``--acceptance`` / ``--draft`` as a measured acceptance (None without them)."""
+    if text is None:
+        if draft is not None:
+            raise InputError("--draft: give it with --acceptance AL (the length measured at it)")
+        return None
+    if not mtp:
+        raise InputError("--acceptance: speculative decoding is on with --mtp; add --mtp")
+    try:
+        lengths = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(
+            f"--acceptance: {text!r} is not a number or a comma-separated list of numbers"
+        ) from None
+    spec = {"acceptance_length": lengths if len(lengths) > 1 or draft is None else lengths[0]}
+    try:
+        return Speculative.model_validate(
+            {**spec, "draft_tokens": draft, "source": "estimate serve --acceptance"}
+        ).measured()
+    except ValidationError as exc:
+        msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise InputError(f"--acceptance {text}: {msg}") from None

@@ -102,6 +102,46 @@ class SparseAttnSpec(Strict):
     index_head_dim: int = Field(gt=0, le=100_000)
 
 
+class DraftAcceptance(Strict):
+    """Speculative decoding's measured acceptance: the mean tokens one verification step emits
+    (the acceptance length, AL, the bonus token included) at draft lengths 1, 2, ... (``draft``
+    None: the engine picks the best length), or at the one length ``draft`` (one entry)."""
+
+    lengths: tuple[float, ...] = Field(min_length=1, max_length=16)
+    draft: int | None = Field(None, ge=1, le=16, description="the one draft length measured")
+    source: str = Field(min_length=1, max_length=2000)
+    as_of: str | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> DraftAcceptance:
+        if self.draft is not None and len(self.lengths) != 1:
+            raise ValueError("with draft, give one acceptance length (the one at that draft)")
+        for i, al in enumerate(self.lengths):
+            d = self.draft or i + 1
+            if not 1.0 <= al <= d + 1:
+                raise ValueError(
+                    f"acceptance length {al:g} at draft {d}: it is between 1 (no draft token "
+                    f"accepted) and {d + 1} (all {d} accepted, plus the verified token)"
+                )
+        return self
+
+    def at(self, draft: int) -> float:
+        """AL at ``draft`` tokens: the measured one, the last measured beyond them."""
+        if self.draft is not None:
+            return self.lengths[0]
+        return self.lengths[min(draft, len(self.lengths)) - 1]
+
+    def drafts(self) -> list[int]:
+        """The draft lengths this acceptance describes."""
+        return [self.draft] if self.draft is not None else list(range(1, len(self.lengths) + 1))
+
+    def describe(self) -> str:
+        """``AL 1.92 / 2.58 / 2.82 at draft 1 / 2 / 3``."""
+        ds = self.drafts()
+        als = " / ".join(f"{a:.3g}" for a in self.lengths)
+        return f"AL {als} at draft {' / '.join(str(d) for d in ds)}"
+
+
 class ModelArch(Strict):
     id: str
     name: str
@@ -136,6 +176,11 @@ class ModelArch(Strict):
         le=16,
         description="multi-token-prediction modules (config.json num_nextn_predict_layers; "
         "DeepSeek-V3/R1: 1), usable as a speculative draft",
+    )
+    draft_acceptance: DraftAcceptance | None = Field(
+        None,
+        description="speculative decoding's measured acceptance lengths with this model's "
+        "draft (MTP or EAGLE); absent: the calibration's fitted curve",
     )
     released_precision: Literal["bf16", "fp16", "fp8", "fp4"] | None = Field(
         None,

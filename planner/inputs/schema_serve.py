@@ -13,6 +13,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from planner.base.units import CaseInsensitive
 from planner.base.yamlio import LocatedError
 from planner.inputs.catalog import Strict
+from planner.inputs.model_arch import DraftAcceptance
 from planner.inputs.months import parse_month
 from planner.inputs.slo_units import check_floor
 
@@ -134,6 +135,45 @@ ServePrecision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"]
 Toggle = Literal["auto", True, False]
 
 
+class Speculative(Strict):
+    """Speculative decoding as measured for this service's text: the acceptance length (mean
+    tokens per verification step, the verified token included) at a draft length, or a curve
+    of them at drafts 1, 2, ... (the engine picks the best). Random or off-domain text accepts
+    far less than code or chat: InferenceX pins one measured length per model and draft."""
+
+    draft_tokens: int | None = Field(
+        None, ge=1, le=16, description="the draft length the acceptance was measured at"
+    )
+    acceptance_length: float | list[float] = Field(
+        description="AL at draft_tokens, or a list: AL at drafts 1, 2, ... (each 1 to draft + 1)"
+    )
+    source: str = Field(
+        "the problem file", min_length=1, max_length=2000, description="where the figure comes from"
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> Speculative:
+        scalar = not isinstance(self.acceptance_length, list)
+        if scalar and self.draft_tokens is None:
+            raise ValueError(
+                "an acceptance_length of one number needs draft_tokens (the draft it was "
+                "measured at); or give a list: the lengths at drafts 1, 2, ..."
+            )
+        if not scalar and self.draft_tokens is not None:
+            raise ValueError(
+                "give draft_tokens with one acceptance_length, or a list of lengths at drafts "
+                "1, 2, ... without draft_tokens"
+            )
+        self.measured()  # the bounds of each length
+        return self
+
+    def measured(self) -> DraftAcceptance:
+        """The acceptance as the physics takes it."""
+        al = self.acceptance_length
+        lengths = al if isinstance(al, list) else [al]
+        return DraftAcceptance(lengths=lengths, draft=self.draft_tokens, source=self.source)
+
+
 def _toggle(v: Any) -> Any:
     """``auto``, ``true`` or ``false`` (YAML booleans, or the words in any case).
 
@@ -195,12 +235,27 @@ class ServeWorkload(Strict):
         "auto (the planner chooses where the model has MTP layers), true (only with MTP) or false",
     )
 
+    speculative: Speculative | None = Field(
+        None,
+        description="speculative decoding's measured acceptance for this service (with mtp not "
+        "false); absent: the model's catalog figure, else the calibration's fitted curve",
+    )
+
     _v = field_validator("start", "end")(classmethod(lambda cls, v: v if v is None else _month(v)))
 
     def precisions(self) -> tuple[str, ...]:
         """The precisions allowed, as given (one precision: a tuple of one)."""
         p = self.precision
         return (p,) if isinstance(p, str) else tuple(dict.fromkeys(p))
+
+    @model_validator(mode="after")
+    def _speculative_needs_mtp(self) -> ServeWorkload:
+        if self.speculative is not None and self.mtp is False:
+            raise ValueError(
+                "speculative: gives an acceptance for speculative decoding, but mtp is false; "
+                "set mtp: auto or true, or remove speculative"
+            )
+        return self
 
     @model_validator(mode="after")
     def _mix(self) -> ServeWorkload:

@@ -37,11 +37,20 @@ if TYPE_CHECKING:
 DEPLOY_KEEP_PER_GPU = 2
 
 
+def workload_calibration(w: ServeWorkload, calib: Calibration) -> Calibration:
+    """``calib`` with the workload's measured speculative acceptance, if it gives one."""
+    from planner.physics.serving import with_draft_acceptance
+
+    return with_draft_acceptance(calib, w.speculative.measured() if w.speculative else None)
+
+
 def _toggle(v: object) -> bool | None:
     return None if v == "auto" else bool(v)
 
 
-def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deployment]:
+def deployments_tried(
+    w: ServeWorkload, inputs: Inputs, gid: str, calib: Calibration | None = None
+) -> list[Deployment]:
     """The deployments of ``gid`` tried for ``w`` beyond the plain replicas of 1-8 GPUs:
     :func:`planner.physics.serving.candidate_deployments` under the workload's
     ``disaggregated`` and ``mtp``; on ``auto`` also every deployment tried with both off, so
@@ -59,7 +68,11 @@ def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deploy
         # auto on a dense model: its plain replicas (a dense model gains from splitting its
         # phases only at sizes the plain replicas already cover; disaggregated: true asks)
         dis = False
-    deps = list(candidate_deployments(model, gpu, prec, prompt, output, disaggregated=dis, mtp=mtp))
+    deps = list(
+        candidate_deployments(
+            model, gpu, prec, prompt, output, disaggregated=dis, mtp=mtp, calib=calib
+        )
+    )
     if dis is None or mtp is None:
         off = candidate_deployments(
             model,
@@ -69,6 +82,7 @@ def deployments_tried(w: ServeWorkload, inputs: Inputs, gid: str) -> list[Deploy
             output,
             disaggregated=False if dis is None else dis,
             mtp=False if mtp is None else mtp,
+            calib=calib,
         )
         deps += [d for d in off if d not in deps]
     if dis is not None:
@@ -145,7 +159,10 @@ def deployment_candidates(
     (:func:`deployment_gpu_cap`) are not tried."""
     if cap == 0:
         return []
-    tried = [d for d in deployments_tried(w, inputs, gid) if cap is None or d.total_gpus <= cap]
+    calib = workload_calibration(w, calib)
+    tried = [
+        d for d in deployments_tried(w, inputs, gid, calib) if cap is None or d.total_gpus <= cap
+    ]
     base = [d for d in tried if not d.mtp]
     found = [c for d in base if (c := _sized_candidate(w, inputs, gid, d, calib, reasons, cap))]
     mtp = [d for d in tried if d.mtp]

@@ -135,7 +135,8 @@ def deployment_bucket_capacity(
     """Req/s one deployment ``dep`` of ``gpu_id`` (rack-wide workers, disaggregated prefill
     and decode, MTP) sustains for bucket ``b`` within ``w``'s SLO:
     :func:`planner.physics.serving.deployment_capacity` at the bucket's planned shape. No
-    profile measures a deployment: under ``measured_only`` it cannot serve.
+    profile measures a deployment: under ``measured_only`` it cannot serve. A workload's
+    ``speculative`` acceptance replaces the model's and the calibration's.
     """
     from planner.physics.serving import deployment_capacity
 
@@ -144,6 +145,11 @@ def deployment_bucket_capacity(
         why = "not measured (measured_only: no modeled capacity)"
         cap = ReplicaCapacity(False, why, dep.total_gpus, prec, 0, 0.0, 0.0, 0.0, 0.0)
         return BucketCapacity(b.name, cap)
+    if w.speculative is not None:  # the workload's measured acceptance, for planner and verifier
+        from planner.physics.calibration.values import default_calibration
+        from planner.physics.serving import with_draft_acceptance
+
+        calib = with_draft_acceptance(calib or default_calibration(), w.speculative.measured())
     prompt, output = b.shape()
     cap = _deployment_capacity_cached(
         deployment_capacity,

@@ -329,6 +329,7 @@ def _capacity_assumptions(ctx: ReadContext) -> list[Assumption]:
         if var_value(x) > 0.5
     }
     out = _train_measured(ctx)
+    out += _speculative_assumptions(ctx, used)
     for w, key in sorted(used):
         c = ctx.m.serve_cand(w, key)
         for b in c.buckets:
@@ -350,6 +351,26 @@ def _capacity_assumptions(ctx: ReadContext) -> list[Assumption]:
                     as_of=m.as_of if m else "",
                 )
             )
+    return out
+
+
+def _speculative_assumptions(ctx: ReadContext, used: set[tuple[str, str]]) -> list[Assumption]:
+    """The acceptance assumed by each service the plan decodes speculatively (an MTP
+    deployment): the workload's ``speculative``, the model's catalog figure or the fitted
+    curve, with its source."""
+    from planner.optimize.deployments import workload_calibration
+    from planner.physics.calibration.values import default_calibration
+    from planner.physics.serving import acceptance_assumed
+
+    specs = {w.name: w for w in ctx.problem.workloads.serve}
+    out = []
+    for w in sorted({w for w, key in used if ctx.m.serve_cand(w, key).layout.get("mtp")}):
+        spec = specs[w]
+        calib = workload_calibration(spec, default_calibration())
+        what, src = acceptance_assumed(ctx.inputs.models[spec.model], calib)
+        out.append(
+            Assumption(group=f"serve:{w}", key="speculative_acceptance", value=what, source=src)
+        )
     return out
 
 

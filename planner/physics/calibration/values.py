@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from planner.base.yamlio import load_yaml, validate
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, Sourced, Strict
+from planner.inputs.model_arch import DraftAcceptance
 from planner.physics.realized import STACKS, StackProfile
 
 
@@ -227,6 +228,10 @@ class Calibration(Strict):
     # (whole experts per GPU). Not a calibrated figure: serve.with_layout sets it on a copy so
     # every step function sees the layout without one more argument.
     moe_layout: str = Field("tp", pattern="^(tp|ep)$")
+    # A workload's measured speculative acceptance (its speculative: field or estimate serve
+    # --acceptance), set on a copy by planner.physics.serving.with_draft_acceptance, as
+    # moe_layout; absent: the model's catalog figure, else serve.mtp_acceptance's curve.
+    draft_acceptance: DraftAcceptance | None = None
 
 
 CALIBRATION_PATH = CATALOG_DIR / "calibration.yaml"

@@ -33,10 +33,13 @@ from planner.physics.serving.disaggregated import (
 from planner.physics.serving.replica import ReplicaCapacity, ServeEstimate
 from planner.physics.serving.worker import (
     WorkerPhysics,
+    acceptance_assumed,
     accepted_tokens,
     allowed_gpus,
+    draft_acceptance,
     gpus_error,
     scaleup_domain,
+    with_draft_acceptance,
 )
 
 
@@ -105,7 +108,10 @@ __all__ = [
     "ServeEstimate",
     "Worker",
     "WorkerPhysics",
+    "acceptance_assumed",
     "accepted_tokens",
+    "draft_acceptance",
+    "with_draft_acceptance",
     "allowed_gpus",
     "candidate_deployments",
     "deployment_capacity",

@@ -20,7 +20,7 @@ import math
 from planner.inputs.catalog import GpuSpec, ModelArch
 from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.serving.deployment import Deployment, Worker
-from planner.physics.serving.worker import WorkerPhysics, scaleup_domain
+from planner.physics.serving.worker import WorkerPhysics, draft_acceptance, scaleup_domain
 
 MAX_CANDIDATES = 16
 
@@ -83,7 +83,8 @@ def candidate_deployments(
     ['1x1:tp', '1x2:tp', '1x1:tp+1x1:tp']
     """
     calib = calib or default_calibration()
-    has_mtp = model.num_nextn_predict_layers > 0
+    # MTP layers, or a draft (EAGLE) whose measured acceptance the catalog or workload gives
+    has_mtp = model.num_nextn_predict_layers > 0 or draft_acceptance(model, calib) is not None
     if mtp and not has_mtp:
         return []
     mtp_opts = [False] if not has_mtp or mtp is False else ([True] if mtp else [False, True])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import planner.physics.serving.replica as legacy
 from planner.inputs.catalog import GpuSpec, ModelArch
+from planner.inputs.model_arch import DraftAcceptance
 from planner.physics.calibration.values import Calibration
 from planner.physics.moe import (
     attn_flops_per_token,
@@ -117,6 +118,42 @@ def accepted_tokens(draft: int, acceptance: float, decay: float = 1.0) -> float:
         p *= acceptance * decay**i
         out += p
     return out
+
+
+def draft_acceptance(model: ModelArch, calib: Calibration) -> DraftAcceptance | None:
+    """The measured acceptance a speculative decode assumes: the workload's (set on the
+    calibration by :func:`with_draft_acceptance`), else the model's catalog figures, else None
+    (the calibration's fitted curve, :func:`accepted_tokens`)."""
+    return calib.draft_acceptance or model.draft_acceptance
+
+
+def with_draft_acceptance(calib: Calibration, acc: DraftAcceptance | None) -> Calibration:
+    """``calib`` with a workload's measured acceptance (None: unchanged)."""
+    if acc is None:
+        return calib
+    return calib.model_copy(update={"draft_acceptance": acc})
+
+
+def acceptance_assumed(model: ModelArch, calib: Calibration) -> tuple[str, str]:
+    """(what a speculative decode of ``model`` assumes, its source), in words.
+
+    >>> from planner.physics.calibration.values import default_calibration
+    >>> from planner.physics.train import _toy_model
+    >>> acceptance_assumed(_toy_model(), default_calibration())[0]
+    'AL 1.95 / 2.58 / 2.88 at draft 1 / 2 / 3 (fitted curve: first draft token accepted 0.95, x0.7 per further token)'
+    """
+    acc = draft_acceptance(model, calib)
+    if acc is not None:
+        return acc.describe(), acc.source
+    a, k = const(calib, "mtp_acceptance"), const(calib, "mtp_acceptance_decay")
+    ds = range(1, 4)
+    als = " / ".join(f"{accepted_tokens(d, a, k):.3g}" for d in ds)
+    what = (
+        f"AL {als} at draft 1 / 2 / 3 (fitted curve: first draft token accepted {a:g}, "
+        f"x{k:g} per further token)"
+    )
+    src = calib.serve.mtp_acceptance.source if calib.serve.mtp_acceptance else "planner default"
+    return what, src
 
 
 def mtp_params(model: ModelArch) -> float:
@@ -472,12 +509,20 @@ class WorkerPhysics:
         best = (0, 1.0, self.decode_step_s(n, context, 0))
         if not self.mtp:
             return best
-        drafts = (
-            [self.draft] if self.draft else range(1, int(const(self.calib, "mtp_max_draft")) + 1)
-        )
+        measured = draft_acceptance(self.model, self.calib)
+        if self.draft:
+            drafts: list[int] = [self.draft]
+        elif measured is not None:
+            drafts = measured.drafts()
+        else:
+            drafts = list(range(1, int(const(self.calib, "mtp_max_draft")) + 1))
         for d in drafts:
-            a = accepted_tokens(d, const(self.calib, "mtp_acceptance"),
-                                const(self.calib, "mtp_acceptance_decay"))  # fmt: skip
+            a = (
+                measured.at(d)
+                if measured is not None
+                else accepted_tokens(d, const(self.calib, "mtp_acceptance"),
+                                     const(self.calib, "mtp_acceptance_decay"))
+            )  # fmt: skip
             st = self.decode_step_s(n, context, d)
             if self.draft or a / st > best[1] / best[2]:
                 best = (d, a, st)
@@ -486,10 +531,13 @@ class WorkerPhysics:
 
 __all__ = [
     "WorkerPhysics",
+    "acceptance_assumed",
     "accepted_tokens",
+    "draft_acceptance",
     "allowed_gpus",
     "ep_max_local_experts",
     "gpus_error",
     "mtp_params",
     "scaleup_domain",
+    "with_draft_acceptance",
 ]
