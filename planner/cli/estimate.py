@@ -26,7 +26,12 @@ from planner.cli.options import acceptance_option
 from planner.inputs.catalog import CATALOG_DIR, GpuSpec, ModelArch, load_gpus, load_models
 from planner.inputs.slo_units import check_floor, unit_warning
 from planner.physics import vendor
-from planner.physics.calibration.values import CALIBRATION_PATH, Calibration, load_calibration
+from planner.physics.calibration.values import (
+    CALIBRATION_PATH,
+    Calibration,
+    PrefixReuse,
+    load_calibration,
+)
 from planner.physics.moe import attention_facts
 from planner.physics.realized import DEFAULT_STACK, STACKS
 from planner.physics.serve import (
@@ -47,6 +52,7 @@ from planner.physics.serving import (
     parse_worker,
 )
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, MODES
+from planner.physics.serving.prefix import with_prefix
 from planner.physics.serving.worker import acceptance_assumed, with_draft_acceptance
 from planner.physics.train import METHODS, derive_model, estimate_train, h800_from
 
@@ -360,6 +366,14 @@ def _exit_unless(fits: bool) -> None:
     "model's catalog figure, else the calibration's fitted curve",
 )
 @click.option(
+    "--cached-share",
+    "cached_share",
+    type=click.FloatRange(0.0, 0.999),
+    default=None,
+    help="share of each prompt already in the prefix cache (an agentic session's earlier turns): "
+    "prefill is priced on the rest",
+)
+@click.option(
     "--draft",
     "draft",
     type=click.IntRange(1, 16),
@@ -386,6 +400,7 @@ def serve_cmd(
     decode_spec: str | None,
     mtp: bool,
     acceptance: str | None,
+    cached_share: float | None,
     draft: int | None,
 ) -> None:
     """Throughput, TTFT, TPOT and memory of one serving deployment: one aggregated worker of
@@ -403,6 +418,9 @@ def serve_cmd(
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
     calib = with_draft_acceptance(_calib(calib_file), acceptance_option(acceptance, draft, mtp))
+    if cached_share:
+        reuse = PrefixReuse(cached_share=cached_share, source="estimate serve --cached-share")
+        calib = with_prefix(calib, reuse)
     precision = _weight_only_fp4(precision.lower(), gpu)
     layout = layout.lower()
     dep = _deployment(model, gpu, gpus, layout, prefill_spec, decode_spec, mtp, calib)

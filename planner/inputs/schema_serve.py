@@ -135,6 +135,44 @@ ServePrecision = Annotated[Literal["fp16", "bf16", "fp8", "int8", "int4", "fp4"]
 Toggle = Literal["auto", True, False]
 
 
+class KvOffload(Strict):
+    """A tier below HBM that holds the KV of idle sessions (LMCache, Dynamo's KV block manager,
+    SGLang HiCache): its capacity and read bandwidth per GPU."""
+
+    tier: Literal["host", "ssd"] = Field(description="host memory or local SSD")
+    gb_per_gpu: float = Field(gt=0, le=100_000, description="GB of KV it holds per GPU")
+    gbs_per_gpu: float = Field(
+        gt=0, le=10_000, description="GB/s one GPU reloads from it (PCIe 5 x16: ~50; NVMe: ~5-10)"
+    )
+
+
+class Sessions(Strict):
+    """Multi-turn (agentic) sessions: each turn's prompt is the session so far plus
+    ``tokens_per_turn`` new tokens (a user message, a tool result), so all but the new tokens
+    are a prefix the server already holds, if it kept the session's KV through
+    ``think_time_s`` (the user or tool between turns). ``tokens.prompt`` is the first turn's
+    prompt, ``tokens.output`` each turn's output. Or give the measured ``hit_rate`` of the
+    prefix cache alone (a share of prompt tokens served from cache)."""
+
+    turns: int = Field(1, ge=1, le=10_000, description="turns per session")
+    tokens_per_turn: int = Field(
+        0, ge=0, le=1_000_000, description="new prompt tokens each turn after the first"
+    )
+    think_time_s: float = Field(
+        0.0, ge=0, le=86_400, description="seconds between a turn's answer and the next prompt"
+    )
+    hit_rate: float | None = Field(
+        None, ge=0, lt=1, description="measured prefix-cache hit rate (share of prompt tokens)"
+    )
+    kv_offload: KvOffload | None = None
+
+    @model_validator(mode="after")
+    def _some_reuse(self) -> Sessions:
+        if self.hit_rate is None and self.turns > 1 and self.tokens_per_turn < 1:
+            raise ValueError("sessions of several turns need tokens_per_turn (at least 1)")
+        return self
+
+
 class Speculative(Strict):
     """Speculative decoding as measured for this service's text: the acceptance length (mean
     tokens per verification step, the verified token included) at a draft length, or a curve
@@ -235,6 +273,12 @@ class ServeWorkload(Strict):
         "auto (the planner chooses where the model has MTP layers), true (only with MTP) or false",
     )
 
+    sessions: Sessions | None = Field(
+        None,
+        description="multi-turn sessions whose prompts reuse cached KV (prefill is priced on "
+        "the new tokens; idle sessions hold KV in HBM or an offload tier); absent: every "
+        "prompt is prefilled in full",
+    )
     speculative: Speculative | None = Field(
         None,
         description="speculative decoding's measured acceptance for this service (with mtp not "
@@ -247,6 +291,24 @@ class ServeWorkload(Strict):
         """The precisions allowed, as given (one precision: a tuple of one)."""
         p = self.precision
         return (p,) if isinstance(p, str) else tuple(dict.fromkeys(p))
+
+    @model_validator(mode="after")
+    def _sessions_one_shape(self) -> ServeWorkload:
+        s = self.sessions
+        if s is None:
+            return self
+        if self.requests is not None:
+            raise ValueError(
+                "sessions: describe one request shape (tokens: {prompt, output}), not a mix"
+            )
+        assert self.tokens is not None
+        last = self.tokens.prompt + (s.turns - 1) * (s.tokens_per_turn + self.tokens.output)
+        if last > 1_000_000:
+            raise ValueError(
+                f"sessions: the last turn's prompt would be {last:,} tokens (first prompt + "
+                "(turns - 1) x (tokens_per_turn + output)); at most 1,000,000"
+            )
+        return self
 
     @model_validator(mode="after")
     def _speculative_needs_mtp(self) -> ServeWorkload:
@@ -293,11 +355,11 @@ class ServeWorkload(Strict):
         if self.requests is not None:
             return list(self.requests)
         assert self.tokens is not None  # the validator guarantees one of them
-        return [
-            RequestBucket(
-                name="all", prompt=self.tokens.prompt, output=self.tokens.output, share=1.0
-            )
-        ]
+        prompt: TokenSize = self.tokens.prompt
+        s = self.sessions
+        if s is not None and s.turns > 1:  # the turns' prompts, planned at the last (longest)
+            prompt = (prompt, prompt + (s.turns - 1) * (s.tokens_per_turn + self.tokens.output))
+        return [RequestBucket(name="all", prompt=prompt, output=self.tokens.output, share=1.0)]
 
 
 def serve_gpu_errors(workloads: list[ServeWorkload], allowed: list[str]) -> list[tuple[tuple, str]]:

@@ -24,6 +24,7 @@ from planner.physics.capacity import (
     plain_replica,
     replica_of_mix,
     serve_precision,
+    workload_calibration,
 )
 from planner.physics.demand import mean_request_rate, peak_request_rate
 
@@ -35,13 +36,6 @@ if TYPE_CHECKING:
 # MTP), best req/s per GPU first, besides the smallest of each class that serves (the one-
 # replica floor makes a small replica worth having where demand is low).
 DEPLOY_KEEP_PER_GPU = 2
-
-
-def workload_calibration(w: ServeWorkload, calib: Calibration) -> Calibration:
-    """``calib`` with the workload's measured speculative acceptance, if it gives one."""
-    from planner.physics.serving import with_draft_acceptance
-
-    return with_draft_acceptance(calib, w.speculative.measured() if w.speculative else None)
 
 
 def _toggle(v: object) -> bool | None:
@@ -159,7 +153,7 @@ def deployment_candidates(
     (:func:`deployment_gpu_cap`) are not tried."""
     if cap == 0:
         return []
-    calib = workload_calibration(w, calib)
+    calib = workload_calibration(w, calib) or calib
     tried = [
         d for d in deployments_tried(w, inputs, gid, calib) if cap is None or d.total_gpus <= cap
     ]

@@ -89,6 +89,22 @@ def _measured_capacity(
     )
 
 
+def workload_calibration(w: ServeWorkload, calib: Calibration | None) -> Calibration | None:
+    """``calib`` (None: the default) with what ``w`` itself says of its serving: the measured
+    speculative acceptance (``speculative``) and its sessions' prefix reuse (``sessions``);
+    unchanged (None stays None) for a workload that says neither. The planner's candidates
+    and the verifier both go through here."""
+    if w.speculative is None and w.sessions is None:
+        return calib
+    from planner.physics.calibration.values import default_calibration
+    from planner.physics.serving import with_draft_acceptance
+    from planner.physics.serving.prefix import prefix_reuse, with_prefix
+
+    calib = calib or default_calibration()
+    calib = with_draft_acceptance(calib, w.speculative.measured() if w.speculative else None)
+    return with_prefix(calib, prefix_reuse(w))
+
+
 def bucket_capacity(
     inputs: Inputs,
     w: ServeWorkload,
@@ -119,7 +135,14 @@ def bucket_capacity(
         return BucketCapacity(b.name, ReplicaCapacity(False, why, tp, prec, 0, 0.0, 0.0, 0.0, 0.0))
     prompt, output = b.shape()
     cap = replica_capacity(
-        inputs.models[w.model], inputs.gpus[gpu_id], tp, prec, prompt, output, *slo, calib
+        inputs.models[w.model],
+        inputs.gpus[gpu_id],
+        tp,
+        prec,
+        prompt,
+        output,
+        *slo,
+        workload_calibration(w, calib),
     )
     return BucketCapacity(b.name, cap)
 
@@ -145,11 +168,7 @@ def deployment_bucket_capacity(
         why = "not measured (measured_only: no modeled capacity)"
         cap = ReplicaCapacity(False, why, dep.total_gpus, prec, 0, 0.0, 0.0, 0.0, 0.0)
         return BucketCapacity(b.name, cap)
-    if w.speculative is not None:  # the workload's measured acceptance, for planner and verifier
-        from planner.physics.calibration.values import default_calibration
-        from planner.physics.serving import with_draft_acceptance
-
-        calib = with_draft_acceptance(calib or default_calibration(), w.speculative.measured())
+    calib = workload_calibration(w, calib)
     prompt, output = b.shape()
     cap = _deployment_capacity_cached(
         deployment_capacity,

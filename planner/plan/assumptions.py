@@ -330,6 +330,7 @@ def _capacity_assumptions(ctx: ReadContext) -> list[Assumption]:
     }
     out = _train_measured(ctx)
     out += _speculative_assumptions(ctx, used)
+    out += _session_assumptions(ctx)
     for w, key in sorted(used):
         c = ctx.m.serve_cand(w, key)
         for b in c.buckets:
@@ -358,8 +359,8 @@ def _speculative_assumptions(ctx: ReadContext, used: set[tuple[str, str]]) -> li
     """The acceptance assumed by each service the plan decodes speculatively (an MTP
     deployment): the workload's ``speculative``, the model's catalog figure or the fitted
     curve, with its source."""
-    from planner.optimize.deployments import workload_calibration
     from planner.physics.calibration.values import default_calibration
+    from planner.physics.capacity import workload_calibration
     from planner.physics.serving import acceptance_assumed
 
     specs = {w.name: w for w in ctx.problem.workloads.serve}
@@ -370,6 +371,34 @@ def _speculative_assumptions(ctx: ReadContext, used: set[tuple[str, str]]) -> li
         what, src = acceptance_assumed(ctx.inputs.models[spec.model], calib)
         out.append(
             Assumption(group=f"serve:{w}", key="speculative_acceptance", value=what, source=src)
+        )
+    return out
+
+
+def _session_assumptions(ctx: ReadContext) -> list[Assumption]:
+    """Each multi-turn service's prefix reuse: the share of prompt tokens served from cache,
+    what the last (planned) turn prefills, the idle sessions whose KV is held and where."""
+    from planner.physics.serving.prefix import prefix_reuse, session_hit_rate, session_prompts
+
+    out = []
+    for w in ctx.problem.workloads.serve:
+        reuse = prefix_reuse(w)
+        if reuse is None:
+            continue
+        first, last = session_prompts(w)
+        where = (
+            f"an offload tier of {reuse.offload_gb_per_gpu:g} GB per GPU at "
+            f"{reuse.offload_gbs_per_gpu:g} GB/s (reloaded before the first token)"
+            if reuse.offload_gb_per_gpu > 0
+            else "HBM, beside the active batch"
+        )
+        value = (
+            f"{session_hit_rate(w):.1%} of prompt tokens from cache; planned at the last turn, "
+            f"{last:,} prompt tokens of which {reuse.cached_share:.1%} cached; "
+            f"{reuse.idle_per_active:.2g} idle sessions per active one, their KV in {where}"
+        )
+        out.append(
+            Assumption(group=f"serve:{w.name}", key="sessions", value=value, source=reuse.source)
         )
     return out
 

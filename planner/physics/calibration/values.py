@@ -219,6 +219,19 @@ class RealizedCalibration(Strict):
     spot: SpotCalibration
 
 
+class PrefixReuse(Strict):
+    """How a service's prompts reuse cached KV (set per workload on a copy of the calibration,
+    as ``moe_layout``, by :func:`planner.physics.serving.prefix.with_prefix`): the share of
+    each prompt already cached, the idle sessions whose KV is held per active sequence, and
+    an optional offload tier (host memory or local SSD) that holds the idle sessions' KV."""
+
+    cached_share: float = Field(ge=0.0, lt=1.0)
+    idle_per_active: float = Field(0.0, ge=0.0, le=10_000.0)
+    offload_gb_per_gpu: float = Field(0.0, ge=0.0, le=1e6)
+    offload_gbs_per_gpu: float = Field(0.0, ge=0.0, le=1e4)
+    source: str = ""
+
+
 class Calibration(Strict):
     train: TrainCalibration
     realized: RealizedCalibration
@@ -232,6 +245,8 @@ class Calibration(Strict):
     # --acceptance), set on a copy by planner.physics.serving.with_draft_acceptance, as
     # moe_layout; absent: the model's catalog figure, else serve.mtp_acceptance's curve.
     draft_acceptance: DraftAcceptance | None = None
+    # a workload's prefix-cache reuse (sessions or a hit rate); absent: every prompt is fresh
+    prefix: PrefixReuse | None = None
 
 
 CALIBRATION_PATH = CATALOG_DIR / "calibration.yaml"

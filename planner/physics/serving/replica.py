@@ -37,6 +37,13 @@ from planner.physics.serve_weights import weight_bw as weight_bw
 from planner.physics.serve_weights import weight_bytes_per_param as weight_bytes_per_param
 from planner.physics.serve_weights import weight_read_s as weight_read_s
 from planner.physics.serve_weights import with_layout as with_layout
+from planner.physics.serving.prefix import (
+    idle_kv_share,
+    new_tokens,
+    offload_batch_cap,
+    prefill_flops,
+    reload_s,
+)
 from planner.physics.train import GB, allreduce_s, intra_node_link, node_gpus
 from planner.physics.vendor import serve_step_s
 
@@ -112,7 +119,7 @@ def serve_memory_gb(
     s = calib.serve
     weights = model.params * weight_bytes_per_param(precision, calib) / tp
     kv = batch * context * kv_bytes_per_token(model, precision, context)
-    kv *= kv_share_per_gpu(model, tp)
+    kv *= kv_share_per_gpu(model, tp) * (1.0 + idle_kv_share(calib))  # idle sessions' KV
     overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / tp
     return {"weights": weights / GB, "kv_cache": kv / GB, "overhead": overhead}
 
@@ -155,9 +162,10 @@ def max_batch(
     free = cap - base["weights"] - base["overhead"]
     ctx = prompt + output
     per = ctx * kv_bytes_per_token(model, precision, ctx) * kv_share_per_gpu(model, tp)
+    per *= 1.0 + idle_kv_share(calib)  # idle sessions' KV held beside each active one
     if free <= 0:
         return 0
-    return int(free * GB // per)
+    return int(min(free * GB // per, offload_batch_cap(per / GB, calib)))
 
 
 # ----------------------------------------------------------------------------- rates
@@ -288,11 +296,17 @@ def prefill_compute_s(
     >>> 0.02 < t < 0.06
     True
     """
-    flops = 2.0 * compute_params(model) * prompt + prefill_attn_flops(model, prompt)
+    if calib.prefix is None:
+        flops = 2.0 * compute_params(model) * prompt + prefill_attn_flops(model, prompt)
+    else:  # the new tokens only, attending over the cached prefix, after its reload
+        flops = prefill_flops(model, prompt, calib)
     eff = calib.serve.prefill_compute_eff.value
     if model.moe is not None and calib.serve.moe_prefill_eff is not None:
         eff *= calib.serve.moe_prefill_eff.value  # grouped expert GEMMs, routing, permutation
-    return flops / tp / (peak_flops(gpu, precision, calib) * eff)
+    t = flops / tp / (peak_flops(gpu, precision, calib) * eff)
+    if calib.prefix is not None:
+        t += reload_s(model, precision, prompt, kv_share_per_gpu(model, tp), calib)
+    return t
 
 
 def prefill_iter_s(
@@ -316,10 +330,11 @@ def prefill_iter_s(
     True
     """
     # a prompt routes enough tokens to touch (nearly) every expert: one full weight read
+    new = new_tokens(prompt, calib)  # prompt, less a cached prefix
     t = (
         prompts * prefill_compute_s(model, gpu, tp, precision, prompt, calib)
-        + weight_read_s(model, gpu, tp, precision, max(prompts, 1) * prompt, calib)
-        + tp_comm_s(model, gpu, tp, prompts * prompt, calib)
+        + weight_read_s(model, gpu, tp, precision, max(prompts, 1) * new, calib)
+        + tp_comm_s(model, gpu, tp, prompts * new, calib)
         + layer_overhead_s(model, calib)
     )
     return serve_step_s(t, gpu)  # / the vendor's serve_efficiency (NVIDIA 1)

@@ -53,6 +53,13 @@ from planner.physics.serve_weights import (
 )
 from planner.physics.serving.constants import const
 from planner.physics.serving.deployment import MAX_WORKER_GPUS, Worker
+from planner.physics.serving.prefix import (
+    idle_kv_share,
+    new_tokens,
+    offload_batch_cap,
+    prefill_flops,
+    reload_s,
+)
 from planner.physics.train import GB, allreduce_s, inter_node_link, intra_node_link, node_gpus
 from planner.physics.vendor import serve_efficiency
 
@@ -280,6 +287,7 @@ class WorkerPhysics:
         kvb = legacy.kv_bytes_per_token(self.model, self.precision, context)
         a = self.attn_group
         kv = batch / self.ranks * context * kvb * kv_share_per_gpu(self.model, a) / self.pp
+        kv *= 1.0 + idle_kv_share(self.calib)  # idle sessions' KV held beside the active
         act_share = a
         s = c.serve
         overhead = s.overhead_gb.value + s.activation_gb_per_1k_tokens.value * prompt / 1000 / (
@@ -302,7 +310,9 @@ class WorkerPhysics:
         if free <= 0:
             return 0
         one = self.memory_gb(1, ctx, prompt)["kv_cache"]
-        return int(free // one) if one > 0 else 0
+        if one <= 0:
+            return 0
+        return int(min(free // one, offload_batch_cap(one, self.calib)))
 
     def check(self, prompt: int, output: int) -> str | None:
         """Why this worker cannot serve at all (None: it can, memory permitting)."""
@@ -480,17 +490,22 @@ class WorkerPhysics:
                 self.model, self.gpu, self.g, self.precision, prompts, prompt, self.legacy_calib
             )
         m, g, c = self.model, self.g, self.calib
-        tokens = prompts * prompt
-        flops = prompts * (2.0 * compute_params(m) * prompt + prefill_attn_flops(m, prompt)) / g
+        tokens = prompts * new_tokens(prompt, c)  # less a cached prefix
+        if c.prefix is None:
+            flops = prompts * (2.0 * compute_params(m) * prompt + prefill_attn_flops(m, prompt)) / g
+        else:
+            flops = prompts * prefill_flops(m, prompt, c) / g
         eff = c.serve.prefill_compute_eff.value * const(c, "wide_prefill_eff")
         if m.moe is not None:
             eff *= const(c, "moe_prefill_eff")
         comp = flops / (self._peak() * eff)
         r = self.ranks
         rank_tokens = tokens / r if prompts >= r else min(tokens, float(prompt))
+        share = kv_share_per_gpu(m, self.attn_group)
         t = (
             comp
-            + self._weights_read_s(max(prompts, 1) * prompt)
+            + prompts / r * reload_s(m, self.precision, prompt, share, c)
+            + self._weights_read_s(max(prompts, 1) * new_tokens(prompt, c))
             + self._comm_s(tokens, rank_tokens)
             + legacy.layer_overhead_s(m, c)
         )
