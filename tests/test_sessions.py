@@ -133,3 +133,16 @@ def test_estimate_serve_prices_prefill_on_the_uncached_share():
     fresh, cached = est(), est("--cached-share", "0.9")
     assert cached["ttft_ms"] < fresh["ttft_ms"] / 3  # measured: 186 ms against 1,098
     assert cached["tokens_per_s"] > fresh["tokens_per_s"]
+
+
+def test_estimate_frontier_takes_the_cached_share():
+    def best(*extra):
+        args = ["estimate", "frontier", "--model", "qwen3-30b-a3b", "--gpu", "h200-sxm",
+                "--precision", "fp8", "--prompt", "8000", "--output", "400", "--json", *extra]  # fmt: skip
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        front = json.loads(r.output)["h200-sxm"]
+        points = front["points"] if isinstance(front, dict) else front
+        return max(p["tokens_per_s_per_gpu"] for p in points)
+
+    assert best("--cached-share", "0.9") > 1.2 * best()

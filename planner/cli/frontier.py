@@ -192,6 +192,13 @@ def _cannot(f: GpuFrontier, model: ModelArch) -> str:
               help="model catalog (default catalogs/models.yaml)")  # fmt: skip
 @click.option("--calibration", "calib_file", type=click.Path(path_type=Path), default=None,
               help="calibration file (default catalogs/calibration.yaml)")  # fmt: skip
+@click.option("--acceptance", default=None, metavar="AL[,AL...]",
+              help="measured speculative acceptance length(s) for the MTP points (as estimate "
+              "serve --acceptance); default: the model's catalog figure, else the fitted curve")  # fmt: skip
+@click.option("--draft", type=click.IntRange(1, 16), default=None,
+              help="with --acceptance AL: the draft length AL was measured at")  # fmt: skip
+@click.option("--cached-share", type=click.FloatRange(0.0, 0.999), default=None,
+              help="share of each prompt already in the prefix cache (agentic sessions)")  # fmt: skip
 def frontier(
     model_id: str,
     gpu_ids: str,
@@ -213,6 +220,9 @@ def frontier(
     gpus_file: Path | None,
     models_file: Path | None,
     calib_file: Path | None,
+    acceptance: str | None,
+    draft: int | None,
+    cached_share: float | None,
 ) -> None:
     """Tokens/s per GPU against tokens/s per user, per GPU type: the Pareto frontier over every
     layout and batch, each point with its layout and $ per million output tokens (owned,
@@ -231,7 +241,7 @@ def frontier(
         colo_usd_per_kw_month=colo_usd_per_kw_month,
         depreciation_years=depreciation_years,
     )
-    calib = _calib(calib_file)
+    calib = _calib(calib_file, acceptance, draft, mtp != "false", cached_share)
     fronts = frontiers(
         model, gpus, wanted, prompt, output, terms, _offers(offer_files),
         marketplaces=marketplaces, calib=calib, disaggregated=_tri(disaggregated),
@@ -244,10 +254,29 @@ def frontier(
         raise SystemExit(int(ExitCode.INFEASIBLE))
 
 
-def _calib(path: Path | None) -> Any:
-    from planner.physics.calibration.values import default_calibration, load_calibration
+def _calib(
+    path: Path | None,
+    acceptance: str | None = None,
+    draft: int | None = None,
+    mtp: bool = True,
+    cached_share: float | None = None,
+) -> Any:
+    """The calibration file, with a measured acceptance and a cached prompt share if given."""
+    from planner.cli.options import acceptance_option
+    from planner.physics.calibration.values import (
+        PrefixReuse,
+        default_calibration,
+        load_calibration,
+    )
+    from planner.physics.serving import with_draft_acceptance
+    from planner.physics.serving.prefix import with_prefix
 
-    return load_calibration(path) if path else default_calibration()
+    calib = load_calibration(path) if path else default_calibration()
+    calib = with_draft_acceptance(calib, acceptance_option(acceptance, draft, mtp))
+    if cached_share:
+        reuse = PrefixReuse(cached_share=cached_share, source="estimate frontier --cached-share")
+        calib = with_prefix(calib, reuse)
+    return calib
 
 
 def _print(
