@@ -144,3 +144,30 @@ def test_shipped_files_in_problem_order_and_importer_cap():
     assert set(ON_DEMAND_CAPPED) == set(TODAY)
     assert on_demand_cap("gb200", "on_demand", 72) == 72
     assert on_demand_cap("b200", "reserved", 8) is None
+
+
+def test_check_flags_offers_older_than_the_limit(tmp_path):
+    """`offers check`: ages counted from --today, a bare year as its January, an as_of that
+    names no month flagged too; the shipped AWS capacity blocks are of 2026-07."""
+    path = tmp_path / "offers.yaml"
+    rows = [("fresh", "2026-10"), ("old", "2025-11-02"), ("year", "2026"), ("what", "soon")]
+    path.write_text(
+        "offers:\n"
+        + "".join(
+            f"  - {{id: {i}, provider: p, gpu: h100-sxm, kind: on_demand, usd_per_gpu_hour: 2.0,"
+            f" source: 'https://example.com', as_of: '{a}'}}\n"
+            for i, a in rows
+        )
+    )
+    r = CliRunner().invoke(
+        cli, ["offers", "check", "--file", str(path), "--today", "2026-11", "--max-age-months",
+              "6", "--json"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    got = [(x["id"], x["age_months"]) for x in json.loads(r.output)]
+    assert got == [("what", None), ("old", 12), ("year", 10)]
+    shipped = CliRunner().invoke(cli, ["offers", "check", "--today", "2026-11", "--json"])
+    ids = {x["id"] for x in json.loads(shipped.output)}
+    assert "aws-p4d-capacity-block" in ids and "aws-p6-b200-capacity-block" not in ids
+    bad = CliRunner().invoke(cli, ["offers", "check", "--today", "2026-13"])
+    assert bad.exit_code == 2 and "YYYY-MM" in bad.output

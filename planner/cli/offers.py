@@ -270,6 +270,71 @@ def list_offers(
     _show(rows, f"{title}: {len(rows)}", wide)
 
 
+def stale_rows(rows: list[dict[str, Any]], today: str, max_age: int) -> list[dict[str, Any]]:
+    """The rows whose ``as_of`` is more than ``max_age`` months before ``today`` (or names no
+    month), each with its ``age_months`` (None: no month), oldest first.
+
+    >>> rows = [{"id": "a", "as_of": "2024-12"}, {"id": "b", "as_of": "2026-07"},
+    ...         {"id": "c", "as_of": "unknown"}]
+    >>> [(r["id"], r["age_months"]) for r in stale_rows(rows, "2026-11", 6)]
+    [('c', None), ('a', 23)]
+    """
+    from planner.inputs.months import as_of_month, month_index
+
+    out = []
+    for r in rows:
+        month = as_of_month(r["as_of"])
+        age = None if month is None else month_index(month, today)
+        if age is None or age > max_age:
+            out.append({**r, "age_months": age})
+    # no month first (nothing says how old it is), then the oldest
+    return sorted(out, key=lambda r: (0, 0) if r["age_months"] is None else (1, -r["age_months"]))
+
+
+def _this_month() -> str:
+    import datetime as dt
+
+    d = dt.date.today()
+    return f"{d.year:04d}-{d.month:02d}"
+
+
+@offers.command("check")
+@click.option("--max-age-months", type=click.IntRange(0, 600), default=6, show_default=True,
+              help="Flag offers whose price is older than this many months.")  # fmt: skip
+@click.option("--today", metavar="YYYY-MM", default=None,
+              help="The month to measure ages from (default: this month).")  # fmt: skip
+@click.option("--file", "files", multiple=True,
+              help="Offers file(s) to check instead of the shipped ones.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the stale rows as a JSON list.")
+@wide_option
+def check_offers(
+    max_age_months: int, today: str | None, files: tuple[str, ...], as_json: bool, wide: bool
+) -> None:
+    """Offers whose price is older than --max-age-months (or whose as_of names no month),
+    oldest first: the prices to read again before a plan relies on them."""
+    from planner.inputs.months import parse_month
+
+    today = today or _this_month()
+    try:
+        parse_month(today)
+    except ValueError as exc:
+        raise InputError(f"--today: {exc}") from None
+    rows = catalog_rows(files or SHIPPED_OFFER_FILES, marketplaces=True)
+    stale = stale_rows(rows, today, max_age_months)
+    if as_json:
+        click.echo(json.dumps(stale, indent=2))
+        return
+    if stale:
+        _show(stale, f"{len(stale)} of {len(rows)} offers priced more than {max_age_months} "
+              f"months before {today}", wide)  # fmt: skip
+    click.echo(
+        f"{len(stale)} of {len(rows)} offers are older than {max_age_months} months "
+        f"(as of {today}); refresh them from their sources before relying on a plan"
+        if stale
+        else f"all {len(rows)} offers were priced within {max_age_months} months of {today}"
+    )
+
+
 @offers.command("import-skypilot")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(

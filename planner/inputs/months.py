@@ -46,3 +46,24 @@ def month_label(start: str, index: int) -> str:
     y, m = parse_month(start)
     total = y * 12 + (m - 1) + index
     return f"{total // 12:04d}-{total % 12 + 1:02d}"
+
+
+_AS_OF = re.compile(r"\s*([0-9]{4})(?:-([0-9]{2}))?(?:-[0-9]{2})?\s*")
+
+
+def as_of_month(text: str) -> str | None:
+    """The month a catalog figure's ``as_of`` names (``2026-07``, ``2026-07-22``; a bare year
+    is its January, the oldest it can be), or None when it names none.
+
+    >>> as_of_month("2026-07-22"), as_of_month("2024"), as_of_month("unknown")
+    ('2026-07', '2024-01', None)
+    """
+    m = _AS_OF.fullmatch(str(text))
+    if not m:
+        return None
+    label = f"{m.group(1)}-{m.group(2) or '01'}"
+    try:
+        parse_month(label)
+    except ValueError:
+        return None
+    return label
