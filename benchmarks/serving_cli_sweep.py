@@ -144,7 +144,11 @@ def grid(models, gpus) -> list[dict]:
         mtps = (False, True) if models[m].num_nextn_predict_layers > 0 else (False,)
         for g in GPUS:
             for p in _precisions(gpus[g]):
-                if p == "bf16" and m in ("deepseek-r1", "deepseek-v3", "kimi-k2") and g.startswith("h100"):
+                if (
+                    p == "bf16"
+                    and m in ("deepseek-r1", "deepseek-v3", "kimi-k2")
+                    and g.startswith("h100")
+                ):
                     pass  # still asked: a refusal with a reason
                 shapes = [_shape_agg(n, lay) for n, lay in AGG if moe or lay == "tp"]
                 if moe:
@@ -169,8 +173,12 @@ def ladders(models, gpus) -> list[dict]:
         moe = models[m].moe is not None
         shapes = ["--gpus 8 --layout tp", "--prefill 1x8:tp --decode 1x8:tp"]
         if moe:
-            shapes += ["--gpus 16 --layout dep", "--gpus 8 --layout ep",
-                       "--prefill 2x4:dep --decode 1x16:dep", "--prefill 1x8:tp --decode 1x16:ep"]
+            shapes += [
+                "--gpus 16 --layout dep",
+                "--gpus 8 --layout ep",
+                "--prefill 2x4:dep --decode 1x16:dep",
+                "--prefill 1x8:tp --decode 1x16:ep",
+            ]
         for g in GPUS:
             p = "fp4" if gpus[g].fp4_dense_tflops is not None else "fp8"
             for s in shapes:
@@ -337,7 +345,9 @@ def measured_errors(results) -> dict:
         j = r["json"]
         basis = row.get("per_gpu_basis") or "all"
         if basis == "all" and row.get("output_tokens_per_s_per_gpu"):
-            e["tput"].append(j["tokens_per_s"] / j["gpus"] / float(row["output_tokens_per_s_per_gpu"]))
+            e["tput"].append(
+                j["tokens_per_s"] / j["gpus"] / float(row["output_tokens_per_s_per_gpu"])
+            )
         elif basis == "all" and row.get("total_tokens_per_s_per_gpu"):
             tot = j["tokens_per_s"] * (c["prompt"] + c["output"]) / c["output"] / j["gpus"]
             e["tput"].append(tot / float(row["total_tokens_per_s_per_gpu"]))
@@ -381,7 +391,9 @@ def main(argv=None) -> int:
     nonsense = [r for r in results if r["problems"]]
     slow = [r for r in results if r["seconds"] > 10]
     mono = monotone_problems(results)
-    must_refused = [r for r in results if r["call"]["tag"] == "must" and (r.get("refused") or "crash" in r)]
+    must_refused = [
+        r for r in results if r["call"]["tag"] == "must" and (r.get("refused") or "crash" in r)
+    ]
     print(f"calls {len(results)} ({len(calls) - len(g)} fixed + {len(g)} sampled grid), "
           f"{time.time() - t0:.0f} s")  # fmt: skip
     print(f"crashes {len(crashes)}")
@@ -399,7 +411,12 @@ def main(argv=None) -> int:
         if k in seen:
             continue
         seen.add(k)
-        print("  ", " ".join(_argv(c)), "\n     ->", r.get("refused_text") or r.get("crash", "")[-200:])
+        print(
+            "  ",
+            " ".join(_argv(c)),
+            "\n     ->",
+            r.get("refused_text") or r.get("crash", "")[-200:],
+        )
     probs = collections.Counter(re.sub(r"[\d,.]+", "#", p) for r in nonsense for p in r["problems"])
     print(f"nonsense {len(nonsense)}")
     for k, v in probs.most_common(10):

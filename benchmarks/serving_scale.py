@@ -29,8 +29,15 @@ from pathlib import Path
 import yaml
 
 from planner.inputs.catalog import Sourced, load_gpus, load_models
+from planner.inputs.model_arch import DraftAcceptance
 from planner.physics.calibration.values import Calibration, default_calibration
-from planner.physics.serving import Deployment, Worker, WorkerPhysics, estimate_deployment
+from planner.physics.serving import (
+    Deployment,
+    Worker,
+    WorkerPhysics,
+    estimate_deployment,
+    with_draft_acceptance,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "catalogs/sources/serving-scale-measurements.yaml"
 _MODES = {"tp": "tp", "tep": "ep", "ep": "ep", "dep": "dep"}
@@ -87,12 +94,29 @@ def _measured(row) -> dict[str, float]:
     return out
 
 
+#: Whether a row that states its measured MTP acceptance length is predicted with it (the
+#: planner's ``speculative:`` input) or with the calibration's fitted curve; main() sets it.
+USE_MEASURED_ACCEPTANCE = False
+
+
+def _row_calibration(row, calib: Calibration) -> Calibration:
+    """``calib`` with the row's measured acceptance at its draft length, where it states both
+    (and :data:`USE_MEASURED_ACCEPTANCE`)."""
+    mtp, draft = _mtp(row)
+    al = row.get("mtp_acceptance_length")
+    if not (USE_MEASURED_ACCEPTANCE and mtp and draft and al):
+        return calib
+    acc = DraftAcceptance(lengths=(float(al),), draft=draft, source=f"measured: {row['id']}")
+    return with_draft_acceptance(calib, acc)
+
+
 def predict(row, models, gpus, calib: Calibration) -> Row:
     """The physics' figures for one measurement (or why it cannot be predicted). Pools in
     mode ``ep`` (attention parallelism not stated) are read as the physics' ep: tensor-parallel
     attention within a server, data-parallel across servers."""
     dep = row.get("deployment") or {}
     mtp, draft = _mtp(row)
+    calib = _row_calibration(row, calib)
     phase = row.get("phase")
     basis = row.get("per_gpu_basis")
     if phase == "e2e" and "aggregated" not in dep and basis in ("decode", "prefill"):
@@ -283,7 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit the serving constants")
     ap.add_argument("--loso", action="store_true", help="leave-one-source-out (with --fit)")
     ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument(
+        "--acceptance",
+        choices=("measured", "curve"),
+        default="curve",
+        help="MTP rows that state their acceptance length: predicted with it (measured, the "
+        "planner's speculative: input) or with the fitted curve",
+    )
     a = ap.parse_args(argv)
+    global USE_MEASURED_ACCEPTANCE
+    USE_MEASURED_ACCEPTANCE = a.acceptance == "measured"
     calib = default_calibration()
     rs = rows(calib)
     if a.rows:

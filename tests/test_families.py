@@ -81,6 +81,11 @@ _REQUESTS = [
     {"name": "long", "prompt": [257, 4000], "output": [129, 512], "share": 0.5},
 ]
 _MIX = {**mix_problem(_REQUESTS, redundancy=1), "budget": {"capex_usd": 0, "total_usd": 1_000_000}}
+# a loose provider cap: the family is built, the plan is the same
+_MIX["offers"] = {
+    **_MIX["offers"],
+    "provider_caps": [{"provider": "quote", "gpu": "l4", "max_gpus": 1000}],
+}
 
 
 def test_every_family_is_created_by_a_problem_or_under_its_condition(problem_models, tmp_path):

@@ -78,7 +78,9 @@ def test_cached_prefixes_serve_more_and_idle_sessions_less():
     ssd = _capacity(_inputs({**SESSIONS, "think_time_s": 60, "kv_offload": slow}))
     assert ssd.p95_ttft_ms > host.p95_ttft_ms
     # a small tier bounds the sessions a GPU keeps
-    small = _capacity(_inputs({**SESSIONS, "think_time_s": 60, "kv_offload": {**off, "gb_per_gpu": 5}}))
+    small = _capacity(
+        _inputs({**SESSIONS, "think_time_s": 60, "kv_offload": {**off, "gb_per_gpu": 5}})
+    )
     assert small.batch < host.batch
 
 
@@ -94,8 +96,14 @@ def test_a_measured_hit_rate_alone():
         ({"turns": 3}, "tokens_per_turn"),
         ({"turns": 1000, "tokens_per_turn": 5000}, "1,000,000"),
         ({"hit_rate": 1.0}, "hit_rate"),
-        ({"turns": 2, "tokens_per_turn": 10, "kv_offload": {"tier": "tape", "gb_per_gpu": 1,
-                                                             "gbs_per_gpu": 1}}, "tier"),  # fmt: skip
+        (
+            {
+                "turns": 2,
+                "tokens_per_turn": 10,
+                "kv_offload": {"tier": "tape", "gb_per_gpu": 1, "gbs_per_gpu": 1},
+            },
+            "tier",
+        ),  # fmt: skip
     ],
 )
 def test_bad_sessions_are_input_errors(sessions, words):

@@ -43,6 +43,12 @@ from planner.inputs.finance import FinanceDefaults, FinanceTerms, load_finance_d
 from planner.inputs.market import MarketTerms, resolve_market
 from planner.inputs.model_files import with_model_files
 from planner.inputs.months import month_index, month_label, parse_month
+from planner.inputs.offer_trust import (
+    check_provider_caps,
+    check_providers,
+    discounted,
+    within_provider_cap,
+)
 from planner.inputs.profiles import Profiles, load_profile_file
 from planner.inputs.scenarios import scenario_data
 from planner.inputs.schema import (
@@ -426,57 +432,23 @@ def _override_offers(problem: Problem, offers: dict[str, Offer], errors: _Errors
             errors.add(("overrides", "offers", oid), f"the overridden offer is not valid: {why}")
 
 
-def _check_providers(problem: Problem, offers: dict[str, Offer], errors: _Errors) -> None:
-    """Every provider of ``offers.providers`` must have an offer (before any filtering)."""
-    providers = problem.offers.providers
-    if providers is None:
-        return
-    known = {o.provider for o in offers.values()}
-    for i, p in enumerate(providers):
-        if p not in known:
-            errors.add(
-                ("offers", "providers", i), f"unknown provider {p!r}; {did_you_mean(p, known)}"
-            )
-
-
 def _trusted_offers(
     problem: Problem, offers: dict[str, Offer], gpus: dict[str, GpuSpec]
 ) -> dict[str, Offer]:
     """Offers for allowed GPUs from allowed providers; marketplaces only when allowed; each
     provider's negotiated discount applied once, here."""
     providers = problem.offers.providers
+    caps = {(c.provider, c.gpu): c.max_gpus for c in problem.offers.provider_caps}
     return {
-        oid: discounted(o, problem.offers.discounts.get(o.provider, 0.0))
+        oid: within_provider_cap(
+            discounted(o, problem.offers.discounts.get(o.provider, 0.0)),
+            caps.get((o.provider, o.gpu)),
+        )
         for oid, o in offers.items()
         if o.gpu in gpus
         and (providers is None or o.provider in providers)
         and (problem.offers.marketplaces or not o.marketplace)
     }
-
-
-def discounted(o: Offer, share: float) -> Offer:
-    """The offer at ``(1 - share)`` of its listed price, its source saying so. Idempotent:
-    the listed price is kept (``list_usd_per_gpu_hour``), so the discount applies once.
-
-    >>> from planner.inputs.catalog import Offer
-    >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
-    ...           source="list", as_of="2026")
-    >>> discounted(o, 0.25).usd_per_gpu_hour
-    3.0
-    >>> discounted(discounted(o, 0.25), 0.25).usd_per_gpu_hour
-    3.0
-    """
-    if share <= 0:
-        return o
-    listed = o.list_usd_per_gpu_hour or o.usd_per_gpu_hour
-    return o.model_copy(
-        update={
-            "usd_per_gpu_hour": listed * (1 - share),
-            "list_usd_per_gpu_hour": listed,
-            "source": f"{o.source}; negotiated discount {share:.0%} off "
-            f"${listed:g} (offers.discounts)",
-        }
-    )
 
 
 def contract_offer_id(i: int, c: Contract) -> str:
@@ -655,7 +627,8 @@ def _resolve(
     offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
     _add_inline_offers(problem, all_gpus, offers, errors)
     _override_offers(problem, offers, errors)
-    _check_providers(problem, offers, errors)
+    check_providers(problem, offers, errors)
+    check_provider_caps(problem, gpus, offers, errors)
     _check_fleet(problem, gpus, offers, errors, warnings)
     warnings += _slo_unit_warnings(problem)
     errors.raise_if_any()

@@ -151,6 +151,17 @@ class Overrides(Strict):
     offers: dict[str, OfferOverride] = Field({}, description="offer figures replaced, by offer id")
 
 
+class ProviderCap(Strict):
+    """What one provider can deliver of one GPU type at once, over all its offers (on-demand,
+    spot, reserved instances and training blocks together): a quote's "up to N GPUs", or a
+    limit the team sets to spread its risk across providers."""
+
+    provider: str = Field(min_length=1, max_length=100, description="a provider of the offers")
+    gpu: str = Field(min_length=1, max_length=100, description="a GPU id of the problem's gpus")
+    max_gpus: int = Field(ge=0, le=1_000_000, description="most GPUs rented from it at once")
+    source: str = Field("the problem file", max_length=2000, description="where the cap comes from")
+
+
 class OfferChoice(Strict):
     """Which rental offers the problem trusts."""
 
@@ -166,6 +177,11 @@ class OfferChoice(Strict):
     extra: list[Offer] = Field(default_factory=list, description="offers written inline")
     discounts: dict[str, Annotated[float, NotBool, Field(ge=0, lt=1)]] = Field(
         default_factory=dict, description="negotiated share off every price of a provider"
+    )
+    provider_caps: list[ProviderCap] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="most GPUs of a type one provider delivers at once, all its offers together",
     )
 
     # committed, available_from/until and list_usd_per_gpu_hour are the planner's own
@@ -544,6 +560,30 @@ class Problem(Strict):
                         f"serving workload {s.name!r}: end {s.end} is before start {s.start}",
                     )
                 )
+        if errs:
+            raise LocatedError(errs)
+        return self
+
+    @model_validator(mode="after")
+    def _provider_caps(self) -> Problem:
+        """A provider cap names a GPU type of the problem, once per (provider, GPU)."""
+        errs: list[tuple[tuple, str]] = []
+        seen: dict[tuple[str, str], int] = {}
+        for i, c in enumerate(self.offers.provider_caps):
+            where = ("offers", "provider_caps", i)
+            if self.gpus is not None and c.gpu not in self.gpus:
+                errs.append(
+                    (
+                        (*where, "gpu"),
+                        f"gpu {c.gpu!r} is not one of the problem's gpus ({', '.join(self.gpus)})",
+                    )
+                )
+            key = (c.provider, c.gpu)
+            if key in seen:
+                errs.append(
+                    (where, f"{c.provider} {c.gpu} is capped twice (provider_caps[{seen[key]}])")
+                )
+            seen.setdefault(key, i)
         if errs:
             raise LocatedError(errs)
         return self

@@ -34,9 +34,11 @@ import copy
 import dataclasses
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 
 import pulp
 
+from planner.base.errors import InputError
 from planner.inputs.catalog import Offer, load_offers, purchase_barrier
 from planner.inputs.problem import Inputs, TrainJob, month_index
 from planner.optimize.candidates import (
@@ -455,6 +457,9 @@ def _diagnose(
     def probe(inp: Inputs, objective: str, c: Candidates = cands) -> Probe:
         return minimize(inp, c, objective, solver, time_limit)
 
+    caps = _provider_cap_lines(inputs, solver, time_limit)
+    if caps:
+        return caps
     free = probe(relaxed(inputs, capex=True, total=True, power=True), "none")
     if free.value is None:
         return _lead_time_lines(inputs, probe) or _unplaceable(inputs, cands, probe, free)
@@ -470,6 +475,46 @@ def _diagnose(
     if lines:
         return lines + fabric_notes(inputs, cands)
     return _limits_together(spec, need_alone)
+
+
+def _provider_cap_lines(inputs: Inputs, solver: str, time_limit: float | None) -> list[str]:
+    """When ``offers.provider_caps`` are what stands in the way: the problem re-read without
+    them (every other limit kept) has a plan; each cap is named with the most GPUs that plan
+    takes from the provider at once."""
+    from planner.inputs.problem import resolve
+
+    p = inputs.problem
+    caps = p.offers.provider_caps
+    if not caps:
+        return []
+    free = p.model_copy(update={"offers": p.offers.model_copy(update={"provider_caps": []})})
+    base = Path(inputs.source_path).parent if inputs.source_path != "<memory>" else None
+    try:
+        uncapped = resolve(free, None, base)
+    except InputError:
+        return []
+    m = build_model(uncapped, build_candidates(uncapped))
+    limit = time_limit or min(p.solver.time_limit_s, PROBE_TIME_LIMIT_S)
+    if not solve_model(m, solver=solver, time_limit=limit).has_solution:
+        return []
+    peak: defaultdict[tuple[str, str], float] = defaultdict(float)
+    index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
+    use: defaultdict[tuple[str, str, int, int], float] = defaultdict(float)
+    for (w, key, oid, t, s), q in m.q.items():
+        o = m.cands.offers[oid]
+        use[(o.provider, o.gpu, t, s)] += (q.varValue or 0.0) * index[(w, key)].tp
+    for (pr, g, _, _), gpus in use.items():
+        peak[(pr, g)] = max(peak[(pr, g)], gpus)
+    parts = [
+        f"{c.provider} {c.gpu}: cap {c.max_gpus}, the plan without caps rents up to "
+        f"{peak.get((c.provider, c.gpu), 0.0):,.0f} at once"
+        for c in caps
+    ]
+    return [
+        "offers.provider_caps leave the workloads short (without them, every other limit "
+        "kept, there is a plan): " + "; ".join(parts) + ". Raise a cap, or trust more "
+        "providers or offers (offers.providers, offers.files)."
+    ]
 
 
 def _lead_time_lines(inputs: Inputs, probe) -> list[str]:

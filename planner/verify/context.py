@@ -193,6 +193,13 @@ class RentalRow:
         return self.offer is not None and self.t is not None and self.hours_ok
 
 
+ConfigUsed = tuple[str, int, str]  # (gpu, GPUs per replica, layout key) a workload uses
+
+
+def _sets() -> defaultdict[str, set[ConfigUsed]]:
+    return defaultdict(set)
+
+
 def _floats() -> defaultdict[Any, float]:
     return defaultdict(float)
 
@@ -220,16 +227,15 @@ class VerifyContext:
     serve: list[ServeState] = field(default_factory=list)
     capacity: dict[ConfigKey, ReplicaCapacity | None] = field(default_factory=dict)
     bucket_caps: dict[ConfigKey, dict[str, BucketCapacity]] = field(default_factory=dict)
-    serve_configs_used: defaultdict[str, set[tuple[str, int, str]]] = field(
-        default_factory=lambda: defaultdict(set)
-    )
+    serve_configs_used: defaultdict[str, set[ConfigUsed]] = field(default_factory=_sets)
     rent_expect: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
     reserved_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
     capped_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
+    rented_use: defaultdict[tuple[str, int, str], float] = field(default_factory=_floats)
     train: list[TrainState] = field(default_factory=list)
     train_rent: defaultdict[tuple[str, str, int], float] = field(default_factory=_floats)
-    # (capped offer, job, month) -> GPUs the job's block holds from the offer that month
-    train_capped: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # (offer, job, month) -> GPUs the job's block holds from the offer that month
+    train_held: dict[tuple[str, str, int], int] = field(default_factory=dict)
     train_wall: dict[str, float] = field(default_factory=dict)
     # reservations: GPUs committed and GPU-hours billed per (offer, t)
     reservations: list[ReservationRow] = field(default_factory=list)
@@ -413,6 +419,7 @@ class VerifyContext:
             self.reserved_use[(o.id, t, al.slice)] += gpus
         else:
             self.rent_expect[(o.id, state.w.name, t)] += gpus * self.sl_hours[al.slice]
+            self.rented_use[(o.id, t, al.slice)] += gpus
         if o.max_gpus is not None:
             self.capped_use[(o.id, t, al.slice)] += gpus
         return row
@@ -513,8 +520,8 @@ class VerifyContext:
         state.progress += row.progress
         state.per_offer[o.id] += al.wall_hours
         self.train_rent[(o.id, state.job.name, t)] += al.wall_hours * row.paid
-        if o.max_gpus is not None and al.wall_hours > ABS:
-            self.train_capped[(o.id, state.job.name, t)] = row.paid
+        if al.wall_hours > ABS:
+            self.train_held[(o.id, state.job.name, t)] = row.paid
         return row
 
     def _add_reservations(self) -> None:

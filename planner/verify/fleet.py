@@ -219,7 +219,9 @@ def check_caps(ctx: VerifyContext) -> Findings:
             f"{ctx.months[t]} {s}: {gpus:.1f} GPUs used on reserved {oid} > {committed:.0f} committed",
         )
     capped = defaultdict(float, ctx.capped_use)
-    for (oid, _, t), gpus in ctx.train_capped.items():
+    for (oid, _, t), gpus in ctx.train_held.items():
+        if ctx.inputs.offers[oid].max_gpus is None:
+            continue
         for s in ctx.sl_hours:  # a training block holds its GPUs the whole month
             capped[(oid, t, s)] += gpus
     for (oid, t, s), gpus in sorted(capped.items()):
@@ -228,7 +230,39 @@ def check_caps(ctx: VerifyContext) -> Findings:
             cap is None or gpus <= cap * (1 + REL) + ABS,
             f"{ctx.months[t]} {s}: {gpus:.1f} GPUs rented from {oid} > {cap} available",
         )
+    _check_provider_caps(chk, ctx)
     return chk.findings()
+
+
+def provider_use(ctx: VerifyContext) -> dict[tuple[str, str, int, str], float]:
+    """GPUs each (provider, GPU type) delivers per month and slice: serving replicas on its
+    offers, training blocks in the months they run, reserved instances active."""
+    out: defaultdict[tuple[str, str, int, str], float] = defaultdict(float)
+    offers = ctx.inputs.offers
+    for (oid, t, s), gpus in ctx.rented_use.items():
+        out[(offers[oid].provider, offers[oid].gpu, t, s)] += gpus
+    for (oid, _, t), gpus in ctx.train_held.items():
+        o = offers[oid]
+        if o.kind != "reserved":
+            for s in ctx.sl_hours:
+                out[(o.provider, o.gpu, t, s)] += gpus
+    for (oid, t), gpus in ctx.res_active.items():
+        for s in ctx.sl_hours:
+            out[(offers[oid].provider, offers[oid].gpu, t, s)] += gpus
+    return out
+
+
+def _check_provider_caps(chk: Checker, ctx: VerifyContext) -> None:
+    """offers.provider_caps: what one provider delivers of one GPU type, all offers together."""
+    caps = {(c.provider, c.gpu): c.max_gpus for c in ctx.problem.offers.provider_caps}
+    if not caps:
+        return
+    for (p, g, t, s), gpus in sorted(provider_use(ctx).items()):
+        cap = caps.get((p, g))
+        chk.check(
+            cap is None or gpus <= cap * (1 + REL) + ABS,
+            f"{ctx.months[t]} {s}: {gpus:.1f} {g} from {p} > its provider cap {cap}",
+        )
 
 
 def _check_limits(chk: Checker, ctx: VerifyContext) -> None:

@@ -141,6 +141,8 @@ names every row through :func:`~planner.optimize.model.families.row_name`):
                                 is never needed: bought with its first card it costs no more)
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
+``provider_cap_<p>_<g>_<t>_<s>`` sum over p's offers of g: m_r q + paid u (training blocks) +
+                                u_o sum res (reserved instances active) <= P_pg (offers.provider_caps)
 ``budget_capex``                sum (C_g buy + K_g cards) <= capex budget (cash, undiscounted;
                                 existing cards are never in it)
 ``budget_total``                nominal_total <= total budget (when given; contracts in, sale
@@ -222,7 +224,7 @@ from planner.optimize.model.ownable import (
     rent_value_per_gpu_hour,
     worth_owning,
 )
-from planner.optimize.model.rentals import add_rental_constraints
+from planner.optimize.model.rentals import add_provider_cap_constraints, add_rental_constraints
 from planner.optimize.model.serving import (
     SPARE_PERIOD_MONTHS,
     ServingForm,
@@ -253,6 +255,7 @@ __all__ = [
     "add_existing_fleet_constraints",
     "add_mix_serving_constraints",
     "add_purchase_variables",
+    "add_provider_cap_constraints",
     "add_rental_constraints",
     "add_server_constraints",
     "add_serving_constraints",
@@ -328,6 +331,7 @@ def build_model(
     add_serving_constraints(m, serving_form(m))
     add_capacity_constraints(m)
     add_rental_constraints(m)
+    add_provider_cap_constraints(m)
     add_server_constraints(m)
     build_cost_terms(m)
     m.prob += present_value(m), "npv_cost"

@@ -151,6 +151,12 @@ FAMILIES: tuple[Family, ...] = (
         only_when="an offer with max_gpus",
     ),
     Family(
+        "provider_cap",
+        "GPUs of one type rented from one provider within its cap, all its offers together",
+        dual="$ per extra GPU the provider could deliver",
+        only_when="offers.provider_caps",
+    ),
+    Family(
         "budget_capex",
         "purchase cash within the capex budget",
         dual="$ per extra $ of capex budget",
