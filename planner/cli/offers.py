@@ -81,7 +81,7 @@ SHIPPED_OFFER_FILES = ("offers.yaml", "offers-manual.yaml", "offers-market.yaml"
 KINDS = ("on_demand", "spot", "reserved")
 
 #: The fields of one row of ``offers list`` (``--json`` is a list of these objects).
-ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "term_months", "max_gpus",
+ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "price_steps", "term_months", "max_gpus",
               "gpus_per_instance", "marketplace", "estimate", "source", "as_of", "file")  # fmt: skip
 
 _KIND_ORDER = {"on_demand": 0, "reserved": 1, "spot": 2}
@@ -135,6 +135,8 @@ def offer_row(o: Offer, file: str | None) -> dict[str, Any]:
         "gpu": o.gpu,
         "kind": o.kind,
         "usd_per_gpu_hour": o.usd_per_gpu_hour,
+        # dated price changes: [{month, usd_per_gpu_hour, source}]; the table shows the latest
+        "price_steps": [st.model_dump() for st in o.price_steps],
         "term_months": o.term_months,
         "max_gpus": o.max_gpus,
         "gpus_per_instance": o.gpus_per_instance,
@@ -183,6 +185,22 @@ def problem_rows(problem: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=_sort_key)
 
 
+def _price_cell(row: dict[str, Any]) -> str:
+    """``5.1910`` or, for a price with dated steps, the latest: ``5.1910 from 2026-07``.
+
+    >>> _price_cell({"usd_per_gpu_hour": 3.9, "price_steps": []})
+    '3.9000'
+    >>> _price_cell({"usd_per_gpu_hour": 3.9, "price_steps": [{"month": "2026-07",
+    ...              "usd_per_gpu_hour": 5.191}]})
+    '5.1910 from 2026-07'
+    """
+    steps = row.get("price_steps") or []
+    if not steps:
+        return f"{row['usd_per_gpu_hour']:.4f}"
+    last = steps[-1]
+    return f"{last['usd_per_gpu_hour']:.4f} from {last['month']}"
+
+
 def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
     """The rows as a table that fits the terminal: the source (shortened unless ``wide``) and
     the less important columns go first."""
@@ -201,7 +219,7 @@ def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
         cells.append([
             r["id"], r["provider"], r["gpu"],
             r["kind"].replace("_", "-") + (f" ({', '.join(flags)})" if flags else ""),
-            f"{r['usd_per_gpu_hour']:.4f}",
+            _price_cell(r),
             f"{r['term_months']} mo" if r["term_months"] else "",
             str(r["max_gpus"]) if r["max_gpus"] else "no cap",
             str(r["gpus_per_instance"]), r["as_of"], src,

@@ -28,6 +28,7 @@ from planner.inputs.model_arch import (
     ModelArch,  # re-exported: models have their own module
     check_published_counts,
 )
+from planner.inputs.offer_terms import PriceStep
 from planner.inputs.strict import Strict
 
 # The largest clusters built are ~100-200k GPUs: a count of GPUs anywhere in the inputs (an
@@ -425,8 +426,21 @@ class Offer(Strict):
     list_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
     available_from: str | None = None
     available_until: str | None = None
+    price_steps: list[PriceStep] = Field(
+        default_factory=list,
+        max_length=100,
+        description="dated price changes: from each step's month on, its price",
+    )
     source: str
     as_of: str
+
+    @field_validator("price_steps")
+    @classmethod
+    def _steps_in_order(cls, v: list[PriceStep]) -> list[PriceStep]:
+        months = [s.month for s in v]
+        if months != sorted(set(months)):
+            raise ValueError(f"price_steps months must increase, each once (got {months})")
+        return v
 
     @model_validator(mode="after")
     def _term(self) -> Offer:
@@ -479,6 +493,33 @@ class Offer(Strict):
     def marginal_usd_per_gpu_hour(self) -> float:
         """What one more GPU-hour costs: the price, or 0 on a contract already paid for."""
         return 0.0 if self.committed else self.usd_per_gpu_hour
+
+    def price_in(self, month: str) -> float:
+        """The listed price in ``month`` (YYYY-MM): the last price step on or before it, else
+        ``usd_per_gpu_hour``.
+
+        >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
+        ...           price_steps=[{"month": "2027-07", "usd_per_gpu_hour": 5.0, "source": "s"}],
+        ...           source="s", as_of="2026")
+        >>> o.price_in("2027-06"), o.price_in("2027-07"), o.price_in("2030-01")
+        (4.0, 5.0, 5.0)
+        """
+        price = self.usd_per_gpu_hour
+        for step in self.price_steps:  # in month order (validated)
+            if step.month <= month:  # YYYY-MM labels sort as months
+                price = step.usd_per_gpu_hour
+        return price
+
+    @property
+    def lowest_marginal_usd_per_gpu_hour(self) -> float:
+        """The least a GPU-hour ever costs here, price steps included (what pruning compares)."""
+        if self.committed:
+            return 0.0
+        return min([self.usd_per_gpu_hour, *(s.usd_per_gpu_hour for s in self.price_steps)])
+
+    def marginal_in(self, month: str) -> float:
+        """What one more GPU-hour costs in ``month``: :meth:`price_in`, 0 on a contract."""
+        return 0.0 if self.committed else self.price_in(month)
 
 
 class FabricEntry(Strict):

@@ -75,10 +75,18 @@ def discounted(o: Offer, share: float) -> Offer:
     if share <= 0:
         return o
     listed = o.list_usd_per_gpu_hour or o.usd_per_gpu_hour
+    # the dated prices too, once (a discounted offer's steps are already discounted)
+    steps = o.price_steps
+    if o.list_usd_per_gpu_hour is None and steps:
+        steps = [
+            st.model_copy(update={"usd_per_gpu_hour": st.usd_per_gpu_hour * (1 - share)})
+            for st in steps
+        ]
     return o.model_copy(
         update={
             "usd_per_gpu_hour": listed * (1 - share),
             "list_usd_per_gpu_hour": listed,
+            "price_steps": steps,
             "source": f"{o.source}; negotiated discount {share:.0%} off "
             f"${listed:g} (offers.discounts)",
         }

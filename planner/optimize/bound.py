@@ -138,7 +138,8 @@ def _serve_prices(m: PlannerModel, rho: dict, d: list) -> dict:
             # signed at its start month (at most t) on a monotone path: at least the lower
             # of month 0's price and month t's
             path = min(1.0, rent_factor(m, o.gpu, t))
-            price = d[t] * o.usd_per_gpu_hour * path * c.tp * slices[s].hours_per_month
+            lowest = min([o.usd_per_gpu_hour, *(st.usd_per_gpu_hour for st in o.price_steps)])
+            price = d[t] * lowest * path * c.tp * slices[s].hours_per_month
         keep(w, (key, t, s), price)
     return out
 

@@ -385,10 +385,11 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
 
 
 def offer_restricted(o: Offer) -> bool:
-    """An offer whose use is limited beyond its price: a cap, a minimum term or block, a
-    contract's term."""
+    """An offer whose use is limited beyond its price, or whose price changes on a date: a
+    cap, a minimum term or block, a contract's term, price steps."""
     return (
         o.max_gpus is not None
+        or bool(o.price_steps)
         or bool(o.min_term_days)
         or bool(o.min_gpus)
         or o.available_from is not None

@@ -166,9 +166,15 @@ def mix_beats(a: ServeCandidate, b: ServeCandidate) -> bool:
     return any(k * ra > rb * (1 + 1e-12) for ra, rb in pairs) or (a.tp, a.key) < (b.tp, b.key)
 
 
+def _lowest(o: Offer) -> float:
+    """The least a GPU-hour of ``o`` costs in any month (its price steps included)."""
+    return getattr(o, "lowest_marginal_usd_per_gpu_hour", o.marginal_usd_per_gpu_hour)
+
+
 def capped(o: Offer) -> bool:
     """An offer whose capacity is limited: a cap on its GPUs, or an availability window (a
-    contract's term). Such an offer never stands in for an unlimited one when pairs are pruned.
+    contract's term), or whose price changes on a date (cheaper in some months, dearer in
+    others). Such an offer never stands in for an unlimited one when pairs are pruned.
 
     >>> from types import SimpleNamespace as NS
     >>> capped(NS(max_gpus=None)), capped(NS(max_gpus=None, available_until="2027-03"))
@@ -176,6 +182,7 @@ def capped(o: Offer) -> bool:
     """
     return (
         o.max_gpus is not None
+        or bool(getattr(o, "price_steps", None))
         or getattr(o, "available_from", None) is not None
         or getattr(o, "available_until", None) is not None
     )
@@ -223,18 +230,14 @@ def serve_rental_pairs(
         uncapped = next((o for o in plain if not capped(o)), None)
         for o in plain:
             if o is uncapped or (
-                capped(o)
-                and (
-                    uncapped is None
-                    or o.marginal_usd_per_gpu_hour < uncapped.marginal_usd_per_gpu_hour
-                )
+                capped(o) and (uncapped is None or _lowest(o) < uncapped.marginal_usd_per_gpu_hour)
             ):
                 kept.append((c, o))
         kept.extend((c, o) for o in sorted(eligible, key=lambda o: o.id) if o.kind == "reserved")
 
     def rank(i: int) -> tuple[float, float, bool, int]:
         c, o = kept[i]
-        return (c.rate_rps, o.marginal_usd_per_gpu_hour * c.tp, capped(o), i)
+        return (c.rate_rps, _lowest(o) * c.tp, capped(o), i)
 
     if any(getattr(c, "mixed", False) for c, _ in kept):
         return _same_offer(_mix_pairs(kept), mix_beats)

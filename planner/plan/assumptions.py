@@ -435,6 +435,16 @@ def read_assumptions(
                     as_of=o.as_of,
                 )
             )
+            out.extend(
+                Assumption(
+                    group=f"offer:{oid}",
+                    key=f"usd_per_gpu_hour_from_{st.month}",
+                    value=st.usd_per_gpu_hour,
+                    unit="USD/GPU-h",
+                    source=st.source,
+                )
+                for st in ([] if o.committed else o.price_steps)
+            )
             out.append(
                 Assumption(
                     group=f"offer:{oid}",

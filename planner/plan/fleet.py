@@ -142,7 +142,7 @@ def read_reservations(ctx: ReadContext) -> Reservations:
         L = o.term_months or 1
         gpus = count * o.gpus_per_instance
         # signed at its start month's price on the GPU's path, fixed for the term
-        price = o.usd_per_gpu_hour * rent_factor(ctx.m, o.gpu, t0)
+        price = o.price_in(ctx.months[t0]) * rent_factor(ctx.m, o.gpu, t0)
         out.reservations.append(
             Reservation(
                 offer=oid,

@@ -347,7 +347,7 @@ def read_rentals(ctx: ReadContext, rent_hours: dict[tuple[str, str, int], float]
         o = ctx.cands.offers[oid]
         # a contract's hours are paid in committed_usd, whatever is used: $0 at the margin;
         # other rentals cost their month's price on the GPU's path
-        price = o.marginal_usd_per_gpu_hour * rent_factor(ctx.m, o.gpu, t)
+        price = o.marginal_in(ctx.months[t]) * rent_factor(ctx.m, o.gpu, t)
         out.append(
             Rental(
                 provider=o.provider,

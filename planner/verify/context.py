@@ -537,7 +537,7 @@ class VerifyContext:
                 continue
             L = row.term
             # signed at its start month's price on the GPU's path, fixed for the term
-            row.price = row.offer.usd_per_gpu_hour * path_factor(
+            row.price = row.offer.price_in(rv.start_month) * path_factor(
                 rent_change(self.inputs, row.offer.gpu), row.t0
             )
             row.usd = max(rv.gpus, 0) * L * HOURS_PER_MONTH * row.price

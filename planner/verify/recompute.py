@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from planner.inputs.catalog import MULTI_NODE_FABRICS, GpuSpec, Offer
 from planner.inputs.finance import FinanceTerms
+from planner.inputs.months import month_label
 from planner.inputs.problem import Inputs, Problem, ServeWorkload, TrainJob, month_index
 from planner.inputs.schema import Site
 from planner.optimize.candidates import planned_wall_hours
@@ -186,8 +187,9 @@ def rent_change(inputs: Inputs, gpu: str) -> float:
 
 def rent_price(inputs: Inputs, offer: Offer, month: int) -> float:
     """What one GPU-hour of ``offer`` costs in ``month`` at the margin: its price on its GPU's
-    path (a contract's hours cost nothing: it is paid apart)."""
-    return offer.marginal_usd_per_gpu_hour * path_factor(rent_change(inputs, offer.gpu), month)
+    path, after its price steps (a contract's hours cost nothing: it is paid apart)."""
+    label = month_label(inputs.problem.horizon.start, month)
+    return offer.marginal_in(label) * path_factor(rent_change(inputs, offer.gpu), month)
 
 
 def purchase_terms(inputs: Inputs, gpu: str, in_service: int) -> tuple[int, int, float]:

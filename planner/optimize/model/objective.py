@@ -137,7 +137,7 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
     for (job, key, oid, t), v in m.r.items():
         c = m.train_cand(job, key)
         o = m.cands.offers[oid]
-        usd = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o) * rent_factor(m, o.gpu, t)
+        usd = o.marginal_in(m.cands.months[t]) * rental_gpus(c.gpus, o) * rent_factor(m, o.gpu, t)
         nominal.append((v, usd))
         pv.append((v, usd * economics.discount_factor(r, t)))
     index = {(w, c.key): c for w, cl in m.cands.serve.items() for c in cl}
@@ -145,14 +145,14 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
         o = m.cands.offers[oid]
         if o.kind != "reserved":
             hours = index[(w, key)].tp * slices[s].hours_per_month
-            usd = o.marginal_usd_per_gpu_hour * hours * rent_factor(m, o.gpu, t)
+            usd = o.marginal_in(m.cands.months[t]) * hours * rent_factor(m, o.gpu, t)
             nominal.append((q, usd))
             pv.append((q, usd * economics.discount_factor(r, t)))
     for (oid, t0), v in m.res.items():
         o = m.cands.offers[oid]
         L = o.term_months or 1
         # a reservation is priced at its start month and stays as signed for its term
-        month = o.usd_per_gpu_hour * o.gpus_per_instance * HOURS_PER_MONTH
+        month = o.price_in(m.cands.months[t0]) * o.gpus_per_instance * HOURS_PER_MONTH
         month *= rent_factor(m, o.gpu, t0)
         nominal.append((v, month * L))
         pv.append((v, month * economics.annuity_factor(r, t0, L)))

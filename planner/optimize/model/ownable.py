@@ -66,7 +66,10 @@ def rent_value_per_gpu_hour(m: PlannerModel) -> dict[str, float]:
     plain = [
         o
         for o in m.cands.offers.values()
-        if o.kind != "reserved" and o.max_gpus is None and (o.kind != "spot" or spot_ok)
+        if o.kind != "reserved"
+        and o.max_gpus is None
+        and not o.price_steps  # a dated price: left out, the bound stays an upper one
+        and (o.kind != "spot" or spot_ok)
     ]
     value: dict[str, float] = {g: 0.0 for g in m.inputs.gpus}
     for cands in m.cands.serve.values():

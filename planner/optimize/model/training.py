@@ -57,7 +57,7 @@ def train_offers(m: PlannerModel, c: TrainCandidate) -> list[tuple[Offer, float]
         if f is None:
             continue
         group = (o.provider if job.providers == "single" else "", o.kind)
-        price = o.marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o) / f
+        price = o.lowest_marginal_usd_per_gpu_hour * rental_gpus(c.gpus, o) / f
         groups[group].append((price, o.id, o, f))
     out = []
     for _, rows in sorted(groups.items()):

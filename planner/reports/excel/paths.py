@@ -51,14 +51,38 @@ def rental_rate(ctx: Ctx, x: Rental) -> tuple[str | None, int]:
     t = month_index(ctx, x.month) or 0
     if x.kind == "committed":
         return None, t
-    base = _figure(ctx, f"offer:{x.offer}", "usd_per_gpu_hour")
     rent = _figure(ctx, f"gpu:{x.gpu}", RENT)
-    if base is None or rent is None:
+    if rent is None:
         return None, t
     for s in _price_months(ctx, x, t):
-        if _close(base[1] * factor(rent[1], s), x.usd_per_gpu_hour):
+        base = _offer_price(ctx, x.offer, s)
+        if base is not None and _close(base[1] * factor(rent[1], s), x.usd_per_gpu_hour):
             return f"{ctx.a.cell(base[0])}*(1+{ctx.a.cell(rent[0])})^({{K}}/12)", s
     return None, t
+
+
+STEP = "usd_per_gpu_hour_from_"  # an offer's dated price on Assumptions: STEP + YYYY-MM
+
+
+def offer_price_key(ctx: Ctx, offer: str, s: int) -> str:
+    """The Assumptions key of the offer's price in month index ``s``: its last price step on
+    or before that month (``usd_per_gpu_hour_from_YYYY-MM``), else ``usd_per_gpu_hour``."""
+    group = f"offer:{offer}"
+    label = next((m for m, i in ctx.month_at.items() if i == s), None)
+    steps = sorted(
+        a.key.removeprefix(STEP)
+        for a in ctx.plan.assumptions
+        if a.group == group and a.key.startswith(STEP)
+    )
+    for month in reversed(steps):
+        if label is not None and month <= label:
+            return STEP + month
+    return "usd_per_gpu_hour"
+
+
+def _offer_price(ctx: Ctx, offer: str, s: int) -> tuple[int, float] | None:
+    """(Assumptions row, value) of the offer's price in month index ``s``."""
+    return _figure(ctx, f"offer:{offer}", offer_price_key(ctx, offer, s))
 
 
 def _price_months(ctx: Ctx, x: Rental, t: int) -> list[int]:

@@ -21,7 +21,7 @@ from planner.reports.excel.cells import (
     _month_value,
 )
 from planner.reports.excel.context import _OWN_FIGURE, Ctx
-from planner.reports.excel.paths import rental_rate
+from planner.reports.excel.paths import month_index, offer_price_key, rental_rate
 from planner.reports.excel.tables import (
     _Col,
     _fit,
@@ -99,7 +99,7 @@ def _rental_rows(ctx: Ctx) -> list[list[Any]]:
             continue
         rate = ctx.a.ref_equal(
             f"offer:{x.offer}",
-            "usd_per_gpu_hour",
+            offer_price_key(ctx, x.offer, month_index(ctx, x.month) or 0),
             x.usd_per_gpu_hour,
             "USD/GPU-h",
             "plan rental row",
@@ -136,7 +136,7 @@ def _path_row(ctx: Ctx, r: int, x: Rental) -> list[Any]:
     else:
         cell = ctx.a.ref_equal(
             f"offer:{x.offer}",
-            "usd_per_gpu_hour",
+            offer_price_key(ctx, x.offer, t),
             x.usd_per_gpu_hour,
             "USD/GPU-h",
             "plan rental row",
