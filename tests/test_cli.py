@@ -127,7 +127,8 @@ def test_timings_name_every_phase_and_add_up(small, tmp_path):
         assert names.index(a) < names.index(b), names
     assert any(n.startswith("solve: MILP") for n in names), names
     total = rows.pop("total")
-    assert total == pytest.approx(sum(rows.values()), abs=0.02)
+    # the total is the sum of the unrounded phases: each printed row is within 0.005 of its own
+    assert total == pytest.approx(sum(rows.values()), abs=0.005 * (len(rows) + 1))
     assert total <= wall + 0.01
 
 
