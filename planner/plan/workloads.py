@@ -99,6 +99,8 @@ def _train_place(ctx: ReadContext, training: Training, job: TrainJob) -> dict[st
             "fabric": o.fabric,
             "gbps_per_gpu": o.fabric_gbps_per_gpu,
         }
+        if o.cluster:  # a capacity block or cluster product: booked for the run, up front
+            offers[o.id]["block"] = o.instance_type or o.id
     return {
         "providers": sorted(places),
         "offers": offers,

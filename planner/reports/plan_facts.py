@@ -290,6 +290,16 @@ def rent_sentences(plan: Plan) -> list[str]:
                 f"{workload} in {_span(g.months)}: {g.hours:,.0f} GPU-h, paid by the contract."
             )
             continue
+        block = _block_of(plan, workload, offer)
+        if block:
+            out.append(
+                f"Book a capacity block from {g.provider} ({offer}, {block}"
+                f"{_fabric_text(plan, workload, offer)}) "
+                f"of {n:,.0f} {g.gpu} for the run of {workload} in {_span(g.months)}: "
+                f"{g.hours:,.0f} GPU-h at {g.rate_span()}/GPU-h = {_usd(g.usd)}, paid when "
+                "booked (the plan counts it in the months of the run)."
+            )
+            continue
         out.append(
             f"Rent up to {n:,.0f} {g.gpu} ({g.kind.replace('_', '-')}, {g.provider} {offer}"
             f"{_fabric_text(plan, workload, offer)}) "
@@ -297,6 +307,14 @@ def rent_sentences(plan: Plan) -> list[str]:
             f"{g.rate_span()}/GPU-h = {_usd(g.usd)}."
         )
     return out
+
+
+def _block_of(plan: Plan, workload: str, offer: str) -> str | None:
+    """The instance type of a capacity block (cluster product) a training run books, or None."""
+    w = next((x for x in plan.workloads if x.name == workload and x.kind == "train"), None)
+    info = (w.config.get("offers") or {}).get(offer) if w is not None else None
+    block = info.get("block") if isinstance(info, dict) else None
+    return block if isinstance(block, str) else None
 
 
 def _fabric_text(plan: Plan, workload: str, offer: str) -> str:
