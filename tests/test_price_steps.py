@@ -92,7 +92,9 @@ def test_the_verifier_bills_the_step(tmp_path):
     code, out, _ = _solve(tmp_path, _problem(steps=()))  # the plan at $1/h throughout
     assert code == 0, out
     (tmp_path / "stepped.yaml").write_text(yaml.safe_dump(_problem()))
-    r = CliRunner().invoke(cli, ["verify", str(tmp_path / "stepped.yaml"), str(tmp_path / "p.json")])
+    r = CliRunner().invoke(
+        cli, ["verify", str(tmp_path / "stepped.yaml"), str(tmp_path / "p.json")]
+    )
     assert r.exit_code == 4, r.output
 
 
@@ -101,10 +103,37 @@ def test_a_discount_applies_to_every_dated_price_once():
 
     o = Offer.model_validate({**_problem()["offers"]["extra"][0]})
     d = discounted(discounted(o, 0.25), 0.25)
-    assert d.price_in("2027-01") == pytest.approx(0.75) and d.price_in("2027-02") == pytest.approx(1.5)
+    assert d.price_in("2027-01") == pytest.approx(0.75) and d.price_in("2027-02") == pytest.approx(
+        1.5
+    )
 
 
 def test_steps_out_of_order_are_an_input_error(tmp_path):
     later = {**STEP, "month": "2027-01"}
     code, out, _ = _solve(tmp_path, _problem(steps=(STEP, later)))
     assert code == 2 and "price_steps" in out and "increase" in out, out
+
+
+def _offer(oid: str, price: float, steps=()):
+    from planner.inputs.catalog import Offer
+
+    return Offer(id=oid, provider="p", gpu="h100-sxm", kind="on_demand", usd_per_gpu_hour=price,
+                 gpus_per_instance=1, price_steps=list(steps), source="t", as_of="2026")  # fmt: skip
+
+
+def test_pruning_keeps_an_offer_that_steps_below_a_flat_one():
+    """A dearer offer whose price later steps down is cheaper in those months: neither the
+    offer pruning nor the serving pairs' dominance may drop it for the flat one."""
+    from types import SimpleNamespace as NS
+
+    from planner.optimize.candidates import prune_offers
+    from planner.optimize.serve_options import copies_beat
+
+    down = [{"month": "2027-03", "usd_per_gpu_hour": 2.0, "source": "t"}]
+    flat, step = _offer("flat", 3.0), _offer("step", 4.0, down)
+    assert set(prune_offers({"flat": flat, "step": step})) == {"flat", "step"}
+    c = lambda k, tp, mu: NS(gpu="h100-sxm", tp=tp, rate_rps=mu, key=k, deployment=None)  # noqa: E731
+    # three tp1 replicas on $2.5 cost $7.5 an hour; one tp2 on the stepped offer $4 after March
+    cheap = _offer("cheap", 2.5)
+    assert not copies_beat(c("tp1", 1, 1.0), cheap, c("tp2", 2, 2.5), step)
+    assert copies_beat(c("tp1", 1, 1.0), cheap, c("tp2", 2, 2.5), _offer("x", 4.0))

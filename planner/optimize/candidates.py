@@ -376,7 +376,9 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
             key = (o.gpu, o.kind, o.gpus_per_instance, o.provider, o.fabric, o.fabric_gbps_per_gpu)
             groups.setdefault(key, []).append(o)
     for group in groups.values():
-        group.sort(key=lambda o: (o.usd_per_gpu_hour, o.id))
+        # by the least a GPU-hour costs in any month: a price step down can make a dearer
+        # offer the cheapest later (it is restricted, so kept up to the first flat one)
+        group.sort(key=lambda o: (o.lowest_marginal_usd_per_gpu_hour, o.id))
         for o in group:
             keep[o.id] = o
             if not offer_restricted(o):

@@ -489,8 +489,8 @@ def _provider_cap_lines(inputs: Inputs, solver: str, time_limit: float | None) -
         return []
     free = p.model_copy(update={"offers": p.offers.model_copy(update={"provider_caps": []})})
     base = Path(inputs.source_path).parent if inputs.source_path != "<memory>" else None
-    try:
-        uncapped = resolve(free, None, base)
+    try:  # the problem's own catalogs (overrides applied once more: they replace, idempotent)
+        uncapped = resolve(free, None, base, gpu_catalog=inputs.gpus, model_catalog=inputs.models)
     except InputError:
         return []
     m = build_model(uncapped, build_candidates(uncapped))
@@ -503,6 +503,17 @@ def _provider_cap_lines(inputs: Inputs, solver: str, time_limit: float | None) -
     for (w, key, oid, t, s), q in m.q.items():
         o = m.cands.offers[oid]
         use[(o.provider, o.gpu, t, s)] += (q.varValue or 0.0) * index[(w, key)].tp
+    for (job, key, oid), u in m.train_use.items():  # a training block, its window long
+        o = m.cands.offers[oid]
+        paid = rental_gpus(m.train_cand(job, key).gpus, o) * (u.varValue or 0.0)
+        for t in m.cands.window[job]:
+            for s in range(len(m.cands.slices)):
+                use[(o.provider, o.gpu, t, s)] += paid
+    for (oid, t0), v in m.res.items():  # reserved instances while active
+        o = m.cands.offers[oid]
+        for t in range(t0, min(len(m.cands.months), t0 + (o.term_months or 1))):
+            for s in range(len(m.cands.slices)):
+                use[(o.provider, o.gpu, t, s)] += (v.varValue or 0.0) * o.gpus_per_instance
     for (pr, g, _, _), gpus in use.items():
         peak[(pr, g)] = max(peak[(pr, g)], gpus)
     parts = [

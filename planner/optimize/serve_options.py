@@ -283,7 +283,8 @@ def copies_beat(d: ServeCandidate, p: Offer, c: ServeCandidate, o: Offer) -> boo
     k = math.ceil(c.rate_rps / d.rate_rps * (1 - 1e-12))
     if k < 2:  # replica for replica: serve_rental_pairs' own rule
         return False
-    mine, theirs = k * p.marginal_usd_per_gpu_hour * d.tp, o.marginal_usd_per_gpu_hour * c.tp
+    # the pair dropped at its lowest price in any month (price steps), the copies' offer flat
+    mine, theirs = k * p.marginal_usd_per_gpu_hour * d.tp, _lowest(o) * c.tp
     return mine < theirs * (1 - 1e-12) or (mine <= theirs and (d.tp, d.key) < (c.tp, c.key))
 
 
@@ -327,7 +328,7 @@ def _mix_pairs(kept: list[tuple[ServeCandidate, Offer]]) -> list[tuple[ServeCand
     needs no more spares (each type keeps its own)."""
 
     def cost(c: ServeCandidate, o: Offer) -> float:
-        return o.marginal_usd_per_gpu_hour * c.tp
+        return _lowest(o) * c.tp  # the dominating offer is flat (uncapped): its price
 
     def dominated(i: int) -> bool:
         c, o = kept[i]

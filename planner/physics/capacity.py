@@ -122,8 +122,14 @@ def bucket_capacity(
     """
     slo = (w.slo.p95_ttft_ms, w.slo.p95_tpot_ms)
     prec = serve_precision(w, inputs.gpus[gpu_id])
-    m = serve_rate(
-        inputs.profiles, w.model, gpu_id, tp, prec, b.prompt_range(), b.output_range(), slo
+    # a profile measures fresh prompts: it says nothing of sessions' cached prefixes and
+    # idle KV, so a sessions workload is sized by the physics
+    m = (
+        serve_rate(
+            inputs.profiles, w.model, gpu_id, tp, prec, b.prompt_range(), b.output_range(), slo
+        )
+        if w.sessions is None
+        else None
     )
     if m == "outside_slo":
         why = "measured, but no measured run is within the SLO"

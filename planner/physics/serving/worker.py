@@ -500,11 +500,14 @@ class WorkerPhysics:
             eff *= const(c, "moe_prefill_eff")
         comp = flops / (self._peak() * eff)
         r = self.ranks
-        rank_tokens = tokens / r if prompts >= r else min(tokens, float(prompt))
+        new = new_tokens(prompt, c)
+        rank_tokens = tokens / r if prompts >= r else min(tokens, float(new))
         share = kv_share_per_gpu(m, self.attn_group)
+        # the busiest rank reloads at least one returning prompt's prefix
+        reloads = prompts / r if prompts >= r else min(prompts, 1.0)
         t = (
             comp
-            + prompts / r * reload_s(m, self.precision, prompt, share, c)
+            + reloads * reload_s(m, self.precision, prompt, share, c)
             + self._weights_read_s(max(prompts, 1) * new_tokens(prompt, c))
             + self._comm_s(tokens, rank_tokens)
             + legacy.layer_overhead_s(m, c)
