@@ -81,7 +81,8 @@ SHIPPED_OFFER_FILES = ("offers.yaml", "offers-manual.yaml", "offers-market.yaml"
 KINDS = ("on_demand", "spot", "reserved")
 
 #: The fields of one row of ``offers list`` (``--json`` is a list of these objects).
-ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "price_steps", "term_months", "max_gpus",
+ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "price_steps", "term_months",
+              "upfront_share", "max_gpus",
               "gpus_per_instance", "marketplace", "estimate", "source", "as_of", "file")  # fmt: skip
 
 _KIND_ORDER = {"on_demand": 0, "reserved": 1, "spot": 2}
@@ -138,6 +139,7 @@ def offer_row(o: Offer, file: str | None) -> dict[str, Any]:
         # dated price changes: [{month, usd_per_gpu_hour, source}]; the table shows the latest
         "price_steps": [st.model_dump() for st in o.price_steps],
         "term_months": o.term_months,
+        "upfront_share": o.upfront_share,
         "max_gpus": o.max_gpus,
         "gpus_per_instance": o.gpus_per_instance,
         "marketplace": o.marketplace,
@@ -185,6 +187,20 @@ def problem_rows(problem: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=_sort_key)
 
 
+def _term_cell(row: dict[str, Any]) -> str:
+    """``36 mo`` or, paid ahead, ``12 mo, 50 % upfront``; empty without a term.
+
+    >>> _term_cell({"term_months": 12, "upfront_share": 0.5}), _term_cell({"term_months": None})
+    ('12 mo, 50 % upfront', '')
+    """
+    if not row.get("term_months"):
+        return ""
+    share = row.get("upfront_share") or 0.0
+    return f"{row['term_months']} mo" + (
+        f", {share:.0%} upfront".replace("%", " %") if share else ""
+    )
+
+
 def _price_cell(row: dict[str, Any]) -> str:
     """``5.1910`` or, for a price with dated steps, the latest: ``5.1910 from 2026-07``.
 
@@ -220,7 +236,7 @@ def _show(rows: list[dict[str, Any]], title: str, wide: bool) -> None:
             r["id"], r["provider"], r["gpu"],
             r["kind"].replace("_", "-") + (f" ({', '.join(flags)})" if flags else ""),
             _price_cell(r),
-            f"{r['term_months']} mo" if r["term_months"] else "",
+            _term_cell(r),
             str(r["max_gpus"]) if r["max_gpus"] else "no cap",
             str(r["gpus_per_instance"]), r["as_of"], src,
         ])  # fmt: skip

@@ -404,6 +404,7 @@ class Offer(Strict):
         None, ge=1, le=MAX_FLEET_GPUS, description="most GPUs available at once; None = no limit"
     )
     term_months: int | None = Field(None, ge=1, le=120, description="reserved: commitment length")
+    upfront_share: float = Field(0.0, ge=0, le=1, description="reserved: share paid at signing")
     marketplace: bool = False
     region: str | None = None
     instance_type: str | None = None
@@ -446,6 +447,8 @@ class Offer(Strict):
     def _term(self) -> Offer:
         if self.kind == "reserved" and self.term_months is None:
             raise ValueError("a reserved offer needs term_months")
+        if self.upfront_share and self.kind != "reserved":
+            raise ValueError("upfront_share is for reserved offers (a term paid ahead)")
         if self.max_gpus is not None and self.max_gpus < self.gpus_per_instance:
             raise ValueError(
                 f"max_gpus {self.max_gpus} is below gpus_per_instance {self.gpus_per_instance}: "
@@ -496,14 +499,7 @@ class Offer(Strict):
 
     def price_in(self, month: str) -> float:
         """The listed price in ``month`` (YYYY-MM): the last price step on or before it, else
-        ``usd_per_gpu_hour``.
-
-        >>> o = Offer(id="x", provider="p", gpu="g", kind="on_demand", usd_per_gpu_hour=4.0,
-        ...           price_steps=[{"month": "2027-07", "usd_per_gpu_hour": 5.0, "source": "s"}],
-        ...           source="s", as_of="2026")
-        >>> o.price_in("2027-06"), o.price_in("2027-07"), o.price_in("2030-01")
-        (4.0, 5.0, 5.0)
-        """
+        ``usd_per_gpu_hour`` (tests/test_price_steps.py)."""
         price = self.usd_per_gpu_hour
         for step in self.price_steps:  # in month order (validated)
             if step.month <= month:  # YYYY-MM labels sort as months

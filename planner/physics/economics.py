@@ -50,6 +50,32 @@ def annuity_factor(annual_rate: float, first: int, months: int) -> float:
     return sum(discount_factor(annual_rate, t) for t in range(first, first + months))
 
 
+def term_bills(months: int, upfront: float) -> list[float]:
+    """Months' worth of a term's monthly price billed in each month of a ``months``-month term
+    when ``upfront`` of the whole term is paid at signing: ``(1 - u) + u L`` in the first
+    month, ``1 - u`` in the others (``L`` months' worth in all).
+
+    >>> term_bills(3, 0.0), term_bills(3, 1.0), term_bills(4, 0.5)
+    ([1.0, 1.0, 1.0], [3.0, 0.0, 0.0], [2.5, 0.5, 0.5, 0.5])
+    """
+    return [(1.0 - upfront) + (upfront * months if i == 0 else 0.0) for i in range(months)]
+
+
+def term_pv_factor(annual_rate: float, first: int, months: int, upfront: float) -> float:
+    """Present value of a term's monthly price paid as :func:`term_bills` (months' worth):
+    ``sum_i bills_i d(first + i)``; with ``upfront`` 0, :func:`annuity_factor`.
+
+    >>> round(term_pv_factor(0.0, 0, 12, 0.3), 9)
+    12.0
+    >>> term_pv_factor(0.1, 0, 12, 1.0) > term_pv_factor(0.1, 0, 12, 0.0)
+    True
+    """
+    if upfront == 0.0:
+        return annuity_factor(annual_rate, first, months)
+    bills = term_bills(months, upfront)
+    return sum(b * discount_factor(annual_rate, first + i) for i, b in enumerate(bills))
+
+
 def residual_share(gpu: GpuSpec, age_months: float, mode: str, depreciation_years: float) -> float:
     """Share of a card's purchase price it is worth at ``age_months`` (0 to 1).
 

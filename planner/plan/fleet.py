@@ -156,8 +156,11 @@ def read_reservations(ctx: ReadContext) -> Reservations:
                 usd=gpus * L * H * price,
             )
         )
+        # billed monthly, or part of the term up front in its first month (upfront_share)
+        bills = economics.term_bills(L, o.upfront_share)
         for t in range(t0, min(T, t0 + L)):
             out.active[(o.gpu, t)] += gpus
+            hours = gpus * H * bills[t - t0]
             out.rentals.append(
                 Rental(
                     provider=o.provider,
@@ -166,9 +169,9 @@ def read_reservations(ctx: ReadContext) -> Reservations:
                     kind="reserved",
                     month=ctx.months[t],
                     workload="(reserved)",
-                    gpu_hours=gpus * H,
+                    gpu_hours=hours,
                     usd_per_gpu_hour=price,
-                    usd=gpus * H * price,
+                    usd=hours * price,
                 )
             )
     return out

@@ -33,7 +33,7 @@ from planner.physics.demand import (
     LoadSlice,
     problem_slices,
 )
-from planner.physics.economics import discount_factor, residual_share
+from planner.physics.economics import discount_factor, residual_share, term_bills
 from planner.physics.serve import ReplicaCapacity
 from planner.physics.train import TrainEstimate, estimate_train
 from planner.plan.data import Plan, Rental, Reservation, ServeAllocation, TrainAllocation
@@ -214,7 +214,6 @@ class VerifyContext:
     slices: list[LoadSlice]
     sl_hours: dict[str, float]
     idx: dict[str, int]
-    # purchases
     owned: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     bought: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     servers: defaultdict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
@@ -535,16 +534,17 @@ class VerifyContext:
             self.reservations.append(row)
             if row.offer is None or row.t0 is None:
                 continue
-            L = row.term
+            L, n = row.term, max(rv.gpus, 0)
             # signed at its start month's price on the GPU's path, fixed for the term
             row.price = row.offer.price_in(rv.start_month) * path_factor(
                 rent_change(self.inputs, row.offer.gpu), row.t0
             )
-            row.usd = max(rv.gpus, 0) * L * HOURS_PER_MONTH * row.price
+            row.usd = n * L * HOURS_PER_MONTH * row.price
             self.reserved_usd += row.usd
+            bills = term_bills(L, row.offer.upfront_share)  # monthly, or partly up front
             for t in range(row.t0, min(self.T, row.t0 + L)):
-                self.res_active[(row.offer.id, t)] += max(rv.gpus, 0)
-                self.reserved_expect[(row.offer.id, t)] += max(rv.gpus, 0) * HOURS_PER_MONTH
+                self.res_active[(row.offer.id, t)] += n
+                self.reserved_expect[(row.offer.id, t)] += n * HOURS_PER_MONTH * bills[t - row.t0]
 
     def rental_price(self, r: Rental, o: Offer, t: int) -> float:
         """The recomputed price of a rental row (:func:`rental_row_price`)."""

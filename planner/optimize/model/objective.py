@@ -155,7 +155,7 @@ def _rental_cost_terms(m: PlannerModel) -> tuple[list, list]:
         month = o.price_in(m.cands.months[t0]) * o.gpus_per_instance * HOURS_PER_MONTH
         month *= rent_factor(m, o.gpu, t0)
         nominal.append((v, month * L))
-        pv.append((v, month * economics.annuity_factor(r, t0, L)))
+        pv.append((v, month * economics.term_pv_factor(r, t0, L, o.upfront_share)))
     return nominal, pv
 
 
