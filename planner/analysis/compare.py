@@ -12,6 +12,7 @@ from typing import Any
 
 from planner.base.errors import InputError
 from planner.inputs.catalog import GpuSpec, Offer
+from planner.inputs.months import this_month
 
 DEFAULT_PROVIDERS = "aws,gcp,lambda,runpod"
 
@@ -34,14 +35,16 @@ RATIO_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
-def _cheapest(offers: list[Offer], gpu: str, provider: str | None = None) -> Offer | None:
+def _cheapest(offers: list[Offer], gpu: str, now: str, provider: str | None = None) -> Offer | None:
+    """The cheapest on-demand offer of ``gpu`` (of ``provider``) at month ``now``'s price (an
+    offer with dated steps costs that month's)."""
     best = None
     for o in offers:
         if (
             o.gpu == gpu
             and o.kind == "on_demand"
             and (provider is None or o.provider == provider)
-            and (best is None or o.usd_per_gpu_hour < best.usd_per_gpu_hour)
+            and (best is None or o.price_in(now) < best.price_in(now))
         ):
             best = o
     return best
@@ -52,9 +55,10 @@ def build_rows(
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
     """Table rows (column key -> value) and, per GPU id, the source of every figure."""
     rows, sources = [], {}
+    now = this_month()  # the prices of today
     for gid, g in gpus.items():
         price = g.purchase_usd.value
-        best = _cheapest(offers, gid)
+        best = _cheapest(offers, gid, now)
         row: dict[str, Any] = {
             "id": gid,
             "class": g.klass,
@@ -64,7 +68,7 @@ def build_rows(
             "purchase_usd": price,
             "purchase_low": g.purchase_usd.low,
             "purchase_high": g.purchase_usd.high,
-            "rent_min": best.usd_per_gpu_hour if best else None,
+            "rent_min": best.price_in(now) if best else None,
             "rent_provider": best.provider if best else None,
         }
         src = {
@@ -78,8 +82,8 @@ def build_rows(
         if best:
             src["rent_min"] = f"offer {best.id}: {best.source} ({best.as_of})"
         for p in providers:
-            o = _cheapest(offers, gid, p)
-            row[p] = o.usd_per_gpu_hour if o else None
+            o = _cheapest(offers, gid, now, p)
+            row[p] = o.price_in(now) if o else None
             if o:
                 src[p] = f"offer {o.id}: {o.source} ({o.as_of})"
         row["bw_per_k"] = g.memory_bandwidth_gbs.value / (price / 1000) if price > 0 else None

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from planner.inputs.catalog import GpuSpec, ModelArch, Offer
+from planner.inputs.months import this_month
 from planner.physics import economics
 from planner.physics.calibration.values import Calibration, default_calibration
 from planner.physics.demand import HOURS_PER_MONTH
@@ -129,6 +130,7 @@ def cheapest_rental(
     training-only cluster product, no contract already signed; and one that can hold a worker
     of ``worker_gpus`` GPUs: in one instance, or across instances joined by a multi-node
     fabric (InfiniBand, RoCE, EFA, TCPX). None: no such offer."""
+    now = this_month()  # an offer with dated price steps costs this month's price
     best: Offer | None = None
     for o in offers:
         if (
@@ -138,12 +140,12 @@ def cheapest_rental(
             and not o.committed
             and (marketplaces or not o.marketplace)
             and (worker_gpus <= o.gpus_per_instance or o.multi_node)
-            and (best is None or (o.usd_per_gpu_hour, o.id) < (best.usd_per_gpu_hour, best.id))
+            and (best is None or (o.price_in(now), o.id) < (best.price_in(now), best.id))
         ):
             best = o
     if best is None:
         return None
-    return Rental(best.id, best.provider, best.kind, best.usd_per_gpu_hour)
+    return Rental(best.id, best.provider, best.kind, best.price_in(now))
 
 
 def usd_per_mtok(usd_per_gpu_hour: float, tokens_per_s_per_gpu: float) -> float:

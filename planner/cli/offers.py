@@ -325,13 +325,6 @@ def stale_rows(rows: list[dict[str, Any]], today: str, max_age: int) -> list[dic
     return sorted(out, key=lambda r: (0, 0) if r["age_months"] is None else (1, -r["age_months"]))
 
 
-def _this_month() -> str:
-    import datetime as dt
-
-    d = dt.date.today()
-    return f"{d.year:04d}-{d.month:02d}"
-
-
 @offers.command("check")
 @click.option("--max-age-months", type=click.IntRange(0, 600), default=6, show_default=True,
               help="Flag offers whose price is older than this many months.")  # fmt: skip
@@ -346,9 +339,9 @@ def check_offers(
 ) -> None:
     """Offers whose price is older than --max-age-months (or whose as_of names no month),
     oldest first: the prices to read again before a plan relies on them."""
-    from planner.inputs.months import parse_month
+    from planner.inputs.months import parse_month, this_month
 
-    today = today or _this_month()
+    today = today or this_month()
     try:
         parse_month(today)
     except ValueError as exc:

@@ -67,3 +67,12 @@ def as_of_month(text: str) -> str | None:
     except ValueError:
         return None
     return label
+
+
+def this_month() -> str:
+    """Today's month as ``YYYY-MM`` (the clock): what "now" means for a price with dated
+    steps in the comparisons of today (``planner catalog``, ``estimate frontier``)."""
+    import datetime as dt
+
+    d = dt.date.today()
+    return f"{d.year:04d}-{d.month:02d}"
