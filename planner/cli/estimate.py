@@ -406,21 +406,10 @@ def serve_cmd(
     """Throughput, TTFT, TPOT and memory of one serving deployment: one aggregated worker of
     --gpus GPUs (--layout), or --decode workers with optional --prefill workers
     (disaggregated), optionally with --mtp."""
-    if prompt < 1 or output < 1:
-        raise InputError("--prompt and --output must be at least 1 token")
-    _check_batch(batch)
-    if (slo_ttft_ms is None) != (slo_tpot_ms is None):
-        raise InputError("give both --slo-ttft-ms and --slo-tpot-ms, or neither")
-    for name, v in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-tpot-ms", slo_tpot_ms)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise InputError(f"{name} must be a positive number of milliseconds, got {v}")
-    _check_slo_units(slo_ttft_ms, slo_tpot_ms)
+    _check_serve_args(prompt, output, batch, slo_ttft_ms, slo_tpot_ms)
     model = _pick_model(model_id, params, models_file)
     gpu = _pick_gpu(gpu_id, gpus_file)
-    calib = with_draft_acceptance(_calib(calib_file), acceptance_option(acceptance, draft, mtp))
-    if cached_share:
-        reuse = PrefixReuse(cached_share=cached_share, source="estimate serve --cached-share")
-        calib = with_prefix(calib, reuse)
+    calib = _serve_calibration(calib_file, acceptance, draft, mtp, cached_share)
     precision = _weight_only_fp4(precision.lower(), gpu)
     layout = layout.lower()
     dep = _deployment(model, gpu, gpus, layout, prefill_spec, decode_spec, mtp, calib)
@@ -436,14 +425,7 @@ def serve_cmd(
     deps = [dep] if layout == "auto" or dep.disaggregated else [dep]
     if layout == "auto" and decode_spec is None and model.moe is not None and gpus and gpus > 1:
         deps = [Deployment(Worker(gpus, m), None, mtp) for m in MODES]
-    best = None
-    for d in deps:
-        c = batch or _most_that_fit(model, gpu, d, precision, prompt, output, calib)
-        e = estimate_deployment(model, gpu, d, precision, prompt, output, max(c, 1), calib)
-        if best is None or (e.fits and (not best[1].fits or e.tokens_per_s > best[1].tokens_per_s)):
-            best = (d, e)
-    assert best is not None
-    dep, est = best
+    dep, est = _fastest(model, gpu, deps, precision, prompt, output, batch, calib)
     if not est.fits and est.reason and "weights" in est.reason:
         est = _with_released_hint(est, model, precision)
     slots = _most_that_fit(model, gpu, dep, precision, prompt, output, calib)
@@ -485,6 +467,54 @@ def serve_cmd(
         table.add_row(*vendor_row(gpu, "serve", "tokens/s"))
         Console().print(table)
     _exit_unless(est.fits and (cap is None or cap.feasible))
+
+
+def _check_serve_args(
+    prompt: int, output: int, batch: int | None, ttft: float | None, tpot: float | None
+) -> None:
+    """Token counts, batch and SLO of ``estimate serve``: InputError naming the option."""
+    if prompt < 1 or output < 1:
+        raise InputError("--prompt and --output must be at least 1 token")
+    _check_batch(batch)
+    if (ttft is None) != (tpot is None):
+        raise InputError("give both --slo-ttft-ms and --slo-tpot-ms, or neither")
+    for name, v in (("--slo-ttft-ms", ttft), ("--slo-tpot-ms", tpot)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{name} must be a positive number of milliseconds, got {v}")
+    _check_slo_units(ttft, tpot)
+
+
+def _serve_calibration(
+    path: Path | None, acceptance: str | None, draft: int | None, mtp: bool, cached: float | None
+) -> Calibration:
+    """The calibration file with ``--acceptance``/``--draft`` and ``--cached-share`` applied."""
+    calib = with_draft_acceptance(_calib(path), acceptance_option(acceptance, draft, mtp))
+    if cached:
+        reuse = PrefixReuse(cached_share=cached, source="estimate serve --cached-share")
+        calib = with_prefix(calib, reuse)
+    return calib
+
+
+def _fastest(
+    model: ModelArch,
+    gpu: GpuSpec,
+    deps: list[Deployment],
+    precision: str,
+    prompt: int,
+    output: int,
+    batch: int | None,
+    calib: Calibration,
+) -> tuple[Deployment, Any]:
+    """The deployment of ``deps`` (and its estimate) with the most tokens/s that fits, at
+    ``batch`` or the most requests that fit."""
+    best = None
+    for d in deps:
+        c = batch or _most_that_fit(model, gpu, d, precision, prompt, output, calib)
+        e = estimate_deployment(model, gpu, d, precision, prompt, output, max(c, 1), calib)
+        if best is None or (e.fits and (not best[1].fits or e.tokens_per_s > best[1].tokens_per_s)):
+            best = (d, e)
+    assert best is not None  # deps is never empty
+    return best
 
 
 def _deployment(
