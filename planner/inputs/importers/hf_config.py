@@ -150,17 +150,18 @@ def _qwen_moe(r: _Reader) -> Config:
 
 
 def _deepseek_moe(r: _Reader, out: Config) -> Config:
-    """DeepSeek's MoE fields: routed and shared experts, the first k layers dense."""
+    """DeepSeek's MoE fields: routed and shared experts, the first k layers dense (Kimi
+    Linear's names for them, ``num_experts`` and ``num_shared_experts``, read alike)."""
     inter = r.int("moe_intermediate_size")
     layers = out["layers"]
     first = min(layers, r.int("first_k_dense_replace", default=0))
     freq = max(1, r.int("moe_layer_freq", default=1))
     n_moe = sum(1 for i in range(first, layers) if i % freq == 0)
     out["moe"] = {
-        "experts": r.int("n_routed_experts"),
-        "experts_per_token": r.int("num_experts_per_tok"),
+        "experts": r.int("n_routed_experts", "num_experts"),
+        "experts_per_token": r.int("num_experts_per_tok", "num_experts_per_token"),
         "expert_intermediate": inter,
-        "shared_intermediate": inter * r.int("n_shared_experts", default=0),
+        "shared_intermediate": inter * r.int("n_shared_experts", "num_shared_experts", default=0),
         "dense_layers": layers - n_moe,
     }
     return out
@@ -287,34 +288,13 @@ def _minimax_m2(r: _Reader) -> Config:
 
 
 def _kimi_linear(r: _Reader) -> Config:
-    """Kimi Linear: KDA linear attention on the layers ``linear_attn_config.kda_layers`` lists
-    and MLA on the rest (``full_attn_layers``), DeepSeek's MoE with Kimi's field names."""
+    """Kimi Linear: DeepSeek's MLA and MoE (:func:`_deepseek`, Kimi's field names read alike)
+    with KDA linear attention on the layers ``linear_attn_config.kda_layers`` lists (MLA on the
+    rest, ``full_attn_layers``); its context is ``model_max_length``."""
     cfg = dict(r.cfg)
     cfg.setdefault("max_position_embeddings", cfg.get("model_max_length"))
-    k = _Reader(cfg, r.path, r.model_type)
-    out = _base(k)
-    inter = k.int("moe_intermediate_size")
-    layers = out["layers"]
-    first = min(layers, k.int("first_k_dense_replace", default=0))
-    freq = max(1, k.int("moe_layer_freq", default=1))
-    n_moe = sum(1 for i in range(first, layers) if i % freq == 0)
-    out["moe"] = {
-        "experts": k.int("num_experts"),
-        "experts_per_token": k.int("num_experts_per_token", "num_experts_per_tok"),
-        "expert_intermediate": inter,
-        "shared_intermediate": inter * k.int("num_shared_experts", default=0),
-        "dense_layers": layers - n_moe,
-    }
-    out["mla"] = {
-        "kv_lora_rank": k.int("kv_lora_rank"),
-        "q_lora_rank": k.int("q_lora_rank", default=0),
-        "qk_nope_head_dim": k.int("qk_nope_head_dim"),
-        "qk_rope_head_dim": k.int("qk_rope_head_dim"),
-        "v_head_dim": k.int("v_head_dim"),
-    }
-    out["kv_heads"] = out["heads"]
-    out["head_dim"] = out["mla"]["qk_nope_head_dim"] + out["mla"]["qk_rope_head_dim"]
-    lin = k.get("linear_attn_config")
+    out = _deepseek(_Reader(cfg, r.path, r.model_type))
+    lin = r.get("linear_attn_config")
     if not isinstance(lin, dict):
         raise InputError(
             f"{r.path}: model_type {r.model_type!r} needs field 'linear_attn_config' (an object "
@@ -332,9 +312,6 @@ def _kimi_linear(r: _Reader) -> Config:
         "value_head_dim": dim,
         "conv_kernel": sub.int("short_conv_kernel_size", default=4),
     }
-    nextn = k.int("num_nextn_predict_layers", default=0)
-    if nextn > 0:
-        out["num_nextn_predict_layers"] = nextn
     return out
 
 
