@@ -15,7 +15,10 @@ times, ``capex_at``, scenarios and each risk measure, request mixes, measured pr
 budgets (capex and total), power caps, today's accelerators (``today``: an H200, B200,
 GB200 or MI300X beside the older cards, services at FP8 or FP4, a vendor quote or a vendor
 efficiency as a per-GPU override), and deployments (``deployments``: services with
-``disaggregated`` and ``mtp`` auto, true or false, a list of precisions, a ``gpus`` subset). A problem is written as YAML beside its files (a
+``disaggregated`` and ``mtp`` auto, true or false, a list of precisions, a ``gpus`` subset),
+and those of issues 52-53: multi-turn ``sessions`` (cached prefixes, think time, a KV offload
+tier), dated ``price_steps`` on an offer, reservations paid ``upfront``, and
+``provider_caps``. A problem is written as YAML beside its files (a
 profiles file when profiles are drawn) by :func:`write_case`; every draw is a valid problem:
 the planner must end it in a verified plan (exit 0) or an infeasibility diagnosis (exit 3).
 """
@@ -50,7 +53,13 @@ FEATURES = (
     "catalog_offers",
     "today",
     "deployments",
+    # drawn after "deployments", so that the draws of every earlier seed stay what they were
+    "sessions",
+    "price_steps",
+    "upfront",
+    "provider_caps",
 )
+LATE = FEATURES[FEATURES.index("deployments") + 1 :]
 START_YEAR = 2027
 # Cards with catalog specs, prices and resale curves; the consumer card only where allowed.
 GPUS = ("a100-pcie-80gb", "h100-sxm", "l40s", "rtx-4090")
@@ -151,7 +160,8 @@ def month(m: int) -> str:
 def compose(pick: Pick, time_limit: float = 10.0) -> Case:
     """Draw one problem with a random subset of :data:`FEATURES` (see the module docstring)."""
     # "deployments" is drawn last, so the draws of every earlier seed stay what they were
-    on = {f for f in FEATURES[:-1] if pick.flag(0.25 if f == "catalog_offers" else 0.5)}
+    early = FEATURES[: FEATURES.index("deployments")]
+    on = {f for f in early if pick.flag(0.25 if f == "catalog_offers" else 0.5)}
     months = pick.int(6, 12)
     gpus = pick.subset(GPUS)
     if gpus == ["rtx-4090"]:
@@ -189,7 +199,36 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
         on.add("deployments")
         for w in problem["workloads"].get("serve", []):
             _deployments(pick, w, gpus)
+    on |= {f for f in LATE if pick.flag()}
+    _late_features(pick, on, problem)
     return Case(problem, frozenset(on), files)
+
+
+def _late_features(pick: Pick, on: set[str], problem: dict[str, Any]) -> None:
+    """Sessions, price steps, upfront reservations and provider caps (issues 52-53) on the
+    problem drawn so far."""
+    months = problem["horizon"]["months"]
+    rows = problem["offers"]["extra"]
+    if "sessions" in on:
+        for w in problem["workloads"].get("serve", []):
+            if "tokens" in w:
+                w["sessions"] = {"turns": pick.int(2, 6), "tokens_per_turn": pick.one([200, 1000]),
+                                 "think_time_s": pick.one([0, 10])}  # fmt: skip
+                if pick.flag():
+                    w["sessions"]["kv_offload"] = {"tier": "host", "gb_per_gpu": 500,
+                                                   "gbs_per_gpu": 50}  # fmt: skip
+    if "price_steps" in on and rows:
+        row = pick.one(rows)
+        price = round(row["usd_per_gpu_hour"] * pick.one([0.6, 1.4]), 3)
+        row["price_steps"] = [{"month": month(pick.int(1, months - 1)), "usd_per_gpu_hour": price,
+                               "source": "composed test step"}]  # fmt: skip
+    for row in rows if "upfront" in on else ():
+        if row["kind"] == "reserved":
+            row["upfront_share"] = pick.one([0.5, 1.0])
+    if "provider_caps" in on and rows:
+        row = pick.one(rows)
+        cap = {"provider": row["provider"], "gpu": row["gpu"], "max_gpus": pick.one([8, 64])}
+        problem["offers"]["provider_caps"] = [cap]
 
 
 def _deployments(pick: Pick, w: dict[str, Any], gpus: list[str]) -> None:
