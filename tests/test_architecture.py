@@ -102,7 +102,10 @@ def test_reports_never_import_pulp_and_model_never_reads_files():
             if isinstance(n, ast.Import | ast.ImportFrom)
             for a in (n.names if isinstance(n, ast.Import) else [n])
         }
-        if name.startswith("planner.reports") or name in ("planner.plan.data", "planner.verify"):
+        if name.startswith(("planner.reports", "planner.ui")) or name in (
+            "planner.plan.data",
+            "planner.verify",
+        ):
             assert "pulp" not in roots, f"{name} imports pulp"
         if name == "planner.optimize.model":
             assert not {"yaml", "planner.base.yamlio"} & (roots | graph()[name]), name
@@ -154,6 +157,7 @@ STAGES = (
     "verify",  # the plan checked against the inputs, independently of the model
     "analysis",  # explanations, what-if sweeps, break-even, catalog comparison
     "reports",  # terminal, workbook, what-if workbook
+    "ui",  # the local web page: plans, what-ifs and the frontier in a browser
     "cli",  # click commands
     "__main__",  # the console script
 )

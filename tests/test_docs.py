@@ -36,7 +36,7 @@ def _generator():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    # the docs extra is part of the test command (pip install -e ".[test,cluster,docs]"):
+    # the docs extra is part of the test command (pip install -e ".[test,cluster,docs,ui]"):
     # a missing mkdocs fails here rather than skipping the strict build
     import mkdocs  # noqa: F401
     import mkdocs_click  # noqa: F401
@@ -153,7 +153,7 @@ def test_the_readme_is_short_and_its_two_commands_come_first():
     assert lines[3].startswith("pip install -c constraints.txt -e . && planner solve problems/")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert lines[4].split("  #")[0].rstrip() == ci.replace("pip install -q ", "pip install ")
-    assert '".[test,cluster,docs]"' in ci  # CI builds the docs (this file's first test)
+    assert '".[test,cluster,docs,ui]"' in ci  # CI builds the docs and tests the web page
     assert "-c constraints.txt" in ci  # CI installs the locked versions (issue 43)
 
 

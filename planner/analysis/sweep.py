@@ -221,6 +221,23 @@ def scenario_inputs(task: Task):
     )
 
 
+def changed_inputs(base: Base, sets: Sequence[str]):
+    """The problem with ``KEY=VALUE`` changes applied (``planner solve --set``, the web
+    page's what-if): the same keys, aliases, checks and validation as one scenario of a
+    what-if grid, so a change planned here equals that grid's scenario. No change: the
+    problem as written (still validated from its data)."""
+    from planner.inputs.keys import make_varies, parse_vary
+
+    for spec in sets:
+        _key, values = parse_vary(spec)
+        if len(values) != 1:
+            raise InputError(f"--set {spec}: one value per key (a grid is `planner whatif`)")
+    varies = make_varies(base, list(sets))
+    params = {v.key: v.values[0] for v in varies}
+    task_sets = [(loc, v.values[0]) for v in varies for loc in v.locs]
+    return scenario_inputs(Task(0, base, params, task_sets))
+
+
 def run_task(task: Task) -> ScenarioResult:
     """Solve one scenario (or re-plan given purchases in it: ``task.replan``); every failure
     becomes a row (never raises)."""

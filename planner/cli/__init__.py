@@ -43,6 +43,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("planner.cli.profile", "profile"),
     ("planner.cli.model", "model"),
     ("planner.cli.schema", "schema"),
+    ("planner.cli.ui", "ui"),
 )
 
 

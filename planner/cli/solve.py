@@ -75,6 +75,16 @@ def with_timings(command: Callable[..., Console]) -> Callable[..., None]:
     help="print the seconds each phase took (start-up, load, candidates, model, the solve's "
     "steps, verification, writing) after the plan",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="change one value of the problem before solving, as one row of `planner whatif` "
+    "(same keys and aliases: power_price=0.16, utilization=0.6, growth=0.05, "
+    "discount_rate=0.08, capex_budget=1e6, workloads.serve.chat.traffic.utilization=0.4); "
+    "repeatable",
+)
 @wide_option
 @with_timings
 def solve(
@@ -87,6 +97,7 @@ def solve(
     no_excel: bool,
     margins: bool,
     wide: bool,
+    sets: tuple[str, ...] = (),
 ) -> Console:
     """Solve PROBLEM (a YAML file) and write the plan as Excel (and JSON).
 
@@ -104,7 +115,7 @@ def solve(
 
     phase_since("start-up (imports)", started)
     with phase("load"):
-        inputs = load_problem(problem)
+        inputs = load_changed(problem, sets) if sets else load_problem(problem)
     print_warnings(inputs.warnings)
     xlsx = None if no_excel else output or Path("outputs") / f"{problem.stem}.xlsx"
     check_outputs(problem, xlsx, json_path if json_path != "-" else None)
@@ -151,6 +162,14 @@ NO_MARGINS = [
     "not computed by default (one more solve per GPU type bought): `planner solve --margins` "
     "or `planner explain PROBLEM` prints what the plan would cost without each GPU type it buys."
 ]
+
+
+def load_changed(problem: Path, sets: tuple[str, ...]):
+    """The problem with ``--set`` changes applied, as a what-if row applies them."""
+    from planner.analysis.sweep import changed_inputs
+    from planner.inputs.keys import load_base
+
+    return changed_inputs(load_base(problem), sets)
 
 
 def risk_margins(inputs, plan, solver: str, limit: float, deadline: float) -> list[str]:

@@ -32,12 +32,15 @@ Value = float | int | str | bool
 # Aliases: name -> description; resolved by :func:`resolve_key`.
 ALIASES = {
     "utilization": "every serving workload's traffic.utilization",
+    "growth": "every serving workload's traffic.growth_per_month",
     "power_price": "site.power_usd_per_kwh",
     "discount_rate": "finance.discount_rate",
     "colo_price": "site.colo_usd_per_kw_month",
     "rent_change": "market.rent_change_per_year (every GPU's rental path)",
     "buy_change": "market.buy_change_per_year (every GPU's purchase path)",
     "lead_months": "market.lead_months (every GPU's order-to-service months)",
+    "capex_budget": "budget.capex_usd",
+    "total_budget": "budget.total_usd",
 }
 # Aliases that stand for one path of the problem file.
 _PATH_ALIASES = {
@@ -47,6 +50,13 @@ _PATH_ALIASES = {
     "rent_change": ("market", "rent_change_per_year"),
     "buy_change": ("market", "buy_change_per_year"),
     "lead_months": ("market", "lead_months"),
+    "capex_budget": ("budget", "capex_usd"),
+    "total_budget": ("budget", "total_usd"),
+}
+# Aliases that stand for one field of every serving workload.
+_SERVE_ALIASES = {
+    "utilization": ("traffic", "utilization"),
+    "growth": ("traffic", "growth_per_month"),
 }
 
 # The default grid when no --vary is given: 8 x 5 = 40 scenarios.
@@ -481,27 +491,30 @@ def resolve_key(data: Any, key: str) -> list[Loc]:
         raise InputError("the problem file is not a mapping")
     if key in _PATH_ALIASES:
         return [_walk(data, list(_PATH_ALIASES[key]), key, Problem)]
-    if key == "utilization":
-        serve = (
-            (data.get("workloads") or {}).get("serve")
-            if isinstance(data.get("workloads"), dict)
-            else None
-        )
-        if not serve or not isinstance(serve, list):
-            raise InputError(
-                "--vary utilization: the problem has no serving workloads (workloads.serve), "
-                "so there is no traffic.utilization to vary"
-            )
-        locs = []
-        for i, w in enumerate(serve):
-            name = w.get("name", i) if isinstance(w, dict) else i
-            locs.append(
-                _walk(
-                    data, ["workloads", "serve", str(name), "traffic", "utilization"], key, Problem
-                )
-            )
-        return locs
+    if key in _SERVE_ALIASES:
+        return _serve_locs(data, key)
     return [_walk(data, key.split("."), key, Problem)]
+
+
+def _serve_locs(data: dict, key: str) -> list[Loc]:
+    """The locations of a serving alias: its field in every serving workload."""
+    serve = (
+        (data.get("workloads") or {}).get("serve")
+        if isinstance(data.get("workloads"), dict)
+        else None
+    )
+    field_path = ".".join(_SERVE_ALIASES[key])
+    if not serve or not isinstance(serve, list):
+        raise InputError(
+            f"--vary {key}: the problem has no serving workloads (workloads.serve), "
+            f"so there is no {field_path} to vary"
+        )
+    locs = []
+    for i, w in enumerate(serve):
+        name = w.get("name", i) if isinstance(w, dict) else i
+        path = ["workloads", "serve", str(name), *_SERVE_ALIASES[key]]
+        locs.append(_walk(data, path, key, Problem))
+    return locs
 
 
 def set_at(data: Any, loc: Loc, value: Any) -> None:
