@@ -424,6 +424,8 @@ def _round_fleet(
                 m.buy[(g, t)].varValue = float(nodes - prev_nodes)
             prev_nodes = nodes
             owned[(g, t)] = nodes * gpu.node_gpus
+            if (g, t) in m.owned:
+                m.owned[(g, t)].varValue = float(nodes)
     return owned
 
 

@@ -40,6 +40,9 @@ Variables
 ``buy[g,t]``      integer servers bought at the start of month t
 ``cards[g,t]``    partial servers: integer nodes of cards bought (``n_g`` cards each); full
                   servers: the expression ``S_g buy[g,t]``. ``own[g,t] = sum_{tau<=t} cards``
+``owned[g,t]``    integer nodes of cards owned in month t, equal to ``own[g,t] / n_g`` (the
+                  ``fleet_owned`` rows); ``capacity`` and ``train_gpus`` read ``n_g owned[g,t]``
+                  for ``own[g,t]`` (the solver then branches on a month's fleet as one integer)
 ``y[j,c]``        binary, job j runs as candidate c
 ``a[j,c,t]``      binary, the job uses owned GPUs in month t (then ``own >= k_c``)
 ``z[j,c,t,s]``    wall hours of job j on owned GPUs in month t, slice s
@@ -136,9 +139,10 @@ names every row through :func:`~planner.optimize.model.families.row_name`):
 ``serve_share_<k>_<r>_<t>_<s>``  sum_b alloc[b,r] / mu_rb <= sum_o x[r,o] - R_k on[k,r,p]: each
                                 replica type in use keeps R spares (buckets are routed by type)
 ``capacity_<g>_<t>_<s>``        sum m_r n + sum k_c z / w_s <= own[g,t]
+``fleet_owned_<g>_<t>``         owned[g,t] = owned[g,t-1] + cards[g,t] / n_g (ownable types)
 ``server_slots_<g>_<t>``        partial servers: own[g,t] <= S_g sum_{tau<=t} buy
-``server_used_<g>_<t>``         partial servers: sum_{tau<=t} buy <= own[g,t] (an empty server
-                                is never needed: bought with its first card it costs no more)
+``server_used_<g>_<t>``         partial servers: buy[g,t] <= cards[g,t] / n_g (a server is bought
+                                with its first card: bought empty earlier it costs no less)
 ``reserved_cap_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= u_o sum_{t-L_o < tau <= t} res[o,tau]
 ``availability_<o>_<t>_<s>``    sum m_r q[.,o,t,s] <= A_o (offers with a cap)
 ``provider_cap_<p>_<g>_<t>_<s>`` sum over p's offers of g: m_r q + paid u (training blocks) +

@@ -49,6 +49,9 @@ class PlannerModel:
     buy: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)  # servers
     cards: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
     own: dict[tuple[str, int], pulp.LpAffineExpression] = field(default_factory=dict)
+    # nodes of cards owned in month t, an integer of its own (``fleet_owned`` rows): the rows
+    # that draw on the fleet (capacity, train_gpus) see it instead of the sum of purchases
+    owned: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
     y: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     a: dict[tuple[str, str, int], pulp.LpVariable] = field(default_factory=dict)
     z: dict[tuple[str, str, int, int], pulp.LpVariable] = field(default_factory=dict)
@@ -130,7 +133,9 @@ def existing_age(m: PlannerModel, i: int, t: int) -> int:
 def minus_own(m: PlannerModel, g: str, t: int) -> list[tuple[pulp.LpVariable, float]]:
     """``-(cards bought so far) + (existing cards sold so far)``: with the existing cards in
     service (:func:`existing_in_service`) on the right-hand side, the fleet in month t."""
-    terms = {v: -coef for v, coef in m.own[(g, t)].items()}
+    node = m.owned.get((g, t))
+    own = {node: float(m.inputs.gpus[g].node_gpus)} if node is not None else m.own[(g, t)]
+    terms = {v: -coef for v, coef in own.items()}
     for v, coef in m.sold.get((g, t), {}).items():
         terms[v] = terms.get(v, 0.0) + coef
     return list(terms.items())

@@ -129,13 +129,18 @@ FAMILIES: tuple[Family, ...] = (
         only_when="a GPU type that can be owned",
     ),
     Family(
+        "fleet_owned",
+        "the nodes owned in a month: the month before's and those bought in it",
+        only_when="a GPU type that can be owned",
+    ),
+    Family(
         "server_slots",
         "cards owned fit in the servers owned",
         only_when="an ownable partial-fill (PCIe) GPU type",
     ),
     Family(
         "server_used",
-        "no server owned without a card",
+        "a server is bought with its first card (no empty server)",
         only_when="an ownable partial-fill (PCIe) GPU type",
     ),
     Family(
