@@ -176,6 +176,15 @@ def idle_model(tmp_path_factory):
     v.varValue = 1.0
     for x in m.cards[(g, t)]:
         x.varValue = max(x.varValue or 0.0, 1.0)
+    nodes = (
+        sum((x.varValue or 0.0) * c for x, c in m.cards[(g, t)].items()) / inputs.gpus[g].node_gpus
+    )
+    for (gg, tt), owned in m.owned.items():  # the fleet from then on holds the purchase
+        if gg == g and tt >= t:
+            owned.varValue = (owned.varValue or 0.0) + nodes
+    assert all(
+        c.valid(1e-6) for c in m.prob.constraints.values() if c.name.startswith("fleet_owned")
+    )
     return inputs, m, result, before, g, path
 
 

@@ -38,13 +38,16 @@ def idle_types(m: PlannerModel, held_too: bool = False) -> list[str]:
 
 
 def _purchase_vars(m: PlannerModel, types: list[str]) -> list[pulp.LpVariable]:
-    """The purchase variables (servers and card nodes) of ``types``."""
+    """The purchase variables (servers and card nodes) of ``types``, and the nodes owned
+    (``owned``, which follow the purchases)."""
     out: dict[str, pulp.LpVariable] = {}
     for (g, t), v in m.buy.items():
         if g in types:
             out[v.name] = v
             for x in m.cards[(g, t)]:
                 out[x.name] = x
+            if (g, t) in m.owned:
+                out[m.owned[(g, t)].name] = m.owned[(g, t)]
     return list(out.values())
 
 
