@@ -86,6 +86,17 @@ def test_comparing_names_what_changed():
     assert diff["cost"][0]["change"].startswith("$1,000 (+0.1")
 
 
+def test_a_two_stage_plan_shows_its_scenarios_and_risk_once():
+    from tests.test_problems import TWO_STAGE_S
+
+    _, plan = solved(str(ROOT / "problems" / "uncertain_demand.yaml"), two_stage_s=TWO_STAGE_S)
+    v = views.plan_view(plan)
+    assert [s["name"] for s in v["scenarios"]] == [s.name for s in plan.scenarios]
+    assert len(plan.scenarios) >= 2
+    risk = [s for s in v["decision"] if s.startswith("Expected present value")]
+    assert len(risk) == 1  # in the decision, not repeated below the scenario table
+
+
 # ------------------------------------------------------------------ safety
 
 

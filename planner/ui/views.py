@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from planner.plan.data import Plan, WorkloadResult
-from planner.reports.plan_facts import decision_sentences, scenario_risk_sentences
+from planner.reports.plan_facts import decision_sentences
 
 # Target keys as a reader names them (the terminal's and the workbook's labels).
 TARGET_LABELS = {
@@ -198,7 +198,6 @@ def plan_view(plan: Plan) -> dict[str, Any]:
         "workloads": workload_rows(plan),
         "binding": list(plan.binding),
         "scenarios": scenario_rows(plan),
-        "risk": scenario_risk_sentences(plan) if plan.scenarios else [],
         "fleet": fleet_figure(plan),
         "npv": plan.totals.npv_usd,
         "total": plan.totals.total_usd,
