@@ -165,12 +165,17 @@ def rent_table(plan: Plan, console: Console, wide: bool) -> Table:
     return fit_table(console, "Rent", cols, rent_rows(plan), wide)
 
 
-def target_text(w: WorkloadResult) -> str:
-    """Predicted against target, one line per key (``TTFT ms 158 / 1,000``)."""
-    return "\n".join(
+def target_lines(w: WorkloadResult) -> list[str]:
+    """Predicted against target, one per key (``TTFT ms 158 / 1,000``)."""
+    return [
         f"{_TARGET_LABELS.get(k, k)} {_short(w.predicted[k])} / {_short(w.target.get(k))}"
         for k in w.predicted
-    )
+    ]
+
+
+def target_text(w: WorkloadResult) -> str:
+    """:func:`target_lines`, one line per key."""
+    return "\n".join(target_lines(w))
 
 
 def _short(x: float | None) -> str:

@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from planner.plan.data import Plan, WorkloadResult
+from planner.plan.data import Plan
 from planner.reports.plan_facts import decision_sentences
-
-# Target keys as a reader names them (the terminal's and the workbook's labels).
-TARGET_LABELS = {
-    "p95_ttft_ms": "p95 TTFT ms",
-    "p95_tpot_ms": "p95 TPOT ms",
-    "wall_hours": "wall hours",
-}
+from planner.reports.terminal import target_lines
 
 
 def usd(x: float | None) -> str:
@@ -116,12 +110,6 @@ def rental_rows(plan: Plan) -> list[dict[str, str]]:
     return out
 
 
-def _figure(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
-
-
 def workload_rows(plan: Plan) -> list[dict[str, Any]]:
     """Each workload's predicted figures against its targets, and whether it meets them."""
     return [
@@ -130,20 +118,12 @@ def workload_rows(plan: Plan) -> list[dict[str, Any]]:
             "kind": w.kind,
             "gpus": ", ".join(w.gpu),
             "peak_gpus": w.gpus,
-            "checks": target_checks(w),
+            "checks": target_lines(w),
             "meets": w.meets_target,
             "cost": usd(w.cost_usd),
             "share": f"{w.cost_share:.0%}",
         }
         for w in plan.workloads
-    ]
-
-
-def target_checks(w: WorkloadResult) -> list[str]:
-    """``p95 TTFT ms 158 / 1,000`` per key the workload is judged on (predicted / target)."""
-    return [
-        f"{TARGET_LABELS.get(k, k)} {_figure(w.predicted[k])} / {_figure(w.target.get(k))}"
-        for k in w.predicted
     ]
 
 
