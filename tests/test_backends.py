@@ -1,5 +1,6 @@
 """HiGHS's thread count per run: the exact proof of a small model runs on two threads
-(:func:`planner.optimize.whole.proof_threads`) and every other run on one, in one process.
+and the first MILP run on two threads (:func:`planner.optimize.whole.proof_threads`) and every
+other run on one, in one process.
 HiGHS 1.16 fixes its thread count per calling thread at the first run, and a later run in
 that thread asking for another count fails at once; every run therefore has a thread of
 its own (:func:`planner.optimize.backends._run_cancellable`). A forked child (a scenario's

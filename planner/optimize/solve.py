@@ -251,7 +251,8 @@ def solve_model(
             scip_gap = _solve_scip(m, time_limit, gap)
     else:
         given = _set_start(m, start) if start is not None else False
-        run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, threads, begun, lp_kind, given)
+        # HiGHS on the proof's threads (two workers: a better bound by the limit); CBC on one
+        run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, proof, begun, lp_kind, given)
     elapsed = time.perf_counter() - begun
     status = _OUTCOME_STATUS.get(run.outcome) or _status(m.prob, elapsed, time_limit)
     objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None

@@ -55,8 +55,9 @@ FLEET_GAP = 0.02
 # integers became fixed at the root) cost the reference's proof ~1.2 s of ~5.5 s over four
 # random seeds, with no node saved (benchmarks/README.md).
 PROOF_OPTIONS = {"mip_allow_restart": False}
-# ... and its threads: HiGHS 1.16 runs two search workers on two threads, which cut the
-# reference's proof from 6.3-6.5 s to 4.0-4.5 s (2 cores; more were not measured). The count
+# ... and its threads, which the first MILP uses too: HiGHS 1.16 runs two search workers on two
+# threads, which cut the reference's proof from 6.3-6.5 s to 4.0-4.5 s and lab_2026's gap at its
+# 60 s from 2.40 % to 2.04-2.13 % (2 cores; more were not measured). The count
 # is fixed, not the machine's CPUs: the plan the proof returns depends on its number of search
 # workers (the reference's nominal plan differed at one), and with two it is the same plan on
 # one CPU as on two (measured with `taskset -c 0`: $716,010, 18.9 s).
@@ -64,10 +65,10 @@ PROOF_THREADS = 2
 
 
 def proof_threads(requested: int | None) -> int:
-    """Threads for the exact proof of a small model (:func:`polish`): ``requested`` if the
-    caller chose (0 or None: not chosen), else :data:`PROOF_THREADS` whatever the machine's
-    CPUs (so that every machine gets the same plan), but one in a child process (a
-    scenario's own solve, a sweep's worker), whose siblings have the other CPUs.
+    """Threads for HiGHS's first MILP and the exact proof of a small model (:func:`polish`):
+    ``requested`` if the caller chose (0 or None: not chosen), else :data:`PROOF_THREADS`
+    whatever the machine's CPUs (so that every machine gets the same plan), but one in a child
+    process (a scenario's own solve, a sweep's worker), whose siblings have the other CPUs.
 
     >>> proof_threads(3)
     3
