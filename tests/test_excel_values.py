@@ -13,7 +13,8 @@ import pytest
 from openpyxl import load_workbook
 
 from planner.reports.excel import write_workbook
-from planner.reports.plan_facts import decision_sentences, peak_gpus
+from planner.reports.fleet_facts import peak_gpus
+from planner.reports.plan_facts import decision_sentences
 from tests.conftest_excel import make_plan
 
 REL = 1e-9
@@ -119,11 +120,16 @@ def test_page_one_text_comes_from_the_plan(saved):
 def test_peak_gpus_are_peaks_not_averages(saved):
     plan, _ = saved
     peaks = {p.gpu: p for p in peak_gpus(plan)}
+    hourly: dict[tuple[str, str], float] = {}
+    for r in plan.rentals:  # a reservation's own rows are its commitment: reserved, not rented
+        if r.kind != "reserved":
+            hourly[(r.gpu, r.month)] = hourly.get((r.gpu, r.month), 0.0) + r.gpu_hours
     for f in plan.fleet:
         p = peaks[f.gpu]
         assert p.owned >= f.owned and p.reserved >= f.reserved
         # the monthly average of rented GPUs never exceeds the most rented at once
-        assert p.rented + 1e-9 >= f.rented_gpu_hours / plan.hours_per_month
+        assert p.rented + 1e-9 >= hourly.get((f.gpu, f.month), 0.0) / plan.hours_per_month
+        assert p.total <= max(x.owned for x in plan.fleet if x.gpu == f.gpu) + p.reserved + p.rented
     for tr in plan.train_allocations:
         if tr.source != "owned":
             assert peaks[tr.gpu].rented >= tr.gpus

@@ -48,9 +48,18 @@ def test_every_type_of_today_has_capped_on_demand_and_a_commitment():
         for r in od + committed:
             assert r["source"].strip() and r["as_of"].strip(), r["id"]
         assert all(r["max_gpus"] for r in od), [r["id"] for r in od if not r["max_gpus"]]
-        # a commitment is cheaper than the same provider's on-demand price
+        # a commitment is cheaper than the same provider's on-demand price in the same region
+        # (a capacity block, prepaid for days or weeks, may be cheaper than a year's savings
+        # plan; SkyPilot's on-demand prices are its cheapest region's, region unstated, which
+        # may be below a commitment's in us-central1: GCP's A3 Ultra)
         for c in committed:
-            same = [r["usd_per_gpu_hour"] for r in od if r["provider"] == c["provider"]]
+            same = [
+                r["usd_per_gpu_hour"]
+                for r in od
+                if r["provider"] == c["provider"]
+                and not r["cluster"]
+                and r["region"] == c["region"]
+            ]
             assert not same or c["usd_per_gpu_hour"] < min(same), c["id"]
 
 
@@ -102,7 +111,7 @@ def test_problem_lists_what_its_plan_may_use():
     assert {r["gpu"] for r in rows} == {"b200"}
     assert {r["id"] for r in rows if r["kind"] == "reserved"} >= {"nebius-b200-36m"}
     assert {r["file"] for r in rows} <= {"offers.yaml", "offers-market.yaml"}
-    # the reference plan reads the default offers only: no committed or market offers
+    # the reference plan reads SkyPilot's catalog only (problems/2m_budget.yaml says why)
     ref = _list("--problem", str(ROOT / "problems" / "2m_budget.yaml"))
     assert ref and {r["file"] for r in ref} == {"offers.yaml"}
     assert not any(r["kind"] == "reserved" for r in ref)
@@ -113,9 +122,10 @@ def test_problem_lists_what_its_plan_may_use():
     assert r.exit_code == 2
 
 
-def test_estimates_are_said_and_not_read_by_default():
-    """Safe defaults: the committed prices that are estimates live in offers-market.yaml, which
-    a problem reads only when it lists it (as offers-manual.yaml's illustrative reservations)."""
+def test_estimates_are_said_and_read_only_when_asked():
+    """Safe defaults: a problem without `offers:` reads every shipped offers file's published
+    prices (the committed prices of offers-committed.yaml among them) and none of the
+    estimates; `offers.estimates: true`, or offers files the problem lists, bring them in."""
     market = load_offers(CATALOG_DIR / "offers-market.yaml", load_gpus())
     assert any(is_estimate(o) for o in market.values())
     for o in market.values():
@@ -130,8 +140,37 @@ def test_estimates_are_said_and_not_read_by_default():
         "      tokens: {prompt: 100, output: 100}\n      slo: {p95_ttft_ms: 2000, p95_tpot_ms: 100}\n"
     )
     default = load_problem_text(text, base_dir=ROOT / "problems")
-    assert not any(o.kind == "reserved" for o in default.offers.values())
+    reserved = {o.id for o in default.offers.values() if o.kind == "reserved"}
+    assert reserved >= {"civo-b200-36m", "aws-p6-b200-sp-36m", "gcp-a4-highgpu-8g-cud-36m"}
+    assert not any(o.estimated for o in default.offers.values())
     assert all(o.max_gpus for o in default.offers.values() if o.kind == "on_demand")
+    asked = load_problem_text(text + "offers: {estimates: true}\n", base_dir=ROOT / "problems")
+    assert {"nebius-b200-36m", "lambda-b200-36m"} <= set(asked.offers)
+    listed = load_problem_text(
+        text + "offers: {files: [offers.yaml, offers-market.yaml]}\n", base_dir=ROOT / "problems"
+    )
+    assert "nebius-b200-36m" in listed.offers and "civo-b200-36m" not in listed.offers
+    refused = load_problem_text(
+        text + "offers: {files: [offers-market.yaml], estimates: false}\n",
+        base_dir=ROOT / "problems",
+    )
+    assert not any(o.estimated for o in refused.offers.values())
+
+
+def test_published_committed_prices_for_the_types_of_2026():
+    """Issue 53: at least 30 published committed prices, each with its source, date, term and
+    payment; every type of 2026 that any provider prices on a term has one."""
+    committed = load_offers(CATALOG_DIR / "offers-committed.yaml", load_gpus())
+    assert len(committed) >= 30
+    for o in committed.values():
+        assert o.kind == "reserved" and not o.estimated, o.id
+        assert o.term_months and o.term_months >= 6 and "payment:" in o.source, o.id
+        assert o.as_of >= "2026-08" and "http" in o.source, o.id
+    assert {o.gpu for o in committed.values()} >= {
+        "h100-sxm", "h200-sxm", "b200", "b300", "mi300x", "mi325x"
+    }  # fmt: skip
+    # no provider publishes a term price for GB200, GB300 or MI355X: the file says so
+    assert "GB200, GB300 or MI355X" in (CATALOG_DIR / "offers-committed.yaml").read_text()
 
 
 def test_shipped_files_in_problem_order_and_importer_cap():

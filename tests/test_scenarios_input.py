@@ -82,7 +82,7 @@ def test_scenario_sources_name_the_file_and_the_scenario(three: Inputs):
 
 def test_load_problem_keeps_the_scenarios(tmp_path: Path):
     p = tmp_path / "p.yaml"
-    p.write_text(BASE.replace("gpus: [", "offers: {files: [offers.yaml]}\ngpus: [") + THREE)
+    p.write_text(BASE + THREE)  # the reference reads offers.yaml: a scenario reads the same
     inputs = load_problem(p)
     assert [s.name for s in inputs.scenarios] == ["base", "slow", "viral"]
     assert inputs.scenarios[1].inputs.source_path == f"{p} [scenario slow]"
@@ -261,7 +261,7 @@ scenarios:
 """
     p = tmp_path / "p.yaml"
     text = BASE.replace("daily_active_users: 50000", "daily_active_users: 50000000") + extra
-    p.write_text(text.replace("gpus: [", "offers: {files: [offers.yaml]}\ngpus: ["))
+    p.write_text(text)
     r = CliRunner().invoke(cli, ["solve", str(p), "--no-excel"])
     assert r.exit_code == ExitCode.BAD_INPUT, r.output
     line = _line_of(p.read_text(), "daily_active_users")
@@ -277,11 +277,15 @@ def test_a_reservations_term_is_the_same_in_every_scenario():
         "usd_per_gpu_hour: 0.9, gpus_per_instance: 1, term_months: 6, source: test, "
         "as_of: 2026-11}\n"
     )
-    assert "\noffers:" not in BASE  # the base has no offers section of its own
+    assert "\noffers: {files: [offers.yaml]}\n" in BASE  # the base's offers section, extended
     for key in ("offers.extra.res.term_months: 12", "offers.extra.res.gpus_per_instance: 2"):
         with pytest.raises(InputError, match=r"scenario 'long'.*reservation"):
             load_problem_text(
-                BASE.replace("\nworkloads:", "\noffers:\n" + offer + "workloads:", 1)
+                BASE.replace(
+                    "\noffers: {files: [offers.yaml]}\n",
+                    "\noffers:\n  files: [offers.yaml]\n" + offer,
+                    1,
+                )
                 + "scenarios:\n  - {name: base, probability: 0.5}\n"
                 + f"  - {{name: long, probability: 0.5, set: {{{key}}}}}\n",
                 "p.yaml",

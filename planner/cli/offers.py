@@ -22,6 +22,7 @@ from planner.base.errors import InputError, OutputError
 from planner.base.files import same_file
 from planner.cli.options import wide_option
 from planner.inputs.catalog import CATALOG_DIR, Offer, load_gpus, load_offers
+from planner.inputs.catalog_dir import SHIPPED_OFFER_FILES
 from planner.inputs.importers.offers import (
     ImportResult,
     parse_providers,
@@ -72,33 +73,20 @@ def offers() -> None:
 
 # ----------------------------------------------------------------------------- offers list
 
-#: The shipped offers files, in the order a problem lists them to use them all (a later
-#: file's offer of the same id wins, as in a problem): SkyPilot's public catalogs, the
-#: hand-entered offers, and the committed capacity and capped on-demand offers of today's GPUs.
-SHIPPED_OFFER_FILES = ("offers.yaml", "offers-manual.yaml", "offers-market.yaml")
-
 #: ``--kind`` values: the offer kinds, with "on-demand" for on_demand.
 KINDS = ("on_demand", "spot", "reserved")
 
 #: The fields of one row of ``offers list`` (``--json`` is a list of these objects).
 ROW_FIELDS = ("id", "provider", "gpu", "kind", "usd_per_gpu_hour", "price_steps", "term_months",
-              "upfront_share", "max_gpus",
-              "gpus_per_instance", "marketplace", "estimate", "source", "as_of", "file")  # fmt: skip
+              "upfront_share", "max_gpus", "gpus_per_instance", "cluster", "region",
+              "marketplace", "estimate", "source", "as_of", "file")  # fmt: skip
 
 _KIND_ORDER = {"on_demand": 0, "reserved": 1, "spot": 2}
 
 
 def is_estimate(o: Offer) -> bool:
-    """The catalog's rule: a figure that is not a published price says so at the start of its
-    source ("estimate: ...", "illustrative, ...").
-
-    >>> o = Offer(id="x", provider="p", gpu="b200", kind="on_demand", usd_per_gpu_hour=5.0,
-    ...           source="estimate: on-demand less 40 %", as_of="2026")
-    >>> is_estimate(o), is_estimate(o.model_copy(update={"source": "https://x (2026)"}))
-    (True, False)
-    """
-    head = o.source.strip().lower()
-    return head.startswith(("estimate", "illustrative"))
+    """Whether ``o``'s price is an estimate (:attr:`planner.inputs.catalog.Offer.estimated`)."""
+    return o.estimated
 
 
 def parse_kind(kind: str | None) -> str | None:
@@ -142,6 +130,9 @@ def offer_row(o: Offer, file: str | None) -> dict[str, Any]:
         "upfront_share": o.upfront_share,
         "max_gpus": o.max_gpus,
         "gpus_per_instance": o.gpus_per_instance,
+        # a capacity block or cluster product: multi-node training capacity, booked by the block
+        "cluster": o.cluster,
+        "region": o.region,
         "marketplace": o.marketplace,
         "estimate": is_estimate(o),
         "source": o.source,

@@ -397,8 +397,7 @@ class Offer(Strict):
     provider: str
     gpu: str
     kind: Annotated[Literal["on_demand", "spot", "reserved"], CaseInsensitive]
-    # Bounds: rentals run $0.05-15 per GPU-hour today; $1,000 is a unit slip (per instance-month).
-    usd_per_gpu_hour: float = Field(gt=0, le=1000)
+    usd_per_gpu_hour: float = Field(gt=0, le=1000)  # $0.05-15 today; $1,000 is a unit slip
     gpus_per_instance: int = Field(1, ge=1, le=576, description="rental unit")
     max_gpus: int | None = Field(
         None, ge=1, le=MAX_FLEET_GPUS, description="most GPUs available at once; None = no limit"
@@ -482,6 +481,11 @@ class Offer(Strict):
             )
         if self.cluster and self.fabric == "ethernet":
             raise ValueError("a cluster product needs a multi-node fabric, not plain ethernet")
+
+    @property
+    def estimated(self) -> bool:
+        """Not a published price: its source says so first ("estimate: ...", "illustrative")."""
+        return self.source.strip().lower().startswith(("estimate", "illustrative"))
 
     @property
     def multi_node(self) -> bool:

@@ -26,3 +26,15 @@ def shipped_catalog_dir() -> Path:
 
 
 CATALOG_DIR = shipped_catalog_dir()
+
+#: The shipped offers files, in the order a problem reads them by default (a later file's offer
+#: of the same id wins): SkyPilot's public catalogs, the hand-entered offers (capacity blocks,
+#: providers SkyPilot does not list), and the committed capacity and capped on-demand offers of
+#: today's GPUs. Offers whose price is an estimate are left out unless the problem asks
+#: (``offers.estimates``, :attr:`planner.inputs.catalog.Offer.estimated`).
+SHIPPED_OFFER_FILES = (
+    "offers.yaml",
+    "offers-manual.yaml",
+    "offers-market.yaml",
+    "offers-committed.yaml",
+)

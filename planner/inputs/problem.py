@@ -432,6 +432,32 @@ def _override_offers(problem: Problem, offers: dict[str, Offer], errors: _Errors
             errors.add(("overrides", "offers", oid), f"the overridden offer is not valid: {why}")
 
 
+def estimates_allowed(choice: OfferChoice) -> bool:
+    """Whether offers priced by estimate may enter the plan: ``offers.estimates`` if given,
+    else whether the problem lists its offers files (a file the problem names is read whole,
+    as it was before estimates were left out of the default files).
+
+    >>> estimates_allowed(OfferChoice()), estimates_allowed(OfferChoice(files=["x.yaml"]))
+    (False, True)
+    >>> estimates_allowed(OfferChoice(estimates=True)), estimates_allowed(
+    ...     OfferChoice(files=["x.yaml"], estimates=False))
+    (True, False)
+    """
+    if choice.estimates is not None:
+        return choice.estimates
+    return "files" in choice.model_fields_set
+
+
+def _without_estimates(problem: Problem, offers: dict[str, Offer]) -> dict[str, Offer]:
+    """``offers`` less those priced by estimate (:attr:`Offer.estimated`) unless the problem
+    allows them (:func:`estimates_allowed`); the problem's own inline offers always stay, and
+    an override gives an offer the problem's source, so it stays too."""
+    if estimates_allowed(problem.offers):
+        return offers
+    inline = {o.id for o in problem.offers.extra}
+    return {oid: o for oid, o in offers.items() if oid in inline or not o.estimated}
+
+
 def _trusted_offers(
     problem: Problem, offers: dict[str, Offer], gpus: dict[str, GpuSpec]
 ) -> dict[str, Offer]:
@@ -627,6 +653,7 @@ def _resolve(
     offers, files = _read_offer_files(problem, base_dir or Path.cwd(), all_gpus, errors)
     _add_inline_offers(problem, all_gpus, offers, errors)
     _override_offers(problem, offers, errors)
+    offers = _without_estimates(problem, offers)
     check_providers(problem, offers, errors)
     check_provider_caps(problem, gpus, offers, errors)
     _check_fleet(problem, gpus, offers, errors, warnings)

@@ -32,6 +32,7 @@ from planner.inputs.catalog import (
     check_range,
     refuse_planner_fields,
 )
+from planner.inputs.catalog_dir import SHIPPED_OFFER_FILES
 from planner.inputs.market import Market
 from planner.inputs.months import month_index, month_label
 from planner.inputs.schema_serve import (
@@ -166,8 +167,14 @@ class OfferChoice(Strict):
     """Which rental offers the problem trusts."""
 
     files: list[str] = Field(
-        default_factory=lambda: ["offers.yaml"],
-        description="offers files; relative to the problem file, else to catalogs/",
+        default_factory=lambda: list(SHIPPED_OFFER_FILES),
+        description="offers files; relative to the problem file, else to catalogs/; default: "
+        "every shipped offers file (offers.yaml, offers-manual.yaml, offers-market.yaml)",
+    )
+    estimates: bool | None = Field(
+        None,
+        description="use offers whose price is an estimate (a source starting 'estimate' or "
+        "'illustrative'); default: only when the problem lists its offers files",
     )
     providers: list[str] | None = Field(None, description="allow list; None = every provider")
     marketplaces: bool = Field(

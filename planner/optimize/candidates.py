@@ -357,15 +357,19 @@ def grouped_reasons(reasons: list[tuple[int | str, str]]) -> str:
     return "; ".join(f"{'/'.join(tps)}: {why}" for why, tps in sizes.items())
 
 
-def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
+def prune_offers(
+    offers: dict[str, Offer], rents_fall: bool = False, spot_ok: bool = True
+) -> dict[str, Offer]:
     """Keep, per (gpu, kind, GPUs per instance, provider, fabric), the cheapest unrestricted
     offer and restricted ones (a cap, a minimum term or block) cheaper than it; the rest can
     never be chosen by a cost-minimizing plan.
 
     Instance size is part of the key because it decides eligibility (a 4-GPU tensor-parallel
     replica needs a 4+-GPU instance), the provider because a training run stays with one, the
-    fabric because it decides how fast a multi-node run goes. Reserved offers are all kept
-    (their terms differ).
+    fabric because it decides how fast a multi-node run goes. Reserved offers are kept (their
+    terms differ) unless :func:`_reserved_beaten` says on-demand beats every one of a provider's
+    offers of that GPU (only where ``rents_fall``: no rental price rises over the horizon;
+    ``spot_ok``: the problem may use spot offers).
     """
     keep: dict[str, Offer] = {}
     groups: dict[tuple, list[Offer]] = {}
@@ -383,7 +387,84 @@ def prune_offers(offers: dict[str, Offer]) -> dict[str, Offer]:
             keep[o.id] = o
             if not offer_restricted(o):
                 break
+    if rents_fall:
+        for oid in _reserved_beaten(offers, spot_ok):
+            keep.pop(oid, None)
     return dict(sorted(keep.items()))
+
+
+def _reserved_beaten(offers: dict[str, Offer], spot_ok: bool = True) -> set[str]:
+    """Ids of reserved offers no cost-minimizing plan needs: a provider's reservations of a GPU
+    type when one uncapped, unrestricted on-demand offer ``O`` of that type (any provider)
+    beats every offer the provider has of it (:func:`_beats`): ``O`` costs no more per
+    GPU-hour in any month, its instance size divides theirs, and its fabric carries any run
+    theirs carry at least as fast.
+
+    A reservation is paid for every hour of its term, so each hour a plan uses costs at least
+    its price; the same hours on ``O`` cost no more, need no term, and fit every replica and
+    run that fits the reservation. A training run stays with one provider: as ``O`` beats all
+    of the provider's offers, the whole run moves to ``O`` at no higher cost. (Rental prices
+    must not rise over the horizon, which the caller checks.) Spot offers count only where the
+    problem may use spot (``spot_ok``).
+
+    >>> from planner.inputs.catalog import Offer
+    >>> mk = lambda i, p, kind="reserved", prov="a", u=8: Offer(id=i, provider=prov, gpu="b200",
+    ...     kind=kind, usd_per_gpu_hour=p, gpus_per_instance=u, source="s", as_of="2026",
+    ...     term_months=12 if kind == "reserved" else None)
+    >>> od = mk("od", 3.0, "on_demand", "c", 1)
+    >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("r2", 2.0, prov="b"))}))
+    ['r1']
+    >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("r3", 2.5))}))
+    []
+    >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("a-od", 2.9, "on_demand"))}))
+    ['r1']
+    >>> with_spot = {o.id: o for o in (od, mk("r1", 4.0), mk("a-spot", 1.0, "spot"))}
+    >>> sorted(_reserved_beaten(with_spot)), sorted(_reserved_beaten(with_spot, spot_ok=False))
+    ([], ['r1'])
+    """
+    plain = [
+        o
+        for o in offers.values()
+        if o.kind == "on_demand" and not o.committed and not offer_restricted(o)
+    ]
+    by_provider: dict[tuple[str, str], list[Offer]] = {}
+    for o in offers.values():
+        if spot_ok or o.kind != "spot":
+            by_provider.setdefault((o.provider, o.gpu), []).append(o)
+    out: set[str] = set()
+    for group in by_provider.values():
+        mine = [o for o in group if o.kind == "reserved"]
+        if mine and any(all(_beats(b, o) for o in group) for b in plain):
+            out.update(o.id for o in mine)
+    return out
+
+
+def _beats(b: Offer, o: Offer) -> bool:
+    """Whether the uncapped, unrestricted on-demand offer ``b`` does all ``o`` does for no more
+    (see :func:`_reserved_beaten`); an offer with limits of its own is left to the solver."""
+    if b is o:
+        return True
+    if o.committed or o.kind == "spot" or offer_restricted(o):
+        return False
+    return (
+        b.gpu == o.gpu
+        and b.usd_per_gpu_hour <= o.lowest_marginal_usd_per_gpu_hour
+        and o.gpus_per_instance % b.gpus_per_instance == 0
+        and _fabric_at_least(b, o)
+    )
+
+
+def _fabric_at_least(b: Offer, o: Offer) -> bool:
+    """``b``'s fabric carries every multi-instance run ``o``'s carries, at least as fast
+    (:func:`fabric_gbs`: a training fabric by its Gb/s; Ethernet or an unstated fabric only
+    for jobs that opt into Ethernet)."""
+    if o.multi_node:
+        return b.multi_node and (b.fabric_gbps_per_gpu or 0) >= (o.fabric_gbps_per_gpu or 0)
+    if o.fabric in ("ethernet", None):
+        return b.multi_node or (
+            b.fabric == o.fabric and (b.fabric_gbps_per_gpu or 0) >= (o.fabric_gbps_per_gpu or 0)
+        )
+    return True  # fabric "none": its instances are never joined
 
 
 def offer_restricted(o: Offer) -> bool:
@@ -502,7 +583,12 @@ def build_candidates(inputs: Inputs, calib: Calibration | None = None) -> Candid
     months = p.month_labels()
     cands = Candidates(months=months, slices=problem_slices(_utilizations(inputs)))
     flat = cands.slices == [FLAT]
-    cands.offers = prune_offers(inputs.offers)
+    rents_fall = all(inputs.market.rent(g) <= 0 for g in inputs.gpus)
+    problem = inputs.problem
+    spot_ok = problem.offers.spot_for_serving or any(
+        j.spot.allowed for j in problem.workloads.train
+    )
+    cands.offers = prune_offers(inputs.offers, rents_fall, spot_ok)
     for job in p.workloads.train:
         window = train_window(job, p.horizon.start)
         cands.window[job.name] = window

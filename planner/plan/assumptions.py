@@ -10,7 +10,7 @@ treated.
 from __future__ import annotations
 
 from planner import __version__
-from planner.inputs.catalog import GpuSpec, Sourced, SourcedRange
+from planner.inputs.catalog import GpuSpec, Offer, Sourced, SourcedRange
 from planner.optimize.solve import SolveResult
 from planner.physics.demand import HOURS_PER_MONTH
 from planner.physics.vendor import Kind, describe, serve_efficiency
@@ -448,6 +448,15 @@ def read_assumptions(
             out.append(
                 Assumption(
                     group=f"offer:{oid}",
+                    key="terms",
+                    value=offer_terms(o),
+                    source=f"the offer: {o.source}",
+                    as_of=o.as_of,
+                )
+            )
+            out.append(
+                Assumption(
+                    group=f"offer:{oid}",
                     key="fabric",
                     value=f"{o.fabric} {o.fabric_gbps_per_gpu:g} Gb/s per GPU"
                     if o.fabric and o.fabric_gbps_per_gpu
@@ -458,6 +467,42 @@ def read_assumptions(
     out.extend(_demand_assumptions(ctx))
     out.extend(_fleet_assumptions(ctx))
     return out
+
+
+def offer_terms(o: Offer) -> str:
+    """How an offer is bought and paid, and whether its price is published: what page 1 and
+    the Rentals sheet say of a commitment, a block or an hourly rental.
+
+    >>> from planner.inputs.catalog import Offer
+    >>> mk = lambda **k: Offer(**{"id": "x", "provider": "p", "gpu": "b200", "usd_per_gpu_hour": 4.0,
+    ...     "source": "https://p.example/pricing", "as_of": "2026-09", **k})
+    >>> offer_terms(mk(kind="reserved", term_months=36))
+    '36-month commitment, billed monthly; published price of 2026-09'
+    >>> offer_terms(mk(kind="reserved", term_months=12, upfront_share=1.0, source="estimate: x"))
+    '12-month commitment, paid up front; estimated price of 2026-09'
+    >>> offer_terms(mk(kind="on_demand", cluster=True, min_gpus=8, min_term_days=1,
+    ...     fabric="efa", fabric_gbps_per_gpu=400))
+    'capacity block of 8+ GPUs for 1+ days, paid when booked; published price of 2026-09'
+    """
+    price = f"{'estimated' if o.estimated else 'published'} price of {o.as_of}"
+    if o.committed:
+        return f"a contract signed before the plan, paid whether used or not; price of {o.as_of}"
+    if o.kind == "reserved":
+        pay = (
+            "paid up front"
+            if o.upfront_share >= 1
+            else f"{o.upfront_share:.0%} up front, the rest monthly"
+            if o.upfront_share > 0
+            else "billed monthly"
+        )
+        return f"{o.term_months}-month commitment, {pay}; {price}"
+    if o.cluster:
+        return (
+            f"capacity block of {o.min_gpus or o.gpus_per_instance}+ GPUs for "
+            f"{o.min_term_days or 1:g}+ days, paid when booked; {price}"
+        )
+    kind = "spot, may be taken back" if o.kind == "spot" else "on demand, billed by the hour"
+    return f"{kind}; {price}"
 
 
 def _fleet_assumptions(ctx: ReadContext) -> list[Assumption]:

@@ -34,9 +34,7 @@ from planner.reports.excel.tables import (
     _total_row,
     _widths,
 )
-from planner.reports.plan_facts import (
-    gpu_hours_used,
-)
+from planner.reports.fleet_facts import gpu_hours_used
 
 _ALLOC_COLS = (
     _Col("Workload", 14),

@@ -36,9 +36,7 @@ from planner.reports.excel.tables import (
     _title,
     _widths,
 )
-from planner.reports.plan_facts import (
-    fleet_series,
-)
+from planner.reports.fleet_facts import fleet_series
 
 _FLEET_DATA_ROW = 44  # header row of the fleet chart's data on Charts: below the charts of page 1
 

@@ -33,7 +33,7 @@ from planner.reports.excel.tables import (
     _total_row,
     _widths,
 )
-from planner.reports.plan_facts import commitment_text
+from planner.reports.plan_facts import commitment_text, offer_terms_of
 
 
 def write_rentals(ctx: Ctx) -> int:
@@ -88,6 +88,7 @@ def _rental_cols(ctx: Ctx) -> list[_Col]:
         _Col("Cost USD", 14, USD),
         _Col("Rate source", 30, None, wrap=True),
         *extra,
+        _Col("Offer terms and price date", 40, None, wrap=True),
     ]
 
 
@@ -116,6 +117,7 @@ def _rental_rows(ctx: Ctx) -> list[list[Any]]:
                 F(f"={rate}") if rate else x.usd_per_gpu_hour,
                 F(f"=G{r}*H{r}"),
                 "Assumptions" if rate else _OWN_FIGURE,
+                offer_terms_of(ctx.plan, x.offer),
             ]
         )
     if not rows:
@@ -155,4 +157,5 @@ def _path_row(ctx: Ctx, r: int, x: Rental) -> list[Any]:
         F(f"=G{r}*H{r}"),
         source,
         t,
+        offer_terms_of(ctx.plan, x.offer),
     ]

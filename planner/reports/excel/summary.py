@@ -52,14 +52,8 @@ from planner.reports.excel.tables import (
     _section,
     _sumifs,
 )
-from planner.reports.plan_facts import (
-    decision_sentences,
-    market_line,
-    not_modeled,
-    peak_gpus,
-    rented_peak_by_workload,
-    years,
-)
+from planner.reports.fleet_facts import peak_gpus, rented_peak_by_workload, years
+from planner.reports.plan_facts import decision_sentences, market_line, not_modeled
 
 _SUMMARY_COLS = 5
 _SUMMARY_WIDTH = 38 + 17 + 17 + 14 + 52  # the Summary's columns A:E, in characters
