@@ -397,8 +397,9 @@ def _reserved_beaten(offers: dict[str, Offer], spot_ok: bool = True) -> set[str]
     """Ids of reserved offers no cost-minimizing plan needs: a provider's reservations of a GPU
     type when one uncapped, unrestricted on-demand offer ``O`` of that type (any provider)
     beats every offer the provider has of it (:func:`_beats`): ``O`` costs no more per
-    GPU-hour in any month, its instance size divides theirs, and its fabric carries any run
-    theirs carry at least as fast.
+    GPU-hour in any month, its instances are the same size (a replica or run inside one of
+    theirs fits one of ``O``'s, over the same links, and pays for as many GPUs), and its fabric
+    carries any run across instances theirs carry, at least as fast.
 
     A reservation is paid for every hour of its term, so each hour a plan uses costs at least
     its price; the same hours on ``O`` cost no more, need no term, and fit every replica and
@@ -411,9 +412,11 @@ def _reserved_beaten(offers: dict[str, Offer], spot_ok: bool = True) -> set[str]
     >>> mk = lambda i, p, kind="reserved", prov="a", u=8: Offer(id=i, provider=prov, gpu="b200",
     ...     kind=kind, usd_per_gpu_hour=p, gpus_per_instance=u, source="s", as_of="2026",
     ...     term_months=12 if kind == "reserved" else None)
-    >>> od = mk("od", 3.0, "on_demand", "c", 1)
+    >>> od = mk("od", 3.0, "on_demand", "c")
     >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("r2", 2.0, prov="b"))}))
     ['r1']
+    >>> sorted(_reserved_beaten({o.id: o for o in (mk("od1", 3.0, "on_demand", "c", 1), mk("r1", 4.0))}))
+    []
     >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("r3", 2.5))}))
     []
     >>> sorted(_reserved_beaten({o.id: o for o in (od, mk("r1", 4.0), mk("a-od", 2.9, "on_demand"))}))
@@ -449,7 +452,7 @@ def _beats(b: Offer, o: Offer) -> bool:
     return (
         b.gpu == o.gpu
         and b.usd_per_gpu_hour <= o.lowest_marginal_usd_per_gpu_hour
-        and o.gpus_per_instance % b.gpus_per_instance == 0
+        and o.gpus_per_instance == b.gpus_per_instance
         and _fabric_at_least(b, o)
     )
 
