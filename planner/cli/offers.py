@@ -268,8 +268,9 @@ def list_offers(
     offer is a marketplace's or an estimate, and its file).
 
     Without --problem: every shipped offers file (catalogs/offers.yaml, offers-manual.yaml,
-    offers-market.yaml) as a problem reads them with `offers: {files: [...]}`, marketplaces
-    left out unless --marketplaces."""
+    offers-market.yaml, offers-committed.yaml), estimates included and flagged, marketplaces
+    left out unless --marketplaces. A problem with no `offers:` reads the same files without
+    the estimates (`offers: {estimates: true}` brings them in)."""
     k = parse_kind(kind)
     check_gpu(gpu, sorted(load_gpus()))
     if problem is not None:
