@@ -49,6 +49,9 @@ def test_plan_view_says_what_the_plan_and_workbook_say():
     # rental rows add up to the plan's rental cost, to the dollar of rounding per row
     cost = sum(float(r["cost"].strip("$").replace(",", "")) for r in v["rentals"])
     assert abs(cost - sum(r.usd for r in plan.rentals)) <= len(v["rentals"])
+    # each row says how its offer is paid and its price's date, as the Rentals sheet does
+    assert all(r["terms"].startswith("on demand, billed by the hour; published price of")
+               for r in v["rentals"])  # fmt: skip
     assert all(w["meets"] for w in v["workloads"])
 
 

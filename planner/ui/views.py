@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from planner.plan.data import Plan
-from planner.reports.plan_facts import decision_sentences
+from planner.reports.plan_facts import decision_sentences, offer_terms_of
 from planner.reports.terminal import target_lines
 
 
@@ -80,7 +80,8 @@ def purchase_rows(plan: Plan) -> list[dict[str, str]]:
 
 
 def rental_rows(plan: Plan) -> list[dict[str, str]]:
-    """One row per (workload, offer): months rented, GPU-hours, cost; dearest first."""
+    """One row per (workload, offer): months rented, GPU-hours, cost, and how the offer is paid
+    and its price's date (the workbook's words); dearest first."""
     agg: dict[tuple[str, str], dict[str, Any]] = {}
     for r in plan.rentals:
         row = agg.setdefault(
@@ -105,6 +106,7 @@ def rental_rows(plan: Plan) -> list[dict[str, str]]:
                 "months": span,
                 "gpu_hours": f"{row['hours']:,.0f}",
                 "cost": usd(row["usd"]),
+                "terms": offer_terms_of(plan, offer),
             }
         )
     return out
