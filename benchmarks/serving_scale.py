@@ -184,7 +184,8 @@ def predict(row, models, gpus, calib: Calibration) -> Row:
     if not e.fits:
         return no(e.reason or "does not fit")
     basis = row.get("per_gpu_basis") or "all"
-    g = {"all": d.total_gpus, "decode": d.decode.total_gpus,
+    # decode_pool: an end-to-end figure with both pools as stated, per decode-pool GPU
+    g = {"all": d.total_gpus, "decode": d.decode.total_gpus, "decode_pool": d.decode.total_gpus,
          "prefill": d.prefill.total_gpus if d.prefill else d.total_gpus}[basis]  # fmt: skip
     pred = {
         "output_tokens_per_s_per_gpu": e.tokens_per_s / g,
