@@ -17,8 +17,9 @@ GB200 or MI300X beside the older cards, services at FP8 or FP4, a vendor quote o
 efficiency as a per-GPU override), and deployments (``deployments``: services with
 ``disaggregated`` and ``mtp`` auto, true or false, a list of precisions, a ``gpus`` subset),
 and those of issues 52-53: multi-turn ``sessions`` (cached prefixes, think time, a KV offload
-tier), dated ``price_steps`` on an offer, reservations paid ``upfront``, and
-``provider_caps``. A problem is written as YAML beside its files (a
+tier), dated ``price_steps`` on an offer, reservations paid ``upfront``,
+``provider_caps``, and the shipped offers files read by default (``shipped_offers``, now and
+then with ``estimates``). A problem is written as YAML beside its files (a
 profiles file when profiles are drawn) by :func:`write_case`; every draw is a valid problem:
 the planner must end it in a verified plan (exit 0) or an infeasibility diagnosis (exit 3).
 """
@@ -58,6 +59,7 @@ FEATURES = (
     "price_steps",
     "upfront",
     "provider_caps",
+    "shipped_offers",
 )
 LATE = FEATURES[FEATURES.index("deployments") + 1 :]
 START_YEAR = 2027
@@ -205,8 +207,8 @@ def compose(pick: Pick, time_limit: float = 10.0) -> Case:
 
 
 def _late_features(pick: Pick, on: set[str], problem: dict[str, Any]) -> None:
-    """Sessions, price steps, upfront reservations and provider caps (issues 52-53) on the
-    problem drawn so far."""
+    """Sessions, price steps, upfront reservations, provider caps and the shipped offers files
+    read by default (issues 52-53) on the problem drawn so far."""
     months = problem["horizon"]["months"]
     rows = problem["offers"]["extra"]
     if "sessions" in on:
@@ -229,6 +231,13 @@ def _late_features(pick: Pick, on: set[str], problem: dict[str, Any]) -> None:
         row = pick.one(rows)
         cap = {"provider": row["provider"], "gpu": row["gpu"], "max_gpus": pick.one([8, 64])}
         problem["offers"]["provider_caps"] = [cap]
+    if "shipped_offers" in on:
+        # every shipped offers file, as a problem without `files:` reads them (published
+        # prices only), estimates now and then
+        problem["offers"].pop("files", None)
+        problem["offers"].pop("providers", None)
+        if pick.flag(0.3):
+            problem["offers"]["estimates"] = True
 
 
 def _deployments(pick: Pick, w: dict[str, Any], gpus: list[str]) -> None:
