@@ -53,8 +53,12 @@ FLEET_GAP = 0.02
 # (benchmarks/README.md, 2026-11-28).
 # HiGHS options of the proof on a small exact model: HiGHS's restarts (after a fifth of the
 # integers became fixed at the root) cost the reference's proof ~1.2 s of ~5.5 s over four
-# random seeds, with no node saved (benchmarks/README.md).
-PROOF_OPTIONS = {"mip_allow_restart": False}
+# random seeds, with no node saved (benchmarks/README.md). Strong branching only until a
+# variable has two pseudo-cost observations (HiGHS's default: 8): two thirds of the proof's
+# simplex iterations went to strong branching over ~20 nodes; from the repaired start the
+# reference's proof took 4.2-4.7 s against 4.9-5.6 s (seeds 0-2), the command 6.7-7.0 s against
+# 7.6-7.8 s, the same plan (2026-11-29, benchmarks/README.md).
+PROOF_OPTIONS = {"mip_allow_restart": False, "mip_pscost_minreliable": 2}
 # ... and its threads, which the first MILP uses too: HiGHS 1.16 runs two search workers on two
 # threads, which cut the reference's proof from 6.3-6.5 s to 4.0-4.5 s and lab_2026's gap at its
 # 60 s from 2.40 % to 2.04-2.13 % (2 cores; more were not measured). The count
