@@ -133,6 +133,8 @@ def predict(row, models, gpus, calib: Calibration) -> Row:
     def no(why: str) -> Row:
         return Row(row["id"], row["source_group"], cat, row["gpu"], meas, {}, why)
 
+    if row.get("not_comparable"):  # a figure that is not what its label says (the row says why)
+        return no(str(row["not_comparable"]))
     model = models.get(row.get("model"))
     gpu = gpus.get(row.get("gpu"))
     prec, prompt, output = row.get("precision"), row.get("prompt"), row.get("output")
