@@ -25,6 +25,7 @@ A worker of G <= one server in tp or ep is exactly today's replica (:mod:`planne
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -173,7 +174,9 @@ def mtp_params(model: ModelArch) -> float:
 
 @dataclass(frozen=True)
 class WorkerPhysics:
-    """Step times and memory of one worker (``worker.count`` is ignored here)."""
+    """Step times and memory of one worker (``worker.count`` is ignored here). Its shape
+    (mode, attention group, ranks, stages) is computed once per instance (``cached_property``:
+    the fields are frozen; the Frontier sheet asked for ``mode`` a million times)."""
 
     model: ModelArch
     gpu: GpuSpec
@@ -188,14 +191,14 @@ class WorkerPhysics:
     def g(self) -> int:
         return self.worker.gpus
 
-    @property
+    @functools.cached_property
     def mode(self) -> str:
         """The effective mode: ep/dep on one GPU is tp; a dense model is tp."""
         if self.g == 1 or self.model.moe is None:
             return "tp"
         return self.worker.mode
 
-    @property
+    @functools.cached_property
     def is_legacy(self) -> bool:
         """tp/ep within one server at a size today's replicas have: today's physics, exactly."""
         return (
@@ -216,7 +219,7 @@ class WorkerPhysics:
         return inter_node_link(self.gpu, self.calib)
 
     # ------------------------------------------------------------------ memory
-    @property
+    @functools.cached_property
     def attn_group(self) -> int:
         """GPUs one attention instance spans: G (tp), 1 (dep), and for ep the tensor-parallel
         group of one server (min(G, 8)): beyond a server, engines run the attention of an
@@ -228,7 +231,7 @@ class WorkerPhysics:
             return 1
         return min(self.g, 8)
 
-    @property
+    @functools.cached_property
     def pp(self) -> int:
         """Pipeline stages of a tp worker wider than the scale-up domain (a whole number of
         domains): tensor parallel inside each server or rack, pipeline parallel across (as
@@ -250,7 +253,7 @@ class WorkerPhysics:
         bw, lat = inter_node_link(self.gpu, self.calib)
         return (self.pp - 1) * (lat + tokens * self.model.hidden * 2.0 / (bw * GB))
 
-    @property
+    @functools.cached_property
     def ranks(self) -> int:
         """Data-parallel attention ranks of the worker: G / attn_group."""
         return max(1, self.g // self.attn_group)
