@@ -130,6 +130,9 @@ CASES = [
     ("missing", lambda d: d["totals"].pop("capex_usd"), "totals.capex_usd: missing"),
     ("unknown key", _set("totals.bonus_usd", 1.0), "totals.bonus_usd: not a field"),
     ("config fabric", _set("workloads.0.config.offers", {"o": -8.5}), "config.offers.o"),
+    # found by the fuzz test below: a replica type's entry replaced by a number
+    ("config replica", _set("workloads.1.config.replicas", [-1]), "config.replicas[0]: -1"),
+    ("config layout", _set("workloads.1.config.replicas", [{"layout": 3}]), "replicas[0].layout"),
     ("deep", _set("workloads.0.config.x", json.loads("[" * 40 + "]" * 40)), "nested deeper"),
 ]
 

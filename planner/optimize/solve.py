@@ -46,6 +46,7 @@ from planner.optimize.whole import (
     fleet_variables,
     polish,
     proof_threads,
+    prove_from_spare_start,
     repair_bound,
     round_up_replicas,
     whole_replicas,
@@ -241,6 +242,7 @@ def solve_model(
     lp_bound: float | None = None
     lp_kind = "the LP relaxation"  # CBC's start (on a large model) and mip_start say which
     scip_gap: float | None = None
+    proven: _Whole | None = None  # the exact model proven from the restricted spare start
     if solver == "cbc":
         with phase("solve: MILP (cbc)"):
             run, lp_bound = _solve_cbc(m, time_limit, gap, threads)
@@ -251,14 +253,20 @@ def solve_model(
             scip_gap = _solve_scip(m, time_limit, gap)
     else:
         given = _set_start(m, start) if start is not None else False
+        if not given and _two_stage(m):
+            proven = prove_from_spare_start(m, begun + time_limit, gap, proof)
         # HiGHS on the proof's threads (two workers: a better bound by the limit); CBC on one
-        run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, proof, begun, lp_kind, given)
+        if proven is None:
+            run, lp_bound, lp_kind = _solve_highs(m, time_limit, gap, proof, begun, lp_kind, given)
     elapsed = time.perf_counter() - begun
-    status = _OUTCOME_STATUS.get(run.outcome) or _status(m.prob, elapsed, time_limit)
-    objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
-    rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
-    whole = _Whole()
-    if objective is not None:
+    if proven is not None:
+        status, objective, rel_gap, whole = "feasible", proven.objective, proven.gap, proven
+    else:
+        status = _OUTCOME_STATUS.get(run.outcome) or _status(m.prob, elapsed, time_limit)
+        objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
+        rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
+        whole = _Whole()
+    if objective is not None and proven is None:
         whole = _make_whole(m, solver, objective, rel_gap, gap, begun + time_limit, threads, proof)
         objective, rel_gap = whole.objective, whole.gap
         if objective is None:  # no whole-replica plan keeps every row (a total budget)
@@ -270,7 +278,7 @@ def solve_model(
         bound = None if rel_gap is None else bound_from_gap(objective, rel_gap)
         objective = pulp.value(m.prob.objective)
         rel_gap = None if bound is None else gap_to_bound(objective, bound)
-    kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished)
+    kind = bound_kind(m, solver, lp_bound is not None, lp_kind, whole.polished, whole.spare_start)
     if status in ("optimal", "feasible") and rel_gap is not None:
         status = "optimal" if rel_gap <= gap + 1e-9 else "feasible"
     elapsed = time.perf_counter() - begun  # the repair and polish included
@@ -406,10 +414,12 @@ def _message(
             + ("has no plan" if whole.proven else "found no plan within it in the time left")
         )
     if whole.exact_proof:
-        message += (
-            "; proven on the exact model (every rented replica whole), from the relaxed "
-            "model's plan made whole"
+        start = (
+            "a plan with each service's spare limited to its slowest replica types"
+            if whole.spare_start
+            else "the relaxed model's plan made whole"
         )
+        message += f"; proven on the exact model (every rented replica whole), from {start}"
     elif repair > 0:
         if status == "feasible":
             message = "a plan with whole replicas, not proven optimal"
@@ -423,14 +433,24 @@ def _message(
     return message
 
 
-def bound_kind(m: PlannerModel, solver: str, other: bool, other_kind: str, polished: bool) -> str:
+def bound_kind(
+    m: PlannerModel,
+    solver: str,
+    other: bool,
+    other_kind: str,
+    polished: bool,
+    exact_only: bool = False,
+) -> str:
     """What the reported gap is measured against: the solver's bound on the exact model
     (every rented replica whole) or on the relaxed one (rentals fractional: below every plan
     with whole replicas, so the gap overstates the truth), the better of it and ``other_kind``
     (the LP relaxation or the separable bound) where ``other``, and the exact model's bound
     where the polish ran. Every one of these is a valid lower bound for the exact model, so
-    the gap is never below the true one."""
+    the gap is never below the true one. ``exact_only``: no relaxed model was solved (the
+    proof from the restricted spare start, :func:`planner.optimize.whole.spare_start`)."""
     name = {"scip": "SCIP's", "cbc": "CBC's"}.get(solver, "HiGHS's")
+    if exact_only:
+        return "HiGHS's bound on the exact model (every rented replica whole)"
     if solver == "scip":
         return "SCIP's bound on the exact model (every rented replica whole)"
     relaxed = any(v.cat == pulp.LpContinuous for v in m.q.values())

@@ -102,6 +102,9 @@ class _Whole:
     # whether the exact model proved there is none
     broken: tuple[str, ...] = ()
     proven: bool = False
+    # the proof started from a plan with each service's spare limited (:func:`spare_start`)
+    # instead of the relaxed model's plan made whole: no relaxed model was solved
+    spare_start: bool = False
 
 
 def _make_whole(
@@ -147,6 +150,93 @@ def _make_whole(
         exact_proof = two_stage and rel_gap <= gap + 1e-9
     repair = max(0.0, objective - relaxed)
     return _Whole(objective, rel_gap, repair, bound_usd, exact_proof, polished)
+
+
+# The share of the time left that the restricted spare start (:func:`spare_start`) may take
+# before the proof: on the reference it takes 0.5 s of a 4.5-5 s solve; if it finds no plan in
+# that time, the relaxed MILP and the repair run instead in what is left.
+SPARE_START_SHARE = 0.3
+
+
+def held_gpus(m: PlannerModel) -> frozenset[str]:
+    """GPU types the plan holds whatever it decides: the existing fleet (``fleet.owned``) and
+    the contracts signed before the plan (committed offers)."""
+    owned = {o.gpu for o in m.inputs.problem.fleet.owned}
+    return frozenset(owned | {o.gpu for o in m.cands.offers.values() if o.committed})
+
+
+def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
+    """The in-use flags the restricted spare start holds at 0: per service and spare period,
+    those of every replica type faster than the slowest flagged one, except up to the
+    slowest replica type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas
+    on cards already paid for cost nothing at the margin, and barring them made
+    problems/brownfield.yaml's start $110k dearer). Flags are ordered by rate
+    (:func:`planner.optimize.model.serving._largest_replica`), so the kept ones are a prefix.
+    """
+    held = held_gpus(m)
+    key_of = {id(on): key for (_, key, _), on in m.on.items()}
+    out: dict[int, pulp.LpVariable] = {}
+    for (w, _), order in m.spare_order.items():
+        keep = 1
+        for i, (_, on) in enumerate(order):
+            if m.serve_cand(w, key_of[id(on)]).gpu in held:
+                keep = max(keep, i + 1)
+        for _, on in order[keep:]:
+            out[id(on)] = on
+    return list(out.values())
+
+
+def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) -> float | None:
+    """A plan of the exact model (every rented replica whole) with the flags of
+    :func:`restricted_flags` held at 0: each service's spare limited to its slowest replica
+    types, the plan's values left in ``m``. Returns its present value, or None when there is
+    nothing to restrict or HiGHS found no plan in ``time_limit`` (then ``m``'s values are
+    not a plan).
+
+    On the reference the relaxed model (rentals fractional) points the wrong way: its optimum
+    ($665,204) flags H100 replicas, whose fractions look cheap, and made whole it costs
+    $676,660; the restricted model gives the optimum ($670,309, A100 PCIe bought, only the
+    A100 flag set) in 0.5 s, and the relaxed MILP and the repair (1.4-1.6 s) are not needed
+    (benchmarks/README.md, issue 51)."""
+    fixed = restricted_flags(m)
+    if not fixed:
+        return None
+    bounds = [(v, v.upBound) for v in fixed]
+    try:
+        for v in fixed:
+            v.upBound = 0
+        with exact_model(m):
+            m.prob.solve(_BulkHiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=threads))
+        found = m.prob.sol_status in (1, 2) and pulp.value(m.prob.objective) is not None
+    except pulp.PulpSolverError:
+        found = False
+    finally:
+        for v, up in bounds:
+            v.upBound = up
+    return pulp.value(m.prob.objective) if found else None
+
+
+def prove_from_spare_start(
+    m: PlannerModel, deadline: float, gap: float, threads: int
+) -> _Whole | None:
+    """The exact model proven from :func:`spare_start`'s plan by ``deadline`` (a
+    ``perf_counter`` instant), on a small model whose first MILP would relax rentals
+    (:func:`_two_stage`); None when that start has no plan (the caller then solves the
+    relaxed model and repairs it). The gap is against HiGHS's bound on the exact model."""
+    left = deadline - time.perf_counter()
+    with phase("solve: start (restricted spare)"):
+        start = spare_start(m, SPARE_START_SHARE * left, gap, threads)
+    if start is None:
+        return None
+    left = deadline - time.perf_counter()
+    objective, rel_gap = start, 1.0
+    if left > 0.1:
+        with phase("solve: exact model (proof / polish)"):
+            objective, rel_gap = polish(m, left, gap, threads, -math.inf)
+    rel_gap = min(rel_gap, 1.0) if math.isinf(rel_gap) else rel_gap
+    return _Whole(
+        objective, rel_gap, exact_proof=rel_gap <= gap + 1e-9, polished=True, spare_start=True
+    )
 
 
 def broken_rows(m: PlannerModel) -> tuple[str, ...]:

@@ -749,6 +749,7 @@ def _check_config(at: str, cfg: dict[str, Any]) -> list[str]:
                 f"{at}.offers.{oid}.gbps_per_gpu: {show(info['gbps_per_gpu'])}; "
                 "Gb/s per GPU: a number from 0 to 1e6"
             )
+    out += _check_replicas(at, cfg.get("replicas", []))
     requests = cfg.get("requests", [])
     if not isinstance(requests, list):
         return [*out, f"{at}.requests: {show(requests)}; a list of request buckets"]
@@ -764,6 +765,24 @@ def _check_config(at: str, cfg: dict[str, Any]) -> list[str]:
         for k in ("prompt", "output"):
             if not _is_num(b.get(k), 0, MAX_RATE):
                 out.append(f"{where}.{k}: {show(b.get(k))}; tokens: a number from 0")
+    return out
+
+
+def _check_replicas(at: str, replicas: Any) -> list[str]:
+    """A workload's ``config.replicas``, as the reports read it: a list of replica types,
+    each a mapping whose ``layout`` (a deployment's pools) is text or absent."""
+    if not isinstance(replicas, list):
+        return [f"{at}.replicas: {show(replicas)}; a list of replica types"]
+    out = []
+    for j, r in enumerate(replicas):
+        if not isinstance(r, dict):
+            out.append(
+                f"{at}.replicas[{j}]: {show(r)}; a replica type (gpu, gpus_per_replica, ...)"
+            )
+        elif not isinstance(r.get("layout"), (str, type(None))):
+            out.append(
+                f"{at}.replicas[{j}].layout: {show(r['layout'])}; a deployment's pools as text"
+            )
     return out
 
 
