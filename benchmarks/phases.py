@@ -44,6 +44,7 @@ PHASES = [
     ("candidates", "cands"),
     ("model build", "build"),
     ("solve: start (LP + rounded-fleet search)", "start"),
+    ("solve: start (restricted spare)", "spare start"),
     ("solve: MILP (highs)", "MILP"),
     ("solve: MILP (cbc)", "MILP cbc"),
     ("solve: MILP (scip)", "MILP scip"),

@@ -145,6 +145,14 @@ LP_SHARE = 0.6
 ROOT_FACTOR = 12.0
 
 
+def _fleet_held(m: PlannerModel) -> bool:
+    """Every purchase of ``m`` held at one value (a scenario re-planned on a given fleet): the
+    relaxed MILP then only routes rentals, in a fraction of a second, and the restricted spare
+    start would not pay for its LPs (+0.3-0.4 s per re-plan of problems/uncertain_demand.yaml)."""
+    fleet = fleet_variables(m)
+    return bool(fleet) and all(v.lowBound == v.upBound for v in fleet)
+
+
 def _large(m: PlannerModel) -> bool:
     return sum(1 for v in m.prob.variables() if v.cat == pulp.LpInteger) >= START_FROM_INTEGERS
 
@@ -253,7 +261,7 @@ def solve_model(
             scip_gap = _solve_scip(m, time_limit, gap)
     else:
         given = _set_start(m, start) if start is not None else False
-        if not given and _two_stage(m):
+        if not given and _two_stage(m) and not _fleet_held(m):
             proven = prove_from_spare_start(m, begun + time_limit, gap, proof)
         # HiGHS on the proof's threads (two workers: a better bound by the limit); CBC on one
         if proven is None:

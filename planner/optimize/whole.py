@@ -2,7 +2,9 @@
 :func:`_make_whole` then makes them whole per load slice (:func:`whole_replicas`, or
 :func:`round_up_replicas` if its re-solve fails) and polishes the plan on the exact model,
 every rented replica integer (:func:`polish`, within :func:`exact_model`), keeping whichever
-plan is cheaper (:func:`_keep_cheaper`). :func:`repair_bound` says what the repair may add at most."""
+plan is cheaper (:func:`_keep_cheaper`). :func:`repair_bound` says what the repair may add at most.
+A small model skips the relaxed solve and the repair where it can: :func:`prove_from_spare_start`
+proves the exact model from a plan with each service's spare limited (:func:`spare_start`)."""
 
 from __future__ import annotations
 
@@ -165,41 +167,93 @@ def held_gpus(m: PlannerModel) -> frozenset[str]:
     return frozenset(owned | {o.gpu for o in m.cands.offers.values() if o.committed})
 
 
-def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
-    """The in-use flags the restricted spare start holds at 0: per service and spare period,
-    those of every replica type faster than the slowest flagged one, except up to the
-    slowest replica type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas
-    on cards already paid for cost nothing at the margin, and barring them made
-    problems/brownfield.yaml's start $110k dearer). Flags are ordered by rate
+FlagOrder = list[tuple[float, pulp.LpVariable]]
+
+
+def kept_levels(m: PlannerModel) -> list[tuple[FlagOrder, int]]:
+    """Each service's ordered in-use flags per spare period, and how many of them the
+    restricted spare start keeps: the slowest flagged type's, and up to the slowest replica
+    type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas on cards already
+    paid for cost nothing at the margin, and barring them made problems/brownfield.yaml's
+    start $110k dearer). Flags are ordered by rate
     (:func:`planner.optimize.model.serving._largest_replica`), so the kept ones are a prefix.
     """
     held = held_gpus(m)
     key_of = {id(on): key for (_, key, _), on in m.on.items()}
-    out: dict[int, pulp.LpVariable] = {}
+    out: dict[int, tuple[FlagOrder, int]] = {}
     for (w, _), order in m.spare_order.items():
         keep = 1
         for i, (_, on) in enumerate(order):
             if m.serve_cand(w, key_of[id(on)]).gpu in held:
                 keep = max(keep, i + 1)
-        for _, on in order[keep:]:
-            out[id(on)] = on
+        out[id(order)] = (order, keep)
     return list(out.values())
 
 
+def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
+    """The in-use flags the restricted spare start holds at 0 (:func:`kept_levels`)."""
+    return [on for order, keep in kept_levels(m) for _, on in order[keep:]]
+
+
+def _level_lp(m: PlannerModel, levels: list[tuple[FlagOrder, int]]) -> float | None:
+    """The LP relaxation of ``m`` with every in-use flag fixed: per order, its first ``k``
+    flags at 1 (the largest type in use is its k-th) and the rest at 0. None if infeasible.
+    Fixing the flags takes away the LP's fractional spare; what is left below the integer
+    optimum is the replicas' rounding (0.8-2.3 % on the reference and its 2x-demand variant)."""
+    flags = [(on, on.lowBound, on.upBound) for order, _ in levels for _, on in order]
+    cats = [(v, v.cat) for v in m.prob.variables()]
+    try:
+        for order, k in levels:
+            for i, (_, on) in enumerate(order):
+                on.lowBound = on.upBound = 1 if i < k else 0
+        for v, _ in cats:
+            v.cat = pulp.LpContinuous
+        m.prob.solve(_BulkHiGHS(msg=False, timeLimit=10.0))
+        ok = m.prob.status == pulp.LpStatusOptimal
+        return pulp.value(m.prob.objective) if ok else None
+    except pulp.PulpSolverError:
+        return None
+    finally:
+        for v, cat in cats:
+            v.cat = cat
+        for on, lo, up in flags:
+            on.lowBound, on.upBound = lo, up
+
+
+def restriction_pays(m: PlannerModel, levels: list[tuple[FlagOrder, int]]) -> bool:
+    """Whether the restricted spare start is worth solving: the LP with the kept flags fixed
+    (:func:`_level_lp`) is within :data:`FLEET_GAP` of the best LP with every service's
+    largest type at one level k (the same k for every order, capped at its length). A
+    restriction that costs more than the rounding could explain is not where the optimum is:
+    on the reference at 2x demand the kept level's LP is 6.2 % above level 4's, and the proof
+    from its plan ($825,165, 6.3 % above the optimum) took 8-8.5 s against 3.3-4.2 s for the
+    whole relaxed path; on the reference it is 0.5 % (benchmarks/README.md, issue 51)."""
+    kept = _level_lp(m, levels)
+    if kept is None:
+        return False
+    longest = max(len(order) for order, _ in levels)
+    for k in range(1, longest + 1):
+        other = _level_lp(m, [(order, min(k, len(order))) for order, _ in levels])
+        if other is not None and other < kept - FLEET_GAP * max(1.0, abs(kept)):
+            return False
+    return True
+
+
 def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) -> float | None:
-    """A plan of the exact model (every rented replica whole) with the flags of
-    :func:`restricted_flags` held at 0: each service's spare limited to its slowest replica
-    types, the plan's values left in ``m``. Returns its present value, or None when there is
-    nothing to restrict or HiGHS found no plan in ``time_limit`` (then ``m``'s values are
-    not a plan).
+    """A plan of the exact model (every rented replica whole) with the flags above the kept
+    levels (:func:`kept_levels`) held at 0: each service's spare limited to its slowest
+    replica types, the plan's values left in ``m``. Returns its present value, or None when
+    there is nothing to restrict, the restriction does not pay (:func:`restriction_pays`) or
+    HiGHS found no plan in ``time_limit`` (then ``m``'s values are not a plan).
 
     On the reference the relaxed model (rentals fractional) points the wrong way: its optimum
     ($665,204) flags H100 replicas, whose fractions look cheap, and made whole it costs
     $676,660; the restricted model gives the optimum ($670,309, A100 PCIe bought, only the
     A100 flag set) in 0.5 s, and the relaxed MILP and the repair (1.4-1.6 s) are not needed
     (benchmarks/README.md, issue 51)."""
-    fixed = restricted_flags(m)
-    if not fixed:
+    levels = kept_levels(m)
+    fixed = [on for order, keep in levels for _, on in order[keep:]]
+    if not fixed or not restriction_pays(m, levels):
         return None
     bounds = [(v, v.upBound) for v in fixed]
     try:
