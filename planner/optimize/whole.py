@@ -172,7 +172,7 @@ FlagOrder = list[tuple[float, pulp.LpVariable]]
 
 def kept_levels(m: PlannerModel) -> list[tuple[FlagOrder, int]]:
     """Each service's ordered in-use flags per spare period, and how many of them the
-    restricted spare start keeps: the slowest flagged type's, and up to the slowest replica
+    restricted spare start keeps: the slowest flagged type's, and up to the slowest flagged replica
     type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas on cards already
     paid for cost nothing at the margin, and barring them made problems/brownfield.yaml's
     start $110k dearer). Flags are ordered by rate
@@ -182,10 +182,12 @@ def kept_levels(m: PlannerModel) -> list[tuple[FlagOrder, int]]:
     key_of = {id(on): key for (_, key, _), on in m.on.items()}
     out: dict[int, tuple[FlagOrder, int]] = {}
     for (w, _), order in m.spare_order.items():
-        keep = 1
+        keep, seen = 1, set()
         for i, (_, on) in enumerate(order):
-            if m.serve_cand(w, key_of[id(on)]).gpu in held:
+            g = m.serve_cand(w, key_of[id(on)]).gpu
+            if g in held and g not in seen:
                 keep = max(keep, i + 1)
+            seen.add(g)
         out[id(order)] = (order, keep)
     return list(out.values())
 
