@@ -61,6 +61,19 @@ FLEET_GAP = 0.02
 # reference's proof took 4.2-4.7 s against 4.9-5.6 s (seeds 0-2), the command 6.7-7.0 s against
 # 7.6-7.8 s, the same plan (2026-11-29, benchmarks/README.md).
 PROOF_OPTIONS = {"mip_allow_restart": False, "mip_pscost_minreliable": 2}
+# ... and from the restricted spare start (:func:`spare_start`), whose plan is the optimum of
+# a restriction that pays (:func:`restriction_pays`): no primal heuristics. Their sub-MIPs
+# (RINS, RENS) and the others found nothing better on any shipped problem and took 0.76 s of
+# the reference's 4.1 s; the same nodes, mean of three seeds: the reference 4.5-4.8 -> 3.8-3.9 s,
+# moe_serving 0.95 -> 0.38 s, inference_startup 0.53 -> 0.39 s, brownfield 0.87 -> 0.70 s, the
+# reference without growth 3.1 -> 2.4 s (benchmarks/README.md, issue 51).
+START_PROOF_OPTIONS = {
+    **PROOF_OPTIONS,
+    "mip_heuristic_run_rins": False,
+    "mip_heuristic_run_rens": False,
+    "mip_heuristic_run_root_reduced_cost": False,
+    "mip_heuristic_run_feasibility_jump": False,
+}
 # ... and its threads, which the first MILP uses too: HiGHS 1.16 runs two search workers on two
 # threads, which cut the reference's proof from 6.3-6.5 s to 4.0-4.5 s and lab_2026's gap at its
 # 60 s from 2.40 % to 2.04-2.13 % (2 cores; more were not measured). The count
@@ -288,7 +301,7 @@ def prove_from_spare_start(
     objective, rel_gap = start, 1.0
     if left > 0.1:
         with phase("solve: exact model (proof / polish)"):
-            objective, rel_gap = polish(m, left, gap, threads, -math.inf)
+            objective, rel_gap = polish(m, left, gap, threads, -math.inf, START_PROOF_OPTIONS)
     rel_gap = min(rel_gap, 1.0) if math.isinf(rel_gap) else rel_gap
     return _Whole(
         objective, rel_gap, exact_proof=rel_gap <= gap + 1e-9, polished=True, spare_start=True
@@ -368,16 +381,22 @@ def repair_bound(m: PlannerModel) -> float:
 
 
 def polish(
-    m: PlannerModel, time_limit: float, gap: float, threads: int, bound: float
+    m: PlannerModel,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    bound: float,
+    options: dict[str, object] | None = None,
 ) -> tuple[float, float]:
     """Solve the exact model (every rented replica integer) with HiGHS, started from the
     repaired plan now in ``m``; keep whichever plan is cheaper. Returns (objective, gap), the
-    gap against the best of ``bound`` (the relaxed model's) and the exact run's own bound."""
+    gap against the best of ``bound`` (the relaxed model's) and the exact run's own bound.
+    ``options``: HiGHS's options of a small model's proof, :data:`PROOF_OPTIONS` if None."""
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
     # a small exact model runs to its gap (a proof); a large one stops at a node limit
     small = exact_integers(m) <= EXACT_POLISH_INTEGERS
-    nodes = dict(PROOF_OPTIONS) if small else {"mip_max_nodes": POLISH_NODES}
+    nodes = dict(options or PROOF_OPTIONS) if small else {"mip_max_nodes": POLISH_NODES}
     try:
         with exact_model(m):
             m.prob.solve(
