@@ -19,7 +19,7 @@ import pulp
 
 from planner.base.phases import phase
 from planner.base.tolerances import whole
-from planner.optimize.backends import _BulkHiGHS, bound_from_gap, gap_to_bound
+from planner.optimize.backends import _BulkHiGHS, _run_cancellable, bound_from_gap, gap_to_bound
 from planner.optimize.model import PlannerModel
 
 
@@ -210,48 +210,61 @@ def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
     return [on for order, keep in kept_levels(m) for _, on in order[keep:]]
 
 
-def _level_lp(m: PlannerModel, levels: list[tuple[FlagOrder, int]]) -> float | None:
-    """The LP relaxation of ``m`` with every in-use flag fixed: per order, its first ``k``
-    flags at 1 (the largest type in use is its k-th) and the rest at 0. None if infeasible.
-    Fixing the flags takes away the LP's fractional spare; what is left below the integer
-    optimum is the replicas' rounding (0.8-2.3 % on the reference and its 2x-demand variant)."""
-    flags = [(on, on.lowBound, on.upBound) for order, _ in levels for _, on in order]
-    cats = [(v, v.cat) for v in m.prob.variables()]
+def _level_lps(
+    m: PlannerModel, level_sets: list[list[tuple[FlagOrder, int]]]
+) -> list[float | None]:
+    """The LP relaxation of ``m`` with every in-use flag fixed, once per set of levels: per
+    order, its first ``k`` flags at 1 (the largest type in use is its k-th) and the rest at 0.
+    None where infeasible. Fixing the flags takes away the LP's fractional spare; what is left
+    below the integer optimum is the replicas' rounding (0.8-2.3 % on the reference and its
+    2x-demand variant). One HiGHS model, its flags' bounds changed between runs (each LP
+    starts from the last one's basis): 5-7 LPs in ~0.05 s on the reference, against 0.3 s
+    built afresh each time."""
+    solver = _BulkHiGHS(msg=False, mip=False, timeLimit=10.0, threads=1)
+    solver.createAndConfigureSolver(m.prob)
+    solver.buildSolverModel(m.prob)
+    h = m.prob.solverModel
+    out: list[float | None] = []
+
+    def run_all() -> None:
+        import highspy
+        import numpy as np
+
+        for levels in level_sets:
+            cols = [
+                (on.index, 1.0 if i < k else 0.0)
+                for order, k in levels
+                for i, (_, on) in enumerate(order)
+            ]
+            idx = np.array([c for c, _ in cols], dtype=np.int32)
+            val = np.array([x for _, x in cols], dtype=np.float64)
+            h.changeColsBounds(len(cols), idx, val, val)
+            h.run()
+            ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            out.append(float(h.getInfo().objective_function_value) if ok else None)
+
     try:
-        for order, k in levels:
-            for i, (_, on) in enumerate(order):
-                on.lowBound = on.upBound = 1 if i < k else 0
-        for v, _ in cats:
-            v.cat = pulp.LpContinuous
-        m.prob.solve(_BulkHiGHS(msg=False, timeLimit=10.0))
-        ok = m.prob.status == pulp.LpStatusOptimal
-        return pulp.value(m.prob.objective) if ok else None
+        _run_cancellable("highs", run_all, h.cancelSolve, 10.0)
     except pulp.PulpSolverError:
-        return None
-    finally:
-        for v, cat in cats:
-            v.cat = cat
-        for on, lo, up in flags:
-            on.lowBound, on.upBound = lo, up
+        return [None] * len(level_sets)
+    return out
 
 
 def restriction_pays(m: PlannerModel, levels: list[tuple[FlagOrder, int]]) -> bool:
     """Whether the restricted spare start is worth solving: the LP with the kept flags fixed
-    (:func:`_level_lp`) is within :data:`FLEET_GAP` of the best LP with every service's
+    (:func:`_level_lps`) is within :data:`FLEET_GAP` of the best LP with every service's
     largest type at one level k (the same k for every order, capped at its length). A
     restriction that costs more than the rounding could explain is not where the optimum is:
     on the reference at 2x demand the kept level's LP is 6.2 % above level 4's, and the proof
     from its plan ($825,165, 6.3 % above the optimum) took 8-8.5 s against 3.3-4.2 s for the
     whole relaxed path; on the reference it is 0.5 % (benchmarks/README.md, issue 51)."""
-    kept = _level_lp(m, levels)
+    longest = max(len(order) for order, _ in levels)
+    uniform = [[(order, min(k, len(order))) for order, _ in levels] for k in range(1, longest + 1)]
+    kept, *others = _level_lps(m, [levels, *uniform])
     if kept is None:
         return False
-    longest = max(len(order) for order, _ in levels)
-    for k in range(1, longest + 1):
-        other = _level_lp(m, [(order, min(k, len(order))) for order, _ in levels])
-        if other is not None and other < kept - FLEET_GAP * max(1.0, abs(kept)):
-            return False
-    return True
+    floor = kept - FLEET_GAP * max(1.0, abs(kept))
+    return all(other is None or other >= floor for other in others)
 
 
 def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) -> float | None:
