@@ -60,15 +60,17 @@ FLEET_GAP = 0.02
 # simplex iterations went to strong branching over ~20 nodes; from the repaired start the
 # reference's proof took 4.2-4.7 s against 4.9-5.6 s (seeds 0-2), the command 6.7-7.0 s against
 # 7.6-7.8 s, the same plan (2026-11-29, benchmarks/README.md).
-PROOF_OPTIONS = {"mip_allow_restart": False, "mip_pscost_minreliable": 2}
-# ... and from the restricted spare start (:func:`spare_start`), whose plan is the optimum of
-# a restriction that pays (:func:`restriction_pays`): no primal heuristics. Their sub-MIPs
-# (RINS, RENS) and the others found nothing better on any shipped problem and took 0.76 s of
-# the reference's 4.1 s; the same nodes, mean of three seeds: the reference 4.5-4.8 -> 3.8-3.9 s,
-# moe_serving 0.95 -> 0.38 s, inference_startup 0.53 -> 0.39 s, brownfield 0.87 -> 0.70 s, the
-# reference without growth 3.1 -> 2.4 s (benchmarks/README.md, issue 51).
-START_PROOF_OPTIONS = {
-    **PROOF_OPTIONS,
+# No primal heuristics either: the proof starts from a plan (the restricted spare start, or the
+# relaxed model's plan made whole), and HiGHS's sub-MIPs (RINS, RENS) and its other heuristics
+# found nothing better on any shipped problem: they took 0.76 of the reference's 4.08 s. The
+# same nodes, MPS of the exact model and the start, two threads, mean of seeds 0-2: from the
+# restricted start the reference 4.47-4.84 -> 3.77-3.88 s, moe_serving 0.95 -> 0.38 s,
+# inference_startup 0.53 -> 0.39 s, brownfield 0.87 -> 0.70 s; from the repaired plan the
+# reference 5.38 -> 4.26 s, the reference at 2x traffic 3.24 -> 2.35 s, b200_committed
+# 0.37 -> 0.30 s (benchmarks/README.md, issue 51).
+PROOF_OPTIONS = {
+    "mip_allow_restart": False,
+    "mip_pscost_minreliable": 2,
     "mip_heuristic_run_rins": False,
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
@@ -314,7 +316,7 @@ def prove_from_spare_start(
     objective, rel_gap = start, 1.0
     if left > 0.1:
         with phase("solve: exact model (proof / polish)"):
-            objective, rel_gap = polish(m, left, gap, threads, -math.inf, START_PROOF_OPTIONS)
+            objective, rel_gap = polish(m, left, gap, threads, -math.inf)
     rel_gap = min(rel_gap, 1.0) if math.isinf(rel_gap) else rel_gap
     return _Whole(
         objective, rel_gap, exact_proof=rel_gap <= gap + 1e-9, polished=True, spare_start=True
@@ -394,22 +396,16 @@ def repair_bound(m: PlannerModel) -> float:
 
 
 def polish(
-    m: PlannerModel,
-    time_limit: float,
-    gap: float,
-    threads: int,
-    bound: float,
-    options: dict[str, object] | None = None,
+    m: PlannerModel, time_limit: float, gap: float, threads: int, bound: float
 ) -> tuple[float, float]:
     """Solve the exact model (every rented replica integer) with HiGHS, started from the
     repaired plan now in ``m``; keep whichever plan is cheaper. Returns (objective, gap), the
-    gap against the best of ``bound`` (the relaxed model's) and the exact run's own bound.
-    ``options``: HiGHS's options of a small model's proof, :data:`PROOF_OPTIONS` if None."""
+    gap against the best of ``bound`` (the relaxed model's) and the exact run's own bound."""
     values = {v.name: v.varValue for v in m.prob.variables()}
     before = pulp.value(m.prob.objective) or 0.0
     # a small exact model runs to its gap (a proof); a large one stops at a node limit
     small = exact_integers(m) <= EXACT_POLISH_INTEGERS
-    nodes = dict(options or PROOF_OPTIONS) if small else {"mip_max_nodes": POLISH_NODES}
+    nodes = dict(PROOF_OPTIONS) if small else {"mip_max_nodes": POLISH_NODES}
     try:
         with exact_model(m):
             m.prob.solve(
