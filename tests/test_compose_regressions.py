@@ -85,7 +85,7 @@ def test_exit_1_into_a_closed_pipe_is_141_whatever_the_path(monkeypatch) -> None
     monkeypatch.setattr(planner.cli, "run", lambda: 1)
     try:
         with pytest.raises(SystemExit) as ended:
-            entry.main()
+            entry.main(exit_now=False)
     finally:
         monkeypatch.undo()
         stream.close()
