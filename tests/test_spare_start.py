@@ -51,7 +51,7 @@ def test_the_start_is_an_exact_plan_and_the_proof_finds_the_exact_optimum(factor
     monkeypatch.setattr(model_mod, "EXACT_RENTAL_CELLS", 0)
     m = build_model(inputs, cands)
     assert exact_integers(m) > sum(1 for v in m.prob.variables() if v.cat == "Integer")
-    start = spare_start(build_model(inputs, cands), 30, 1e-4, 1)
+    start, lp_bound = spare_start(build_model(inputs, cands), 30, 1e-4, 1)
     result = solve_model(m, time_limit=30, gap=1e-4)
     assert result.status == "optimal" and exact.status == "optimal"
     assert result.objective == pytest.approx(exact.objective, rel=2e-4)
@@ -59,6 +59,8 @@ def test_the_start_is_an_exact_plan_and_the_proof_finds_the_exact_optimum(factor
     assert took == (start is not None)
     if start is not None:
         assert start >= exact.objective * (1 - 1e-4)
+    if lp_bound is not None:  # the exact model's LP: below every plan
+        assert lp_bound <= exact.objective * (1 + 1e-9) + 1e-6
     assert not broken_rows(m)
     assert verify_plan(inputs, extract_plan(m, result)) == []
 
@@ -72,7 +74,8 @@ def test_the_reference_starts_from_its_optimum_and_says_so():
     m = build_model(inputs, build_candidates(inputs))
     levels = kept_levels(m)
     assert len(levels) == 3 and all(keep == 1 for _, keep in levels)
-    assert restriction_pays(m, levels)
+    pays, bound = restriction_pays(m, levels)
+    assert pays and bound is not None and bound < 670_309
     _, plan = solved()
     assert plan.status == "optimal" and plan.repair_usd == 0.0
     assert "from a plan with each service's spare limited" in plan.message
@@ -84,8 +87,8 @@ def test_at_twice_the_demand_the_restriction_does_not_pay():
     fixed-flag LP of the kept level is 6 % above level 4's, so the relaxed path runs."""
     inputs = _scaled("2m_budget", 2.0)
     m = build_model(inputs, build_candidates(inputs))
-    assert not restriction_pays(m, kept_levels(m))
-    assert spare_start(m, 10, 0.001, 1) is None
+    assert not restriction_pays(m, kept_levels(m))[0]
+    assert spare_start(m, 10, 0.001, 1)[0] is None
 
 
 def test_a_held_gpu_type_keeps_its_slowest_replica_type_in_the_start():

@@ -170,9 +170,11 @@ def _make_whole(
 
 
 # The share of the time left that the restricted spare start (:func:`spare_start`) may take
-# before the proof: on the reference it takes 0.5 s of a 4.5-5 s solve; if it finds no plan in
-# that time, the relaxed MILP and the repair run instead in what is left.
-SPARE_START_SHARE = 0.3
+# before the proof: on the reference it takes 0.5 s of a 4 s solve. With 0.3, `--time-limit 2`
+# left it 0.3 s, too little for a plan, and the relaxed MILP then had too little for a good one
+# ($996,807, 34 % gap, against $676,660, 3.7 % before the start existed). If it finds no plan,
+# the relaxed MILP and the repair run in what is left.
+SPARE_START_SHARE = 0.5
 
 
 def held_gpus(m: PlannerModel) -> frozenset[str]:
@@ -213,11 +215,11 @@ def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
 
 
 def _level_lps(
-    m: PlannerModel, level_sets: list[list[tuple[FlagOrder, int]]]
+    m: PlannerModel, level_sets: list[list[tuple[FlagOrder, int | None]]]
 ) -> list[float | None]:
     """The LP relaxation of ``m`` with every in-use flag fixed, once per set of levels: per
-    order, its first ``k`` flags at 1 (the largest type in use is its k-th) and the rest at 0.
-    None where infeasible. Fixing the flags takes away the LP's fractional spare; what is left
+    order, its first ``k`` flags at 1 (the largest type in use is its k-th) and the rest at 0;
+    ``k`` None leaves the order's flags free (0 to 1). None where infeasible. Fixing the flags takes away the LP's fractional spare; what is left
     below the integer optimum is the replicas' rounding (0.8-2.3 % on the reference and its
     2x-demand variant). One HiGHS model, its flags' bounds changed between runs (each LP
     starts from the last one's basis): 5-7 LPs in ~0.05 s on the reference, against 0.3 s
@@ -234,13 +236,14 @@ def _level_lps(
 
         for levels in level_sets:
             cols = [
-                (on.index, 1.0 if i < k else 0.0)
+                (on.index, *((0.0, 1.0) if k is None else (1.0 * (i < k),) * 2))
                 for order, k in levels
                 for i, (_, on) in enumerate(order)
             ]
-            idx = np.array([c for c, _ in cols], dtype=np.int32)
-            val = np.array([x for _, x in cols], dtype=np.float64)
-            h.changeColsBounds(len(cols), idx, val, val)
+            idx = np.array([c for c, _, _ in cols], dtype=np.int32)
+            lo = np.array([x for _, x, _ in cols], dtype=np.float64)
+            up = np.array([x for _, _, x in cols], dtype=np.float64)
+            h.changeColsBounds(len(cols), idx, lo, up)
             h.run()
             ok = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
             out.append(float(h.getInfo().objective_function_value) if ok else None)
@@ -252,29 +255,37 @@ def _level_lps(
     return out
 
 
-def restriction_pays(m: PlannerModel, levels: list[tuple[FlagOrder, int]]) -> bool:
-    """Whether the restricted spare start is worth solving: the LP with the kept flags fixed
-    (:func:`_level_lps`) is within :data:`FLEET_GAP` of the best LP with every service's
-    largest type at one level k (the same k for every order, capped at its length). A
-    restriction that costs more than the rounding could explain is not where the optimum is:
-    on the reference at 2x demand the kept level's LP is 6.2 % above level 4's, and the proof
-    from its plan ($825,165, 6.3 % above the optimum) took 8-8.5 s against 3.3-4.2 s for the
-    whole relaxed path; on the reference it is 0.5 % (benchmarks/README.md, issue 51)."""
+def restriction_pays(
+    m: PlannerModel, levels: list[tuple[FlagOrder, int]]
+) -> tuple[bool, float | None]:
+    """Whether the restricted spare start is worth solving, and the exact model's LP
+    relaxation (its flags free: a lower bound on every plan, or None). It pays where the LP
+    with the kept flags fixed (:func:`_level_lps`) is within :data:`FLEET_GAP` of the best LP
+    with every service's largest type at one level k (the same k for every order, capped at
+    its length). A restriction that costs more than the rounding could explain is not where
+    the optimum is: on the reference at 2x demand the kept level's LP is 6.2 % above level
+    4's, and the proof from its plan ($825,165, 6.3 % above the optimum) took 8-8.5 s against
+    3.3-4.2 s for the whole relaxed path; on the reference it is 0.5 % (benchmarks/README.md,
+    issue 51)."""
     longest = max(len(order) for order, _ in levels)
     uniform = [[(order, min(k, len(order))) for order, _ in levels] for k in range(1, longest + 1)]
-    kept, *others = _level_lps(m, [levels, *uniform])
+    free: list[tuple[FlagOrder, int | None]] = [(order, None) for order, _ in levels]
+    bound, kept, *others = _level_lps(m, [free, levels, *uniform])
     if kept is None:
-        return False
+        return False, bound
     floor = kept - FLEET_GAP * max(1.0, abs(kept))
-    return all(other is None or other >= floor for other in others)
+    return all(other is None or other >= floor for other in others), bound
 
 
-def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) -> float | None:
+def spare_start(
+    m: PlannerModel, time_limit: float, gap: float, threads: int
+) -> tuple[float | None, float | None]:
     """A plan of the exact model (every rented replica whole) with the flags above the kept
     levels (:func:`kept_levels`) held at 0: each service's spare limited to its slowest
-    replica types, the plan's values left in ``m``. Returns its present value, or None when
-    there is nothing to restrict, the restriction does not pay (:func:`restriction_pays`) or
-    HiGHS found no plan in ``time_limit`` (then ``m``'s values are not a plan).
+    replica types, the plan's values left in ``m``. Returns its present value (None when
+    there is nothing to restrict, the restriction does not pay, :func:`restriction_pays`, or
+    HiGHS found no plan in ``time_limit``: then ``m``'s values are not a plan) and the exact
+    model's LP bound (None if not computed).
 
     On the reference the relaxed model (rentals fractional) points the wrong way: its optimum
     ($665,204) flags H100 replicas, whose fractions look cheap, and made whole it costs
@@ -283,8 +294,11 @@ def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) ->
     (benchmarks/README.md, issue 51)."""
     levels = kept_levels(m)
     fixed = [on for order, keep in levels for _, on in order[keep:]]
-    if not fixed or not restriction_pays(m, levels):
-        return None
+    if not fixed:
+        return None, None
+    pays, bound = restriction_pays(m, levels)
+    if not pays:
+        return None, bound
     bounds = [(v, v.upBound) for v in fixed]
     try:
         for v in fixed:
@@ -297,7 +311,7 @@ def spare_start(m: PlannerModel, time_limit: float, gap: float, threads: int) ->
     finally:
         for v, up in bounds:
             v.upBound = up
-    return pulp.value(m.prob.objective) if found else None
+    return (pulp.value(m.prob.objective) if found else None), bound
 
 
 def prove_from_spare_start(
@@ -306,17 +320,20 @@ def prove_from_spare_start(
     """The exact model proven from :func:`spare_start`'s plan by ``deadline`` (a
     ``perf_counter`` instant), on a small model whose first MILP would relax rentals
     (:func:`_two_stage`); None when that start has no plan (the caller then solves the
-    relaxed model and repairs it). The gap is against HiGHS's bound on the exact model."""
+    relaxed model and repairs it). The gap is against the better of HiGHS's bound on the exact
+    model and its LP relaxation (:func:`restriction_pays`): a proof cut short by the time
+    limit still has a bound."""
     left = deadline - time.perf_counter()
     with phase("solve: start (restricted spare)"):
-        start = spare_start(m, SPARE_START_SHARE * left, gap, threads)
+        start, lp_bound = spare_start(m, SPARE_START_SHARE * left, gap, threads)
     if start is None:
         return None
     left = deadline - time.perf_counter()
-    objective, rel_gap = start, 1.0
+    bound = -math.inf if lp_bound is None else lp_bound
+    objective, rel_gap = start, gap_to_bound(start, bound)
     if left > 0.1:
         with phase("solve: exact model (proof / polish)"):
-            objective, rel_gap = polish(m, left, gap, threads, -math.inf)
+            objective, rel_gap = polish(m, left, gap, threads, bound)
     rel_gap = min(rel_gap, 1.0) if math.isinf(rel_gap) else rel_gap
     return _Whole(
         objective, rel_gap, exact_proof=rel_gap <= gap + 1e-9, polished=True, spare_start=True
