@@ -110,10 +110,14 @@ def _exit_past_solver_threads(code: object) -> None:
         return
     import os
 
+    _flush_streams()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 def _exit_without_teardown(code: object) -> None:
@@ -133,13 +137,9 @@ def _exit_without_teardown(code: object) -> None:
     import atexit
     import os
 
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    _flush_streams()
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    _flush_streams()  # what the exit handlers printed
     os._exit(code or 0)
 
 

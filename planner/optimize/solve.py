@@ -274,11 +274,12 @@ def solve_model(
         objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
         rel_gap = _solver_gap(m, solver, run, objective, lp_bound, scip_gap)
         whole = _Whole()
-    if objective is not None and proven is None:
-        whole = _make_whole(m, solver, objective, rel_gap, gap, begun + time_limit, threads, proof)
-        objective, rel_gap = whole.objective, whole.gap
-        if objective is None:  # no whole-replica plan keeps every row (a total budget)
-            status = "infeasible" if whole.proven else "time_limit"
+        if objective is not None:
+            deadline = begun + time_limit
+            whole = _make_whole(m, solver, objective, rel_gap, gap, deadline, threads, proof)
+            objective, rel_gap = whole.objective, whole.gap
+            if objective is None:  # no whole-replica plan keeps every row (a total budget)
+                status = "infeasible" if whole.proven else "time_limit"
     repair, bound_usd = whole.repair, whole.bound_usd
     with phase("solve: idle purchases"):
         dropped = drop_idle(m) if objective is not None else []

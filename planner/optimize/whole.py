@@ -189,8 +189,8 @@ FlagOrder = list[tuple[float, pulp.LpVariable]]
 
 def kept_levels(m: PlannerModel) -> list[tuple[FlagOrder, int]]:
     """Each service's ordered in-use flags per spare period, and how many of them the
-    restricted spare start keeps: the slowest flagged type's, and up to the slowest flagged replica
-    type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas on cards already
+    restricted spare start keeps: the slowest flagged type's, and up to the slowest flagged
+    replica type of each GPU type the plan holds anyway (:func:`held_gpus`: replicas on cards already
     paid for cost nothing at the margin, and barring them made problems/brownfield.yaml's
     start $110k dearer). Flags are ordered by rate
     (:func:`planner.optimize.model.serving._largest_replica`), so the kept ones are a prefix.
@@ -209,19 +209,14 @@ def kept_levels(m: PlannerModel) -> list[tuple[FlagOrder, int]]:
     return list(out.values())
 
 
-def restricted_flags(m: PlannerModel) -> list[pulp.LpVariable]:
-    """The in-use flags the restricted spare start holds at 0 (:func:`kept_levels`)."""
-    return [on for order, keep in kept_levels(m) for _, on in order[keep:]]
-
-
 def _level_lps(
     m: PlannerModel, level_sets: list[list[tuple[FlagOrder, int | None]]]
 ) -> list[float | None]:
     """The LP relaxation of ``m`` with every in-use flag fixed, once per set of levels: per
     order, its first ``k`` flags at 1 (the largest type in use is its k-th) and the rest at 0;
-    ``k`` None leaves the order's flags free (0 to 1). None where infeasible. Fixing the flags takes away the LP's fractional spare; what is left
-    below the integer optimum is the replicas' rounding (0.8-2.3 % on the reference and its
-    2x-demand variant). One HiGHS model, its flags' bounds changed between runs (each LP
+    ``k`` None leaves the order's flags free (0 to 1). None where infeasible. Fixing the flags
+    takes away the LP's fractional spare; what is left below the integer optimum is the
+    replicas' rounding (0.8-2.3 % on the reference and its 2x-demand variant). One HiGHS model, its flags' bounds changed between runs (each LP
     starts from the last one's basis): 5-7 LPs in ~0.05 s on the reference, against 0.3 s
     built afresh each time."""
     solver = _BulkHiGHS(msg=False, mip=False, timeLimit=10.0, threads=1)
